@@ -1,0 +1,103 @@
+//! CLI: clap definitions only (syntax). Validation and cross-field checks live
+//! in [`crate::config`]; nothing below `config` imports clap.
+
+pub mod compare;
+pub mod report;
+pub mod run;
+pub mod sim;
+pub mod sweep;
+
+use clap::{Parser, Subcommand};
+
+pub use compare::CompareArgs;
+pub use report::ReportArgs;
+pub use run::RunArgs;
+pub use sim::SimArgs;
+pub use sweep::SweepArgs;
+
+/// kneecap: load-test an OpenAI-compatible LLM server and find its knee.
+#[derive(Debug, Parser)]
+#[command(name = "kneecap", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Benchmark one load level (vLLM `bench serve` compatible). Without
+    /// --base-url/--host/--port, runs against the built-in simulator.
+    Run(Box<RunArgs>),
+    /// vLLM-compatible spelling: `kneecap bench serve ...` is `kneecap run ...`.
+    Bench {
+        #[command(subcommand)]
+        command: BenchCommand,
+    },
+    /// Find the knee: step the offered load up, judge each step against the
+    /// SLO, bracket and refine the highest load that still meets it.
+    Sweep(Box<SweepArgs>),
+    /// Serve the built-in simulated continuous-batching LLM server.
+    Sim(Box<SimArgs>),
+    /// Re-render a saved sweep JSON (table, charts, --html) or summarize a run JSON.
+    Report(Box<ReportArgs>),
+    /// Compare two sweeps or two runs (A = baseline, B = candidate); --fail-if for CI.
+    Compare(Box<CompareArgs>),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Same as `kneecap run`.
+    Serve(Box<RunArgs>),
+}
+
+/// vLLM's parser accepts `--flag_name` for `--flag-name`; so do we. Only the
+/// flag name is rewritten (never the value after `=`, never positional values).
+pub fn normalize_args<I: IntoIterator<Item = String>>(args: I) -> Vec<String> {
+    args.into_iter()
+        .map(|arg| {
+            if !arg.starts_with("--") {
+                return arg;
+            }
+            match arg.split_once('=') {
+                Some((name, value)) => format!("{}={value}", name.replace('_', "-")),
+                None => arg.replace('_', "-"),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn underscore_flags_become_dashes_but_values_do_not() {
+        let out = normalize_args(
+            [
+                "kneecap",
+                "--num_prompts",
+                "5",
+                "--label=my_label",
+                "my_file",
+            ]
+            .into_iter()
+            .map(String::from),
+        );
+        assert_eq!(
+            out,
+            [
+                "kneecap",
+                "--num-prompts",
+                "5",
+                "--label=my_label",
+                "my_file"
+            ]
+        );
+    }
+}

@@ -1,0 +1,310 @@
+//! `kneecap run` / `kneecap bench serve` arguments: vLLM `bench serve` flag
+//! names and defaults, plus kneecap's own (timeouts, duration, arrival).
+
+use clap::{Args, ValueEnum};
+use std::path::PathBuf;
+
+/// Request protocol (vLLM's `--backend`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Backend {
+    /// Streaming `/v1/completions`.
+    Vllm,
+    /// Streaming `/v1/completions`.
+    Openai,
+    /// Streaming `/v1/chat/completions`.
+    #[value(name = "openai-chat")]
+    OpenaiChat,
+}
+
+/// Dataset (vLLM's `--dataset-name`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DatasetName {
+    Random,
+    Sharegpt,
+    Custom,
+}
+
+/// vLLM's `--ramp-up-strategy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RampUp {
+    Linear,
+    Exponential,
+}
+
+/// Arrival process for a finite `--request-rate` (kneecap extension).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ArrivalKind {
+    /// Gamma gaps with shape `--burstiness` (1 = Poisson), as vLLM.
+    Gamma,
+    /// Poisson arrivals (same as gamma with burstiness 1).
+    Poisson,
+    /// Evenly spaced arrivals, exactly 1/rate apart.
+    Constant,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    // ---- target -------------------------------------------------------
+    /// Request protocol: vllm / openai (completions) or openai-chat.
+    #[arg(long, value_enum, help_heading = "Target")]
+    pub backend: Option<Backend>,
+    /// Server root, e.g. http://127.0.0.1:8000 (overrides --host/--port).
+    /// Without it and without --host/--port, the built-in simulator is started.
+    #[arg(long, help_heading = "Target")]
+    pub base_url: Option<String>,
+    /// Host when --base-url is absent [default: 127.0.0.1].
+    #[arg(long, help_heading = "Target")]
+    pub host: Option<String>,
+    /// Port when --base-url is absent [default: 8000].
+    #[arg(long, help_heading = "Target")]
+    pub port: Option<u16>,
+    /// API path [default: /v1/completions, or /v1/chat/completions for openai-chat].
+    #[arg(long, help_heading = "Target")]
+    pub endpoint: Option<String>,
+    /// Extra HTTP header(s) KEY=VALUE on every request (repeatable).
+    #[arg(long = "header", value_name = "KEY=VALUE", num_args = 1.., action = clap::ArgAction::Append, help_heading = "Target")]
+    pub headers: Vec<String>,
+    /// Accepted for compatibility (TLS verification off).
+    #[arg(long, help_heading = "Target")]
+    pub insecure: bool,
+    /// Bearer token (also read from OPENAI_API_KEY); never written anywhere.
+    #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true, hide = true)]
+    pub api_key: Option<String>,
+    /// Per-request timeout covering the whole stream, e.g. 600s, 10m.
+    #[arg(long, default_value = "10m", value_parser = parse_duration, help_heading = "Target")]
+    pub request_timeout: std::time::Duration,
+    /// TCP connect timeout.
+    #[arg(long, default_value = "10s", value_parser = parse_duration, help_heading = "Target")]
+    pub connect_timeout: std::time::Duration,
+    /// Simulator preset used when no server is given (see `kneecap sim --help`).
+    #[arg(long, default_value = "tiny", help_heading = "Target")]
+    pub sim_preset: String,
+
+    // ---- model / tokenizer ---------------------------------------------
+    /// Model name; if absent, the first id from GET /v1/models.
+    #[arg(long, help_heading = "Model")]
+    pub model: Option<String>,
+    /// Name put in request bodies (defaults to --model).
+    #[arg(long, help_heading = "Model")]
+    pub served_model_name: Option<String>,
+    /// Path to a Hugging Face tokenizer.json (or a directory holding one). Read
+    /// locally; nothing is downloaded. Without it, token counts come from the server's usage.
+    #[arg(long, help_heading = "Model")]
+    pub tokenizer: Option<PathBuf>,
+    /// Accepted for compatibility; ignored.
+    #[arg(long, hide = true)]
+    pub tokenizer_mode: Option<String>,
+    /// Accepted for compatibility; ignored.
+    #[arg(long, hide = true)]
+    pub trust_remote_code: bool,
+
+    // ---- dataset -------------------------------------------------------
+    #[arg(long, value_enum, default_value = "random", help_heading = "Dataset")]
+    pub dataset_name: DatasetName,
+    /// Dataset file (sharegpt JSON, custom JSONL).
+    #[arg(long, help_heading = "Dataset")]
+    pub dataset_path: Option<PathBuf>,
+    /// Number of requests to send.
+    #[arg(long, default_value_t = 1000, help_heading = "Dataset")]
+    pub num_prompts: usize,
+    /// Seed for prompts and the arrival schedule.
+    #[arg(long, default_value_t = 0, help_heading = "Dataset")]
+    pub seed: u64,
+    /// Alias of --random-input-len.
+    #[arg(long, help_heading = "Dataset")]
+    pub input_len: Option<u32>,
+    /// Alias of the dataset's output length flag.
+    #[arg(long, help_heading = "Dataset")]
+    pub output_len: Option<u32>,
+    #[arg(long, help_heading = "Dataset")]
+    pub no_oversample: bool,
+    #[arg(long, help_heading = "Dataset")]
+    pub disable_shuffle: bool,
+    /// Accepted for compatibility (kneecap never applies a chat template).
+    #[arg(long, hide = true)]
+    pub skip_chat_template: bool,
+    /// Accepted for compatibility: in vLLM a dataset-loading option, not response streaming.
+    #[arg(long, hide = true)]
+    pub no_stream: bool,
+    /// Accepted for compatibility; no effect on the serving path (as in vLLM).
+    #[arg(long, hide = true)]
+    pub use_beam_search: bool,
+    /// Accepted for compatibility: kneecap needs no tokenizer (counts come from usage).
+    #[arg(long, hide = true)]
+    pub skip_tokenizer_init: bool,
+    #[arg(long, default_value_t = 1024, help_heading = "Dataset")]
+    pub random_input_len: u32,
+    #[arg(long, default_value_t = 128, help_heading = "Dataset")]
+    pub random_output_len: u32,
+    /// A float in [0,1), or {"input": r1, "output": r2}.
+    #[arg(long, default_value = "0.0", help_heading = "Dataset")]
+    pub random_range_ratio: String,
+    #[arg(long, default_value_t = 0, help_heading = "Dataset")]
+    pub random_prefix_len: u32,
+    #[arg(long, help_heading = "Dataset")]
+    pub sharegpt_output_len: Option<u32>,
+    /// -1 takes each row's output_tokens.
+    #[arg(
+        long,
+        default_value_t = 256,
+        allow_negative_numbers = true,
+        help_heading = "Dataset"
+    )]
+    pub custom_output_len: i64,
+
+    // ---- load ----------------------------------------------------------
+    /// Mean arrivals per second, or inf (all at once).
+    #[arg(long, default_value = "inf", value_parser = parse_rate, help_heading = "Load")]
+    pub request_rate: f64,
+    /// Gamma shape of inter-arrival gaps (1 = Poisson, <1 burstier, inf = evenly spaced).
+    #[arg(long, default_value = "1.0", value_parser = parse_rate, help_heading = "Load")]
+    pub burstiness: f64,
+    /// Arrival process for a finite rate.
+    #[arg(long, value_enum, default_value = "gamma", help_heading = "Load")]
+    pub arrival: ArrivalKind,
+    /// Cap on requests in flight (closed loop with --request-rate inf).
+    #[arg(long, help_heading = "Load")]
+    pub max_concurrency: Option<usize>,
+    /// Run for this long instead of a fixed --num-prompts (e.g. 60s, 5m).
+    #[arg(long, value_parser = parse_duration, help_heading = "Load")]
+    pub duration: Option<std::time::Duration>,
+    #[arg(long, value_enum, help_heading = "Load")]
+    pub ramp_up_strategy: Option<RampUp>,
+    #[arg(long, help_heading = "Load")]
+    pub ramp_up_start_rps: Option<u32>,
+    #[arg(long, help_heading = "Load")]
+    pub ramp_up_end_rps: Option<u32>,
+    /// Warm-up requests (copies of the first prompt) before the timed run.
+    #[arg(long, default_value_t = 0, help_heading = "Load")]
+    pub num_warmups: usize,
+    /// Poll the server with the first request until it succeeds (seconds; 0 = skip).
+    #[arg(long, default_value_t = 0, help_heading = "Load")]
+    pub ready_check_timeout_sec: u64,
+    /// Send ignore_eos: true (forced on for the random dataset, as vLLM does).
+    #[arg(long, help_heading = "Load")]
+    pub ignore_eos: bool,
+
+    // ---- sampling ------------------------------------------------------
+    #[arg(long, help_heading = "Sampling")]
+    pub temperature: Option<f64>,
+    #[arg(long, help_heading = "Sampling")]
+    pub top_p: Option<f64>,
+    #[arg(long, allow_negative_numbers = true, help_heading = "Sampling")]
+    pub top_k: Option<i64>,
+    #[arg(long, help_heading = "Sampling")]
+    pub min_p: Option<f64>,
+    #[arg(long, allow_negative_numbers = true, help_heading = "Sampling")]
+    pub frequency_penalty: Option<f64>,
+    #[arg(long, allow_negative_numbers = true, help_heading = "Sampling")]
+    pub presence_penalty: Option<f64>,
+    #[arg(long, help_heading = "Sampling")]
+    pub repetition_penalty: Option<f64>,
+    #[arg(long, help_heading = "Sampling")]
+    pub logprobs: Option<u32>,
+    /// JSON object merged into every request body (wins over every other key).
+    #[arg(long, help_heading = "Sampling")]
+    pub extra_body: Option<String>,
+
+    // ---- output --------------------------------------------------------
+    /// Metrics with a stats block: ttft,tpot,itl,e2el (+ client_queue_time,
+    /// e2el_including_client_queue) [default: ttft,tpot,itl].
+    #[arg(long, help_heading = "Output")]
+    pub percentile_metrics: Option<String>,
+    /// Percentiles to report, comma separated, e.g. 50,90,99.
+    #[arg(long, default_value = "99", help_heading = "Output")]
+    pub metric_percentiles: String,
+    /// SLOs in ms for goodput: ttft:MS tpot:MS e2el:MS.
+    #[arg(long, num_args = 1.., value_name = "KEY:MS", help_heading = "Output")]
+    pub goodput: Vec<String>,
+    #[arg(long, help_heading = "Output")]
+    pub save_result: bool,
+    /// Keep per-request arrays in the JSON.
+    #[arg(long, help_heading = "Output")]
+    pub save_detailed: bool,
+    /// Append the JSON object as a new line to an existing file.
+    #[arg(long, help_heading = "Output")]
+    pub append_result: bool,
+    #[arg(long, help_heading = "Output")]
+    pub result_dir: Option<PathBuf>,
+    #[arg(long, help_heading = "Output")]
+    pub result_filename: Option<String>,
+    #[arg(long, help_heading = "Output")]
+    pub label: Option<String>,
+    /// KEY=VALUE pairs copied into the result JSON.
+    #[arg(long, num_args = 1.., value_name = "KEY=VALUE", help_heading = "Output")]
+    pub metadata: Vec<String>,
+    /// Request id prefix [default: bench-<8 random hex>-].
+    #[arg(long, help_heading = "Output")]
+    pub request_id_prefix: Option<String>,
+    /// No progress bar.
+    #[arg(long, help_heading = "Output")]
+    pub disable_tqdm: bool,
+}
+
+/// Parse a rate or burstiness: a positive float, or `inf`.
+pub fn parse_rate(s: &str) -> Result<f64, String> {
+    let t = s.trim().to_ascii_lowercase();
+    if matches!(t.as_str(), "inf" | "infinity" | "+inf") {
+        return Ok(f64::INFINITY);
+    }
+    let v: f64 = t
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number or 'inf'"))?;
+    if !v.is_finite() || v <= 0.0 {
+        return Err(format!("'{s}' must be greater than 0 (or 'inf')"));
+    }
+    Ok(v)
+}
+
+/// Parse a duration: `90`, `90s`, `500ms`, `2m`, `1h`, `1.5s`.
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a duration (examples: 30s, 500ms, 5m)"))?;
+    let secs = match unit.trim() {
+        "" | "s" | "sec" => v,
+        "ms" => v / 1e3,
+        "us" | "µs" => v / 1e6,
+        "m" | "min" => v * 60.0,
+        "h" => v * 3600.0,
+        other => {
+            return Err(format!(
+                "unknown unit '{other}' in '{s}' (use ms, s, m or h)"
+            ))
+        }
+    };
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(format!("'{s}' is not a valid duration"));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_accept_units_and_bare_seconds() {
+        assert_eq!(parse_duration("90").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
+        assert!(parse_duration("ten").is_err());
+        assert!(parse_duration("5 parsecs").is_err());
+    }
+
+    #[test]
+    fn rates_accept_inf_and_reject_zero() {
+        assert!(parse_rate("inf").unwrap().is_infinite());
+        assert_eq!(parse_rate("2.5").unwrap(), 2.5);
+        assert!(parse_rate("0").is_err());
+        assert!(parse_rate("-1").is_err());
+        assert!(parse_rate("fast").is_err());
+    }
+}

@@ -1,0 +1,88 @@
+//! `kneecap sweep` arguments: every `run` flag (target, dataset, sampling),
+//! plus the SLO, the search and the step length. The sweep sets the request
+//! rate (or concurrency) of each step itself.
+
+use super::run::{parse_duration, RunArgs};
+use clap::{Args, ValueEnum};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What the sweep varies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SweepMode {
+    /// Open loop: the request rate (Poisson by default).
+    Rate,
+    /// Closed loop: the number of concurrent streams.
+    Concurrency,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SweepArgs {
+    /// SLO a step must meet, e.g. p99_ttft_ms<=500 (repeatable; any of ttft,
+    /// tpot, itl, e2el; pNN, mean or median).
+    #[arg(long = "slo", value_name = "SLO", action = clap::ArgAction::Append, help_heading = "Sweep")]
+    pub slos: Vec<String>,
+    /// Largest failed-request fraction a passing step may have.
+    #[arg(long, default_value_t = 0.01, help_heading = "Sweep")]
+    pub max_error_rate: f64,
+    /// With vLLM-style --goodput KEY:MS: the fraction of requests that must be good.
+    #[arg(long, default_value_t = 0.99, help_heading = "Sweep")]
+    pub goodput_ratio: f64,
+    #[arg(long, value_enum, default_value = "rate", help_heading = "Sweep")]
+    pub mode: SweepMode,
+    /// Explicit loads instead of the automatic search, e.g. 2,4,8,16.
+    #[arg(long, value_delimiter = ',', help_heading = "Sweep")]
+    pub rates: Vec<f64>,
+    /// Explicit concurrencies for --mode concurrency, e.g. 1,2,4,8.
+    #[arg(long, value_delimiter = ',', help_heading = "Sweep")]
+    pub concurrencies: Vec<usize>,
+    /// First load of the automatic search [default: 1 req/s, or 1 stream].
+    #[arg(long, help_heading = "Sweep")]
+    pub start: Option<f64>,
+    /// Upper bound of the automatic search.
+    #[arg(long, default_value_t = 4096.0, help_heading = "Sweep")]
+    pub max_load: f64,
+    /// Stop refining when (first fail - last pass) / last pass is at most this.
+    #[arg(long, default_value_t = 0.10, help_heading = "Sweep")]
+    pub tolerance: f64,
+    #[arg(long, default_value_t = 16, help_heading = "Sweep")]
+    pub max_steps: usize,
+    /// Minimum measured time per step, after the warm-up window
+    /// [default: 15s; 4s against the built-in simulator].
+    #[arg(long, value_parser = parse_duration, help_heading = "Sweep")]
+    pub step_duration: Option<Duration>,
+    /// Minimum measured requests per step; the step is lengthened to get them
+    /// [default: 200; 80 against the built-in simulator].
+    #[arg(long, help_heading = "Sweep")]
+    pub step_min_requests: Option<usize>,
+    /// Longest a step may run (measured window + warm-up), whatever the minimums say.
+    #[arg(long, default_value = "120s", value_parser = parse_duration, help_heading = "Sweep")]
+    pub step_max_duration: Duration,
+    /// Warm-up window at the start of each step, excluded from the statistics
+    /// [default: 3s; 1s against the built-in simulator].
+    #[arg(long, value_parser = parse_duration, help_heading = "Sweep")]
+    pub step_warmup: Option<Duration>,
+    /// Refinement steps (once a step has failed) measure this many times longer.
+    #[arg(long, default_value_t = 2.5, help_heading = "Sweep")]
+    pub step_refine_factor: f64,
+    /// How long in-flight requests may finish after a step's last arrival.
+    #[arg(long, default_value = "15s", value_parser = parse_duration, help_heading = "Sweep")]
+    pub step_drain: Duration,
+    /// Generator health: the dispatch-lateness p99 (and runtime lag) bound in ms
+    /// above which a step is "generator-limited" [default: max(1 ms, 10% of the
+    /// mean gap between arrivals)]. Raise it only on a machine you know is busy.
+    #[arg(long, help_heading = "Sweep")]
+    pub max_lateness_ms: Option<f64>,
+    /// Prometheus endpoint to scrape for queue gauges [default: TARGET/metrics].
+    #[arg(long, help_heading = "Sweep")]
+    pub metrics_url: Option<String>,
+    /// Sweep JSON, rewritten after every step [default: kneecap-sweep-DATE.json].
+    #[arg(short = 'o', long, help_heading = "Sweep")]
+    pub output: Option<PathBuf>,
+    /// Also write a self-contained HTML report.
+    #[arg(long, help_heading = "Sweep")]
+    pub html: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+}

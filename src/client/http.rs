@@ -1,0 +1,410 @@
+//! HTTP client: the only module that talks to the server. Sends one streaming
+//! request, stamps the arrival time of every body frame *before* any parsing,
+//! and fills in a [`RequestRecord`]. Statistics happen elsewhere.
+
+use super::openai::{self, Api, BodyOptions};
+use super::sse::{SseDecoder, SseEvent};
+use crate::metrics::{ErrorKind, RequestError, RequestRecord};
+use crate::workload::RequestSpec;
+use anyhow::{Context, Result};
+use bytes::Bytes;
+use http::header::{HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
+use http::{HeaderMap, Method, Request, StatusCode, Uri};
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use std::time::{Duration, Instant};
+
+/// Everything needed to build requests for one run.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// Server root without trailing slash, e.g. `http://127.0.0.1:8000`.
+    pub base_url: String,
+    pub endpoint: String,
+    pub api: Api,
+    pub body: BodyOptions,
+    pub headers: Vec<(String, String)>,
+    pub api_key: Option<String>,
+    pub request_timeout: Duration,
+    pub connect_timeout: Duration,
+    /// Keep generated text (needed for the tokenizer fallback or --save-detailed).
+    pub keep_text: bool,
+}
+
+/// A keep-alive HTTP/1.1 client bound to one server.
+pub struct HttpClient {
+    client: Client<HttpConnector, Full<Bytes>>,
+    cfg: ClientConfig,
+    url: Uri,
+    headers: HeaderMap,
+}
+
+/// Offset of `t` from the run's start.
+fn since(t0: Instant, t: Instant) -> Duration {
+    t.saturating_duration_since(t0)
+}
+
+impl HttpClient {
+    /// Build the client; validates the URL and headers.
+    pub fn new(cfg: ClientConfig) -> Result<Self> {
+        let mut connector = HttpConnector::new();
+        connector.set_nodelay(true);
+        connector.set_connect_timeout(Some(cfg.connect_timeout));
+        let client = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(Duration::from_secs(60))
+            .build(connector);
+        let url: Uri = format!("{}{}", cfg.base_url, cfg.endpoint)
+            .parse()
+            .with_context(|| format!("'{}{}' is not a valid URL", cfg.base_url, cfg.endpoint))?;
+        let headers = build_headers(&cfg)?;
+        Ok(HttpClient {
+            client,
+            cfg,
+            url,
+            headers,
+        })
+    }
+
+    /// The request URL (base + endpoint).
+    pub fn url(&self) -> &Uri {
+        &self.url
+    }
+
+    /// Replace the body options (e.g. once the model name is known).
+    pub fn set_body_options(&mut self, body: BodyOptions) {
+        self.cfg.body = body;
+    }
+
+    /// Plain GET of `path` under the base URL; returns status and body.
+    pub async fn get(&self, path: &str) -> Result<(u16, Bytes)> {
+        let uri: Uri = format!("{}{path}", self.cfg.base_url).parse()?;
+        let mut req = Request::builder().method(Method::GET).uri(uri);
+        for (k, v) in self.headers.iter() {
+            if k != CONTENT_TYPE {
+                req = req.header(k, v);
+            }
+        }
+        let req = req.body(Full::new(Bytes::new()))?;
+        let fut = async {
+            let resp = self.client.request(req).await?;
+            let status = resp.status().as_u16();
+            let body = resp.into_body().collect().await?.to_bytes();
+            anyhow::Ok((status, body))
+        };
+        tokio::time::timeout(self.cfg.connect_timeout.max(Duration::from_secs(5)), fut)
+            .await
+            .context("timed out")?
+    }
+
+    /// Send one streaming request and record what happened into `rec`.
+    /// `rec.index`, `due` and `released` are set by the caller; this sets
+    /// `sent` and everything observed. Never panics; failures become `rec.error`.
+    pub async fn stream(
+        &self,
+        spec: &RequestSpec,
+        request_id: &str,
+        t0: Instant,
+        rec: &mut RequestRecord,
+    ) {
+        rec.prompt_len = spec.prompt_len;
+        // vLLM's start_time is taken before the body is serialized and sent.
+        rec.sent = since(t0, Instant::now());
+        let body =
+            openai::request_body(self.cfg.api, &self.cfg.body, &spec.prompt, spec.output_len);
+        let req = match self.build_request(body, request_id) {
+            Ok(r) => r,
+            Err(e) => {
+                return fail(
+                    rec,
+                    ErrorKind::Protocol,
+                    None,
+                    format!("cannot build request: {e}"),
+                )
+            }
+        };
+        let timeout = self.cfg.request_timeout;
+        if tokio::time::timeout(timeout, self.exchange(req, t0, rec))
+            .await
+            .is_err()
+        {
+            fail(
+                rec,
+                ErrorKind::Timeout,
+                None,
+                format!("no complete response within --request-timeout {timeout:?}"),
+            );
+        }
+        if let Some(e) = rec.error.as_mut() {
+            e.message = self.redact(&e.message);
+        }
+    }
+
+    /// Replace the API key and every `--header` value in `message` (a server
+    /// may echo credentials in its error bodies).
+    pub fn redact(&self, message: &str) -> String {
+        let secrets = self
+            .cfg
+            .api_key
+            .iter()
+            .chain(self.cfg.headers.iter().map(|(_, v)| v));
+        let mut out = message.to_string();
+        for secret in secrets.filter(|s| s.len() >= 4) {
+            out = out.replace(secret.as_str(), "[REDACTED]");
+        }
+        out
+    }
+
+    fn build_request(&self, body: Vec<u8>, request_id: &str) -> Result<Request<Full<Bytes>>> {
+        let mut req = Request::builder()
+            .method(Method::POST)
+            .uri(self.url.clone());
+        let headers = req.headers_mut().context("request builder")?;
+        headers.clone_from(&self.headers);
+        headers.insert(
+            HeaderName::from_static("x-request-id"),
+            HeaderValue::from_str(request_id)?,
+        );
+        Ok(req.body(Full::new(Bytes::from(body)))?)
+    }
+
+    async fn exchange(&self, req: Request<Full<Bytes>>, t0: Instant, rec: &mut RequestRecord) {
+        let resp = match self.client.request(req).await {
+            Ok(r) => r,
+            Err(e) => {
+                let kind = if e.is_connect() {
+                    ErrorKind::Connect
+                } else {
+                    classify_io(&e)
+                };
+                return fail(rec, kind, None, error_chain(&e));
+            }
+        };
+        let status = resp.status();
+        if status != StatusCode::OK {
+            return http_status_error(rec, status, resp.into_body()).await;
+        }
+        let mut body = resp.into_body();
+        let mut reader = StreamReader::new(self.cfg.keep_text);
+        loop {
+            match body.frame().await {
+                None => break,
+                Some(Err(e)) => {
+                    let kind = if rec.first_token.is_some() {
+                        ErrorKind::Truncated
+                    } else {
+                        classify_io(&e)
+                    };
+                    return fail(
+                        rec,
+                        kind,
+                        None,
+                        format!("stream broke: {}", error_chain(&e)),
+                    );
+                }
+                Some(Ok(frame)) => {
+                    let at = since(t0, Instant::now());
+                    if let Some(data) = frame.data_ref() {
+                        if let Err(e) = reader.feed(data, at, rec) {
+                            return fail(rec, e.0, None, e.1);
+                        }
+                    }
+                }
+            }
+        }
+        if let Err(e) = reader.finish(rec) {
+            fail(rec, e.0, None, e.1);
+        }
+    }
+}
+
+/// Turns body bytes into record updates: SSE events → token / usage / error.
+struct StreamReader {
+    decoder: SseDecoder,
+    keep_text: bool,
+    /// Arrival of the latest body frame (stamps an unterminated final event).
+    last_at: Duration,
+}
+
+type StreamError = (ErrorKind, String);
+
+impl StreamReader {
+    fn new(keep_text: bool) -> Self {
+        StreamReader {
+            decoder: SseDecoder::new(),
+            keep_text,
+            last_at: Duration::ZERO,
+        }
+    }
+
+    fn feed(
+        &mut self,
+        data: &[u8],
+        at: Duration,
+        rec: &mut RequestRecord,
+    ) -> Result<(), StreamError> {
+        self.last_at = at;
+        self.decoder.feed(data);
+        while let Some(ev) = self.decoder.next_event() {
+            if let SseEvent::Data(payload) = ev {
+                apply_chunk(payload, at, self.keep_text, rec)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, rec: &mut RequestRecord) -> Result<(), StreamError> {
+        let at = self.last_at;
+        if let Some(SseEvent::Data(payload)) = self.decoder.finish() {
+            apply_chunk(payload, at, self.keep_text, rec)?;
+        }
+        if rec.first_token.is_none() {
+            return Err((
+                ErrorKind::Truncated,
+                "stream ended without any chunk with non-empty choices (no first token)".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Apply one SSE data payload, received at `at`, to the record (vLLM §2.1).
+fn apply_chunk(
+    payload: &[u8],
+    at: Duration,
+    keep_text: bool,
+    rec: &mut RequestRecord,
+) -> Result<(), StreamError> {
+    let chunk = openai::parse_chunk_ref(payload)
+        .map_err(|e| (ErrorKind::Protocol, format!("malformed chunk: {e}")))?;
+    if let Some(msg) = chunk.error {
+        return Err((
+            ErrorKind::ServerError,
+            format!("server error in stream: {msg}"),
+        ));
+    }
+    if chunk.has_choices {
+        match rec.last_token {
+            None => rec.first_token = Some(at),
+            Some(prev) => rec.itl.push(at.saturating_sub(prev)),
+        }
+        rec.last_token = Some(at);
+        if keep_text {
+            if let Some(t) = chunk.text {
+                rec.generated_text.push_str(&t);
+            }
+        }
+    }
+    if let Some(u) = chunk.usage {
+        if let Some(c) = u.completion_tokens {
+            rec.output_tokens = c;
+        }
+        if let Some(p) = u.prompt_tokens {
+            rec.prompt_len = p;
+        }
+    }
+    Ok(())
+}
+
+async fn http_status_error(
+    rec: &mut RequestRecord,
+    status: StatusCode,
+    body: hyper::body::Incoming,
+) {
+    let kind = if status == StatusCode::TOO_MANY_REQUESTS {
+        ErrorKind::RateLimited
+    } else {
+        ErrorKind::Status
+    };
+    let text = match tokio::time::timeout(Duration::from_secs(2), body.collect()).await {
+        Ok(Ok(b)) => String::from_utf8_lossy(&b.to_bytes())
+            .chars()
+            .take(200)
+            .collect(),
+        _ => String::new(),
+    };
+    let reason = status.canonical_reason().unwrap_or("");
+    fail(
+        rec,
+        kind,
+        Some(status.as_u16()),
+        format!("HTTP {} {reason}: {}", status.as_u16(), text.trim()),
+    );
+}
+
+fn fail(rec: &mut RequestRecord, kind: ErrorKind, status: Option<u16>, message: String) {
+    if rec.error.is_none() {
+        rec.error = Some(RequestError {
+            kind,
+            status,
+            message,
+        });
+    }
+}
+
+/// Reset vs anything else, from the error's source chain.
+fn classify_io(e: &(dyn std::error::Error + 'static)) -> ErrorKind {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind as K;
+            return match io.kind() {
+                K::ConnectionRefused => ErrorKind::Connect,
+                K::TimedOut => ErrorKind::Timeout,
+                _ => ErrorKind::Reset,
+            };
+        }
+        if let Some(h) = err.downcast_ref::<hyper::Error>() {
+            if h.is_incomplete_message() || h.is_canceled() || h.is_closed() {
+                return ErrorKind::Reset;
+            }
+            if h.is_parse() {
+                return ErrorKind::Protocol;
+            }
+        }
+        cur = err.source();
+    }
+    ErrorKind::Reset
+}
+
+/// "outer: inner: innermost" — the whole chain on one line.
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts = vec![e.to_string()];
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        let m = match s
+            .downcast_ref::<std::io::Error>()
+            .and_then(crate::engine::limits::explain_fd_exhaustion)
+        {
+            Some(explained) => explained,
+            None => s.to_string(),
+        };
+        if parts.last() != Some(&m) {
+            parts.push(m);
+        }
+        cur = s.source();
+    }
+    parts.join(": ")
+}
+
+/// Authorization from the API key, then the user's headers (which override it),
+/// then content type. `x-request-id` is added per request and wins over all.
+fn build_headers(cfg: &ClientConfig) -> Result<HeaderMap> {
+    let mut h = HeaderMap::new();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Some(key) = &cfg.api_key {
+        let mut v = HeaderValue::from_str(&format!("Bearer {key}"))
+            .context("OPENAI_API_KEY holds characters not allowed in an HTTP header")?;
+        v.set_sensitive(true);
+        h.insert(AUTHORIZATION, v);
+    }
+    for (k, v) in &cfg.headers {
+        let name = HeaderName::from_bytes(k.as_bytes())
+            .with_context(|| format!("--header: '{k}' is not a valid header name"))?;
+        let value = HeaderValue::from_str(v).with_context(|| {
+            format!("--header {k}: the value holds characters not allowed in a header")
+        })?;
+        h.insert(name, value);
+    }
+    Ok(h)
+}

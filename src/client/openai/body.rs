@@ -1,0 +1,197 @@
+//! Request bodies in vLLM `bench serve`'s exact shape (key order, `max_tokens`
+//! vs `max_completion_tokens`, `stream_options`, `--extra-body` merged last).
+//! Serialized straight from borrowed parts, so a long prompt is never copied
+//! before it is encoded. Sans-IO.
+
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::workload::Prompt;
+
+/// Which API the requests use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    /// `/v1/completions` (`--backend vllm|openai`).
+    Completions,
+    /// `/v1/chat/completions` (`--backend openai-chat`).
+    Chat,
+}
+
+/// Per-run body settings (everything but prompt and length).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct BodyOptions {
+    /// `model`: the served model name.
+    pub model: String,
+    /// Send `ignore_eos: true` (vLLM extension; exact output lengths).
+    pub ignore_eos: bool,
+    /// Sampling keys given on the command line, already as JSON values
+    /// (temperature, top_p, top_k, min_p, frequency_penalty, presence_penalty,
+    /// repetition_penalty), in that order; only the ones the user set.
+    pub sampling: Vec<(String, serde_json::Value)>,
+    /// `--logprobs` (completions sends `logprobs: null` when absent).
+    pub logprobs: Option<u32>,
+    /// `--extra-body`, merged last (wins over everything). A `null` value
+    /// removes the key instead (see [`request_body`]).
+    pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// Serialize the streaming request body for one request.
+///
+/// Keys and their order follow vLLM's client (reference §5.1, §5.2):
+///
+/// - completions: `model`, `prompt`, `repetition_penalty: 1.0`, `max_tokens`,
+///   `logprobs`, `stream`, `stream_options`, `ignore_eos` (only when set);
+/// - chat: `model`, `messages` (one user message whose content is one text
+///   part), `max_completion_tokens`, `stream`, `stream_options`, `ignore_eos`
+///   (only when set);
+///
+/// then the sampling keys, then `extra_body`. A key that is already present is
+/// replaced where it stands (as Python's `dict.update` does), so a sampling
+/// `repetition_penalty` replaces the default and `extra_body` wins over all.
+///
+/// One deliberate difference: an `extra_body` value of `null` *removes* the
+/// key, where vLLM would send `null`. OpenAI-compatible servers read `null` as
+/// "not set" anyway, and this is the switch vLLM lacks for gateways that
+/// reject `stream_options` outright (reference §7.3 item 20):
+/// `--extra-body '{"stream_options": null}'`.
+///
+/// A [`Prompt::Tokens`] on chat (the workload should never produce one) is sent
+/// as its ids joined by single spaces, as text.
+pub fn request_body(api: Api, opts: &BodyOptions, prompt: &Prompt, max_tokens: u32) -> Vec<u8> {
+    let chat_text: String;
+    let mut fields: Vec<(&str, Field<'_>)> = Vec::with_capacity(
+        9 + opts.sampling.len() + opts.extra_body.as_ref().map_or(0, |m| m.len()),
+    );
+    fields.push(("model", Field::Str(&opts.model)));
+    match api {
+        Api::Completions => {
+            let prompt = match prompt {
+                Prompt::Text(text) => Field::Str(text),
+                Prompt::Tokens(ids) => Field::Tokens(ids),
+            };
+            fields.push(("prompt", prompt));
+            fields.push(("repetition_penalty", Field::F64(1.0)));
+            fields.push(("max_tokens", Field::U32(max_tokens)));
+            fields.push(("logprobs", Field::OptU32(opts.logprobs)));
+        }
+        Api::Chat => {
+            let text = match prompt {
+                Prompt::Text(text) => text.as_str(),
+                Prompt::Tokens(ids) => {
+                    chat_text = join_ids(ids);
+                    &chat_text
+                }
+            };
+            fields.push(("messages", Field::UserMessage(text)));
+            fields.push(("max_completion_tokens", Field::U32(max_tokens)));
+        }
+    }
+    fields.push(("stream", Field::Bool(true)));
+    fields.push(("stream_options", Field::IncludeUsage));
+    if opts.ignore_eos {
+        fields.push(("ignore_eos", Field::Bool(true)));
+    }
+    for (key, value) in &opts.sampling {
+        upsert(&mut fields, key, Field::Json(value));
+    }
+    if let Some(extra) = &opts.extra_body {
+        for (key, value) in extra {
+            if value.is_null() {
+                fields.retain(|(k, _)| k != key);
+            } else {
+                upsert(&mut fields, key, Field::Json(value));
+            }
+        }
+    }
+    // Cannot fail: string keys only, and none of the values has a fallible
+    // `Serialize` (a `serde_json::Value` holds no NaN or infinity).
+    serde_json::to_vec(&Body(&fields)).unwrap_or_default()
+}
+
+/// Replace `key`'s value in place, or append it.
+fn upsert<'a>(fields: &mut Vec<(&'a str, Field<'a>)>, key: &'a str, value: Field<'a>) {
+    match fields.iter_mut().find(|(k, _)| *k == key) {
+        Some(slot) => slot.1 = value,
+        None => fields.push((key, value)),
+    }
+}
+
+/// Token ids as text, for the (unexpected) token prompt on chat.
+fn join_ids(ids: &[u32]) -> String {
+    let mut out = String::with_capacity(ids.len() * 6);
+    for (i, id) in ids.iter().enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        out.push_str(&id.to_string());
+    }
+    out
+}
+
+/// An ordered JSON object of borrowed values.
+struct Body<'a>(&'a [(&'a str, Field<'a>)]);
+
+/// One body value, borrowed from the options or the prompt.
+enum Field<'a> {
+    Str(&'a str),
+    Tokens(&'a [u32]),
+    U32(u32),
+    OptU32(Option<u32>),
+    F64(f64),
+    Bool(bool),
+    /// `{"include_usage": true}`.
+    IncludeUsage,
+    /// `[{"role":"user","content":[{"type":"text","text": ..}]}]`.
+    UserMessage(&'a str),
+    Json(&'a Value),
+}
+
+impl Serialize for Body<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (key, value) in self.0 {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
+}
+
+impl Serialize for Field<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Field::Str(s) => serializer.serialize_str(s),
+            Field::Tokens(ids) => ids.serialize(serializer),
+            Field::U32(n) => serializer.serialize_u32(*n),
+            Field::OptU32(n) => n.serialize(serializer),
+            Field::F64(x) => serializer.serialize_f64(*x),
+            Field::Bool(b) => serializer.serialize_bool(*b),
+            Field::IncludeUsage => {
+                let mut map = serializer.serialize_map(Some(1))?;
+                map.serialize_entry("include_usage", &true)?;
+                map.end()
+            }
+            Field::UserMessage(text) => [Message {
+                role: "user",
+                content: [TextPart { kind: "text", text }],
+            }]
+            .serialize(serializer),
+            Field::Json(value) => value.serialize(serializer),
+        }
+    }
+}
+
+/// A chat message with one content part.
+#[derive(Serialize)]
+struct Message<'a> {
+    role: &'static str,
+    content: [TextPart<'a>; 1],
+}
+
+/// A `{"type":"text","text":..}` content part.
+#[derive(Serialize)]
+struct TextPart<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
+}

@@ -1,0 +1,292 @@
+//! Engine: runs one load level. Releases requests on schedule (open loop) or
+//! under a concurrency cap (closed loop), drives the HTTP client, and collects
+//! one [`RequestRecord`] per request. No statistics here.
+
+pub mod dispatch;
+pub mod limits;
+pub mod probe;
+
+use crate::client::http::HttpClient;
+use crate::metrics::{ErrorKind, RequestError, RequestRecord};
+use crate::workload::RequestSpec;
+use dispatch::Release;
+use indicatif::ProgressBar;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinSet;
+
+/// When requests are released.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Releases {
+    /// Open loop: one release per offset (the schedule); `--request-rate inf`
+    /// gives all zeros. Request `i` uses workload spec `i % specs.len()`.
+    Scheduled(Vec<Duration>),
+    /// Closed loop for a fixed time: a new request as soon as the cap allows,
+    /// until `Duration` has passed since t0 (needs a concurrency cap).
+    ClosedFor(Duration),
+}
+
+/// One load level, ready to run.
+pub struct LoadPlan {
+    pub specs: Arc<Vec<RequestSpec>>,
+    pub releases: Releases,
+    pub max_concurrency: Option<usize>,
+    pub request_id_prefix: String,
+    /// How long in-flight requests may finish after an interrupt.
+    pub grace: Duration,
+    /// Cancel whatever is still in flight at this offset from t0 (a sweep
+    /// step's drain limit). `None`: wait for every request (bounded by the
+    /// per-request timeout).
+    pub cancel_at: Option<Duration>,
+}
+
+/// What the engine observed.
+pub struct EngineOutput {
+    /// One record per released request, in index order.
+    pub records: Vec<RequestRecord>,
+    /// vLLM's benchmark duration: t0 until every request finished.
+    pub duration: Duration,
+    /// Wall-clock time of t0.
+    pub started_at: SystemTime,
+    /// True when the run was stopped by Ctrl-C / SIGTERM.
+    pub interrupted: bool,
+}
+
+/// Shared state of a running load level.
+struct Ctx {
+    client: Arc<HttpClient>,
+    specs: Arc<Vec<RequestSpec>>,
+    prefix: String,
+    t0: Instant,
+    cap: Option<Arc<Semaphore>>,
+    cancel_rx: watch::Receiver<bool>,
+    progress: ProgressBar,
+}
+
+/// Run one load level to completion (or interruption).
+pub async fn run(
+    client: Arc<HttpClient>,
+    plan: LoadPlan,
+    progress: ProgressBar,
+    interrupt: watch::Receiver<bool>,
+) -> EngineOutput {
+    let (cancel_tx, cancel_rx) = watch::channel(false);
+    let started_at = SystemTime::now();
+    let ctx = Arc::new(Ctx {
+        client,
+        specs: plan.specs,
+        prefix: plan.request_id_prefix,
+        t0: Instant::now(),
+        cap: plan.max_concurrency.map(|n| Arc::new(Semaphore::new(n))),
+        cancel_rx,
+        progress,
+    });
+    let stop_dispatch = Arc::new(AtomicBool::new(false));
+    let mut tasks = JoinSet::new();
+    let mut interrupted = false;
+    {
+        let dispatch = release_all(&ctx, &plan.releases, &stop_dispatch, &mut tasks);
+        tokio::pin!(dispatch);
+        let mut interrupt = interrupt.clone();
+        tokio::select! {
+            _ = &mut dispatch => {}
+            _ = wait_true(&mut interrupt) => { interrupted = true; stop_dispatch.store(true, Ordering::Relaxed); }
+        }
+    }
+    let cancel_at = plan
+        .cancel_at
+        .map(|d| tokio::time::Instant::from_std(ctx.t0 + d));
+    let (mut records, interrupted) = drain(
+        &mut tasks,
+        interrupted,
+        plan.grace,
+        cancel_at,
+        interrupt,
+        &cancel_tx,
+    )
+    .await;
+    let duration = ctx.t0.elapsed();
+    records.sort_by_key(|r| r.index);
+    ctx.progress.finish_and_clear();
+    EngineOutput {
+        records,
+        duration,
+        started_at,
+        interrupted,
+    }
+}
+
+async fn wait_true(rx: &mut watch::Receiver<bool>) {
+    while !*rx.borrow_and_update() {
+        if rx.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+/// Release every request of the plan, spawning one task per request.
+async fn release_all(
+    ctx: &Arc<Ctx>,
+    releases: &Releases,
+    stop: &Arc<AtomicBool>,
+    tasks: &mut JoinSet<RequestRecord>,
+) {
+    match releases {
+        Releases::Scheduled(due) => {
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+            let due = due.clone();
+            let (t0, stop2) = (ctx.t0, stop.clone());
+            let thread = std::thread::Builder::new()
+                .name("kneecap-dispatch".into())
+                .spawn(move || dispatch::run(t0, &due, tx, stop2));
+            if thread.is_err() {
+                stop.store(true, Ordering::Relaxed);
+                return;
+            }
+            while let Some(release) = rx.recv().await {
+                tasks.spawn(one_request(ctx.clone(), release, None));
+            }
+        }
+        Releases::ClosedFor(limit) => {
+            let Some(cap) = ctx.cap.clone() else { return };
+            for index in 0.. {
+                let Ok(permit) = cap.clone().acquire_owned().await else {
+                    return;
+                };
+                let now = ctx.t0.elapsed();
+                if now >= *limit || stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                let release = Release {
+                    index,
+                    due: now,
+                    released: now,
+                };
+                tasks.spawn(one_request(ctx.clone(), release, Some(permit)));
+                tokio::task::yield_now().await;
+            }
+        }
+    }
+}
+
+/// Wait for in-flight requests; after an interrupt, give them `grace`, then cancel.
+async fn drain(
+    tasks: &mut JoinSet<RequestRecord>,
+    mut interrupted: bool,
+    grace: Duration,
+    cancel_at: Option<tokio::time::Instant>,
+    mut interrupt: watch::Receiver<bool>,
+    cancel: &watch::Sender<bool>,
+) -> (Vec<RequestRecord>, bool) {
+    let mut records = Vec::with_capacity(tasks.len());
+    let grace_end = interrupted.then(|| tokio::time::Instant::now() + grace);
+    let mut deadline = earliest(grace_end, cancel_at);
+    loop {
+        let sleep_until = deadline
+            .unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86_400 * 365));
+        tokio::select! {
+            next = tasks.join_next() => match next {
+                None => break,
+                Some(Ok(rec)) => records.push(rec),
+                Some(Err(_)) => {} // a panicked task: nothing to record (should not happen)
+            },
+            _ = wait_true(&mut interrupt), if !interrupted => {
+                interrupted = true;
+                deadline = earliest(Some(tokio::time::Instant::now() + grace), deadline);
+            }
+            _ = tokio::time::sleep_until(sleep_until), if deadline.is_some() => {
+                let _ = cancel.send(true);
+                deadline = None;
+            }
+        }
+    }
+    (records, interrupted)
+}
+
+fn earliest(
+    a: Option<tokio::time::Instant>,
+    b: Option<tokio::time::Instant>,
+) -> Option<tokio::time::Instant> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
+/// One request: wait for the cap, send, stream, record.
+async fn one_request(
+    ctx: Arc<Ctx>,
+    release: Release,
+    permit: Option<OwnedSemaphorePermit>,
+) -> RequestRecord {
+    let spec = &ctx.specs[release.index % ctx.specs.len()];
+    let mut rec = RequestRecord {
+        index: release.index,
+        due: release.due,
+        released: release.released,
+        ..Default::default()
+    };
+    let mut cancel = ctx.cancel_rx.clone();
+    let _permit = match (&ctx.cap, permit) {
+        (_, Some(p)) => Some(p),
+        (None, None) => None,
+        (Some(cap), None) => tokio::select! {
+            p = cap.clone().acquire_owned() => p.ok(),
+            _ = wait_true(&mut cancel) => { return cancelled(&ctx, rec, "interrupted before it was sent"); }
+        },
+    };
+    let request_id = format!("{}{}", ctx.prefix, release.index);
+    let done = tokio::select! {
+        _ = ctx.client.stream(spec, &request_id, ctx.t0, &mut rec) => true,
+        _ = wait_true(&mut cancel) => false,
+    };
+    if !done {
+        return cancelled(&ctx, rec, "interrupted while in flight");
+    }
+    ctx.progress.inc(1);
+    rec
+}
+
+fn cancelled(ctx: &Ctx, mut rec: RequestRecord, why: &str) -> RequestRecord {
+    if rec.sent.is_zero() {
+        rec.sent = ctx.t0.elapsed();
+    }
+    rec.error = Some(RequestError {
+        kind: ErrorKind::Cancelled,
+        status: None,
+        message: why.into(),
+    });
+    rec
+}
+
+/// Send `count` copies of the first request (bounded by the cap) and discard
+/// them, as vLLM's `--num-warmups` does.
+pub async fn warm_up(
+    client: Arc<HttpClient>,
+    spec: RequestSpec,
+    count: usize,
+    cap: Option<usize>,
+    prefix: &str,
+) -> usize {
+    let sem = Arc::new(Semaphore::new(cap.unwrap_or(count.max(1))));
+    let mut set = JoinSet::new();
+    let t0 = Instant::now();
+    for i in 0..count {
+        let (client, spec, sem) = (client.clone(), spec.clone(), sem.clone());
+        let id = format!("{prefix}warmup-{i}");
+        set.spawn(async move {
+            let _p = sem.acquire_owned().await;
+            let mut rec = RequestRecord::default();
+            client.stream(&spec, &id, t0, &mut rec).await;
+            rec.is_ok()
+        });
+    }
+    let mut ok = 0;
+    while let Some(r) = set.join_next().await {
+        ok += usize::from(matches!(r, Ok(true)));
+    }
+    ok
+}

@@ -1,0 +1,108 @@
+//! RequestRecord: everything the engine observed about one request, as
+//! offsets from the run's start instant. No statistics here.
+
+use std::time::Duration;
+
+/// Failure classes. These are counted in reports, so keep them stable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ErrorKind {
+    /// Could not open a connection (refused, unreachable, DNS).
+    Connect,
+    /// The connection was reset or closed mid-request.
+    Reset,
+    /// HTTP status other than 200 (429 is counted apart, see `RateLimited`).
+    Status,
+    /// HTTP 429 Too Many Requests.
+    RateLimited,
+    /// The request exceeded its timeout.
+    Timeout,
+    /// The stream ended before any token event, or was cut before `[DONE]`/end.
+    Truncated,
+    /// Malformed SSE or JSON in the stream.
+    Protocol,
+    /// The server sent an error object inside the stream.
+    ServerError,
+    /// The run was interrupted before this request finished.
+    Cancelled,
+}
+
+impl ErrorKind {
+    /// Stable snake_case name used in JSON and console output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Connect => "connect",
+            ErrorKind::Reset => "reset",
+            ErrorKind::Status => "http_status",
+            ErrorKind::RateLimited => "http_429",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Truncated => "truncated",
+            ErrorKind::Protocol => "protocol",
+            ErrorKind::ServerError => "server_error",
+            ErrorKind::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// A classified failure with its message (never containing secrets).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestError {
+    pub kind: ErrorKind,
+    /// HTTP status, when there was one.
+    pub status: Option<u16>,
+    pub message: String,
+}
+
+/// One request as observed by the client. All instants are offsets from the
+/// run's start (the dispatcher's t0), so records are plain data.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RequestRecord {
+    /// Position in the dataset order (also the `x-request-id` suffix).
+    pub index: usize,
+    /// When the schedule said this request was due.
+    pub due: Duration,
+    /// When the dispatcher released it (before any concurrency wait).
+    pub released: Duration,
+    /// vLLM's `start_time`: just before the POST, after the concurrency cap admitted it.
+    pub sent: Duration,
+    /// Arrival of the first SSE message with non-empty `choices`.
+    pub first_token: Option<Duration>,
+    /// Arrival of the last SSE message with non-empty `choices`.
+    pub last_token: Option<Duration>,
+    /// One gap per later message with non-empty `choices` (vLLM's ITL).
+    pub itl: Vec<Duration>,
+    /// Prompt tokens: the dataset's count, overwritten by `usage.prompt_tokens`.
+    pub prompt_len: u32,
+    /// `usage.completion_tokens` (0 when the server sent no usage).
+    pub output_tokens: u32,
+    /// Concatenated `text` / `delta.content` (used when usage is missing).
+    pub generated_text: String,
+    /// `None` on success.
+    pub error: Option<RequestError>,
+}
+
+impl RequestRecord {
+    /// True when the request succeeded (vLLM's `success`).
+    pub fn is_ok(&self) -> bool {
+        self.error.is_none()
+    }
+
+    /// TTFT measured from `sent` (vLLM's definition).
+    pub fn ttft(&self) -> Option<Duration> {
+        self.first_token.map(|t| t.saturating_sub(self.sent))
+    }
+
+    /// E2EL measured from `sent` to the last token event (vLLM's `latency`).
+    pub fn latency(&self) -> Option<Duration> {
+        self.last_token.map(|t| t.saturating_sub(self.sent))
+    }
+
+    /// Dispatch lateness: sent minus due.
+    pub fn lateness(&self) -> Duration {
+        self.sent.saturating_sub(self.due)
+    }
+
+    /// Client queue time: sent minus released (time waiting for the concurrency cap).
+    pub fn queue_time(&self) -> Duration {
+        self.sent.saturating_sub(self.released)
+    }
+}

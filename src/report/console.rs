@@ -1,0 +1,245 @@
+//! Console summary in `vllm bench serve`'s layout (its labels, in its order),
+//! followed by kneecap's own block. Pure: returns a String.
+
+use super::RunResult;
+use crate::config::MetricName;
+use crate::metrics::stats::Distribution;
+use std::fmt::Write;
+
+/// Render the summary printed at the end of a run.
+pub fn render(r: &RunResult) -> String {
+    let mut out = String::new();
+    vllm_block(&mut out, r);
+    kneecap_block(&mut out, r);
+    out
+}
+
+fn line(out: &mut String, label: &str, value: impl std::fmt::Display) {
+    let _ = writeln!(out, "{label:<40} {value:<10}");
+}
+
+fn fline(out: &mut String, label: &str, value: f64) {
+    let _ = writeln!(out, "{label:<40} {value:<10.2}");
+}
+
+fn banner(out: &mut String, title: &str, fill: char) {
+    let _ = writeln!(out, "{}", centered(title, fill, 50));
+}
+
+fn centered(title: &str, fill: char, width: usize) -> String {
+    let len = title.chars().count();
+    if len >= width {
+        return title.to_string();
+    }
+    let left = (width - len) / 2;
+    let right = width - len - left;
+    format!(
+        "{}{title}{}",
+        fill.to_string().repeat(left),
+        fill.to_string().repeat(right)
+    )
+}
+
+fn vllm_block(out: &mut String, r: &RunResult) {
+    let s = &r.summary;
+    banner(out, " Serving Benchmark Result ", '=');
+    line(out, "Successful requests:", s.completed);
+    line(out, "Failed requests:", s.failed);
+    if let Some(c) = r.max_concurrency {
+        line(out, "Maximum request concurrency:", c);
+    }
+    if r.request_rate.is_finite() {
+        fline(out, "Request rate configured (RPS):", r.request_rate);
+    }
+    fline(out, "Benchmark duration (s):", s.duration_s);
+    line(out, "Total input tokens:", s.total_input_tokens);
+    line(out, "Total generated tokens:", s.total_output_tokens);
+    fline(out, "Request throughput (req/s):", s.request_throughput);
+    if let Some(g) = s.request_goodput {
+        fline(out, "Request goodput (req/s):", g);
+    }
+    fline(out, "Output token throughput (tok/s):", s.output_throughput);
+    fline(
+        out,
+        "Peak output token throughput (tok/s):",
+        s.max_output_tokens_per_s,
+    );
+    fline(
+        out,
+        "Peak concurrent requests:",
+        s.max_concurrent_requests as f64,
+    );
+    fline(
+        out,
+        "Total token throughput (tok/s):",
+        s.total_token_throughput,
+    );
+    for m in r.shown_metrics() {
+        let (title, short) = titles(m);
+        banner(out, title, '-');
+        stats_lines(out, short, r.distribution(m), &r.percentiles);
+    }
+    let _ = writeln!(out, "{}", "=".repeat(50));
+}
+
+/// vLLM's section titles and short names.
+fn titles(m: MetricName) -> (&'static str, &'static str) {
+    match m {
+        MetricName::Ttft => ("Time to First Token", "TTFT"),
+        MetricName::Tpot => ("Time per Output Token (excl. 1st token)", "TPOT"),
+        MetricName::Itl => ("Inter-token Latency", "ITL"),
+        MetricName::E2el => ("End-to-end Latency", "E2EL"),
+        MetricName::ClientQueueTime => ("Client-side Queueing", "Client Queue Time"),
+        MetricName::E2elIncludingClientQueue => {
+            ("Queue-inclusive End-to-end Latency", "E2EL incl. Queue")
+        }
+    }
+}
+
+fn stats_lines(out: &mut String, short: &str, d: &Distribution, percentiles: &[f64]) {
+    fline(out, &format!("Mean {short} (ms):"), d.mean_ms);
+    fline(out, &format!("Median {short} (ms):"), d.median_ms);
+    for (p, v) in &d.percentiles_ms {
+        let _ = percentiles;
+        fline(out, &format!("P{} {short} (ms):", p_word(*p)), *v);
+    }
+}
+
+/// `99` for 99.0, `99.9` for 99.9 (vLLM's label rule).
+fn p_word(p: f64) -> String {
+    if p.fract() == 0.0 {
+        format!("{}", p as i64)
+    } else {
+        format!("{p}")
+    }
+}
+
+fn kneecap_block(out: &mut String, r: &RunResult) {
+    let k = &r.kneecap;
+    let s = &r.summary;
+    banner(out, " kneecap ", '-');
+    if k.simulated {
+        let preset = k.sim_preset.as_deref().unwrap_or("?");
+        let _ = writeln!(
+            out,
+            "Target: built-in simulator (preset {preset}) — SIMULATED numbers, not a real server"
+        );
+    }
+    let _ = writeln!(
+        out,
+        "Load: {} | dataset {} | seed {}",
+        k.arrival, k.dataset, k.seed
+    );
+    let l = &s.lateness;
+    let _ = writeln!(
+        out,
+        "{:<40} p50 {:.3}  p99 {:.3}  max {:.3}",
+        "Dispatch lateness, sent - due (ms):",
+        l.median_ms,
+        pct(l, 99.0),
+        l.max_ms
+    );
+    if let Some(g) = &k.generator {
+        generator_line(out, g);
+    }
+    fline(
+        out,
+        "Median TTFT from due time (ms):",
+        s.ttft_from_due.median_ms,
+    );
+    fline(
+        out,
+        "P99 TTFT from due time (ms):",
+        pct(&s.ttft_from_due, 99.0),
+    );
+    fline(
+        out,
+        "P99 E2EL from due time (ms):",
+        pct(&s.e2el_from_due, 99.0),
+    );
+    let sent = s.completed + s.failed;
+    if sent > 0 {
+        let rate = 100.0 * s.failed as f64 / sent as f64;
+        let _ = writeln!(
+            out,
+            "{:<40} {rate:.2}% ({} of {sent})",
+            "Error rate:", s.failed
+        );
+    }
+    if !s.errors_by_kind.is_empty() {
+        let kinds: Vec<String> = s
+            .errors_by_kind
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        let _ = writeln!(out, "{:<40} {}", "Failures by kind:", kinds.join(", "));
+        for e in &k.first_errors {
+            let _ = writeln!(out, "  error: {e}");
+        }
+    }
+    if k.interrupted {
+        let _ = writeln!(out, "INTERRUPTED: partial result (stopped by signal)");
+    }
+    let _ = writeln!(out, "{}", "=".repeat(50));
+}
+
+/// "Generator: healthy (...)" or "GENERATOR-LIMITED: reasons".
+fn generator_line(out: &mut String, g: &super::GeneratorVerdict) {
+    let cpu = g
+        .cpu_busy_fraction
+        .map_or("?".into(), |c| format!("{:.0}%", c * 100.0));
+    let lag = g
+        .runtime_lag_p99_ms
+        .map_or("?".into(), |l| format!("{l:.3} ms"));
+    let lateness = if g.lateness_judged {
+        format!(
+            "lateness p99 {:.3} ms (bound {:.3} ms), ",
+            g.health.lateness_p99_ms, g.health.lateness_bound_ms
+        )
+    } else {
+        "lateness not judged (all due at once), ".to_string()
+    };
+    if g.health.limited {
+        let _ = writeln!(
+            out,
+            "GENERATOR-LIMITED: {} — these numbers may be kneecap's, not the server's",
+            g.health.reasons.join("; ")
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "{:<40} healthy: {lateness}CPU {cpu}, runtime lag p99 {lag}",
+            "Generator self-check:"
+        );
+    }
+}
+
+/// The value of percentile `p` in `d`, computed from the requested list when
+/// present (else NaN, shown as "NaN").
+fn pct(d: &Distribution, p: f64) -> f64 {
+    d.percentile_ms(p).unwrap_or(f64::NAN)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn banners_are_centered_like_python_format() {
+        // Python: "{s:{c}^{n}}".format(s=" Serving Benchmark Result ", n=50, c="=")
+        assert_eq!(
+            centered(" Serving Benchmark Result ", '=', 50),
+            "============ Serving Benchmark Result ============"
+        );
+        assert_eq!(
+            centered("Time to First Token", '-', 50),
+            "---------------Time to First Token----------------"
+        );
+    }
+
+    #[test]
+    fn percentile_labels_follow_vllm() {
+        assert_eq!(p_word(99.0), "99");
+        assert_eq!(p_word(99.9), "99.9");
+    }
+}

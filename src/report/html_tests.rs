@@ -1,0 +1,129 @@
+//! Tests of the HTML report (a separate file to keep html.rs short).
+
+use super::*;
+use crate::report::table::fixture::{sweep, sweep_with};
+
+fn count(hay: &str, needle: &str) -> usize {
+    hay.matches(needle).count()
+}
+
+#[test]
+fn report_holds_inline_svg_charts_with_balanced_tags() {
+    let html = render(&sweep());
+    // throughput, queue, p99 TTFT, p99 TPOT, p99 E2EL, plus 7 per-step charts
+    assert_eq!(count(&html, "<svg"), 12, "{html}");
+    assert_eq!(count(&html, "</svg>"), 12);
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(html.trim_end().ends_with("</html>"));
+}
+
+#[test]
+fn report_fetches_nothing_from_the_network() {
+    let html = render(&sweep());
+    let lower = html.to_ascii_lowercase();
+    for bad in [
+        "src=", "href=", "<script", "<link", "url(", "@import", "<img", "<iframe",
+    ] {
+        assert!(!lower.contains(bad), "found {bad}");
+    }
+    assert!(lower.contains("default-src 'none'"));
+    // The only URL is the escaped target, shown as text.
+    let without_target = html.replace(&escape(&sweep().workload.target), "");
+    assert!(!without_target.contains("http://") && !without_target.contains("https://"));
+}
+
+#[test]
+fn script_in_the_model_name_is_escaped() {
+    let mut r = sweep();
+    r.workload.model = "<script>alert('x')</script>".into();
+    r.steps[0].reasons = vec!["<b>bold</b> & co".into()];
+    let html = render(&r);
+    assert!(!html.to_ascii_lowercase().contains("<script"), "{html}");
+    assert!(html.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"));
+    assert!(html.contains("&lt;b&gt;bold&lt;/b&gt; &amp; co"));
+}
+
+#[test]
+fn every_step_gets_its_own_queue_time_series_chart() {
+    let r = sweep();
+    let html = render(&r);
+    let figures: Vec<&str> = html.split("<figure class=\"qstep\">").skip(1).collect();
+    assert_eq!(figures.len(), r.steps.len());
+    for f in &figures {
+        let fig = &f[..f.find("</figure>").expect("closed")];
+        assert!(fig.contains("<svg"), "{fig}");
+    }
+    for load in ["8 req/s · PASS", "36 req/s · FAIL", "48 req/s · FAIL"] {
+        assert!(html.contains(load), "{load}");
+    }
+}
+
+#[test]
+fn headline_has_the_knee_goodput_mu_slos_and_workload() {
+    let html = render(&sweep());
+    assert!(html.contains("knee: between 32.0 and 36.0 req/s (last pass 32.0, first fail 36.0)"));
+    assert!(html.contains("goodput at the knee: 31.7 req/s"));
+    assert!(html.contains("service rate μ: 40.2 req/s"));
+    assert!(html.contains("queue onset: 36.0 req/s"));
+    assert!(html.contains("SLOs: p99_ttft_ms&lt;=500, p99_tpot_ms&lt;=50"));
+    assert!(html.contains("workload: target http://127.0.0.1:8000, model llama-3-8b"));
+}
+
+#[test]
+fn latency_charts_draw_the_slo_lines_and_the_knee() {
+    let html = render(&sweep());
+    assert!(html.contains("SLO p99 TTFT ≤ 500 ms"), "{html}");
+    assert!(html.contains("SLO p99 TPOT ≤ 50 ms"));
+    assert!(html.contains("knee (last pass 32 req/s)"));
+    assert!(html.contains("p99 E2EL vs offered load"));
+}
+
+#[test]
+fn simulated_badge_only_for_simulated_sweeps() {
+    let mut r = sweep();
+    assert!(render(&r).contains(">SIMULATED</span>"));
+    r.simulated = false;
+    assert!(!render(&r).contains("SIMULATED"));
+}
+
+#[test]
+fn step_table_lists_every_step_with_its_full_reasons() {
+    let mut r = sweep();
+    let long = "p99_ttft_ms 7500 > 500 (SLO p99_ttft_ms<=500) and a very long explanation";
+    r.steps[2].reasons = vec![long.into(), "second".into()];
+    let html = render(&r);
+    assert_eq!(count(&html, "<td class=\"l pass\">PASS</td>"), 4);
+    assert_eq!(count(&html, "<td class=\"l fail\">FAIL</td>"), 3);
+    assert!(html.contains(&format!("{}; second", escape(long))));
+}
+
+#[test]
+fn empty_one_step_and_degenerate_sweeps_render_without_panicking() {
+    let empty = render(&SweepResult::default());
+    assert!(empty.contains("knee: unknown (no steps ran)"));
+    assert!(empty.contains("no steps ran</td>"));
+    let one = render(&sweep_with(&[5.0], &[]));
+    assert_eq!(count(&one, "<figure class=\"qstep\">"), 1);
+    let mut odd = sweep_with(&[0.0, 0.0], &[0.0]);
+    odd.steps[0].achieved_rate = f64::NAN;
+    odd.steps[1].ttft_ms.p99 = f64::INFINITY;
+    odd.steps[1].queue.clear();
+    odd.steps[2].mean_waiting = None;
+    odd.steps[2].queue[0].t_s = f64::NAN;
+    odd.knee.last_pass = Some(f64::NAN);
+    odd.knee.first_fail = Some(-3.0);
+    odd.slos.push("p99_e2el_ms<=0".into());
+    let html = render(&odd);
+    assert!(html.contains("no queue samples"));
+    assert!(html.trim_end().ends_with("</html>"));
+}
+
+/// Not a check: writes the fixture's report for `scripts/screenshot-report.sh`.
+/// `KNEECAP_SAMPLE_REPORT=/tmp/r.html cargo test --lib sample_report -- --ignored`
+#[test]
+#[ignore = "writes a sample report file; run by hand"]
+fn sample_report_is_written_where_asked() {
+    let path = std::env::var("KNEECAP_SAMPLE_REPORT").unwrap_or("sample-report.html".into());
+    std::fs::write(&path, render(&sweep())).expect("write sample report");
+    assert!(std::fs::metadata(&path).expect("written").len() > 0);
+}

@@ -1,0 +1,131 @@
+//! Report: the one result type of a run ([`RunResult`]) and its renderings —
+//! vLLM-compatible JSON and the console summary. Renderers are pure functions
+//! of the result; writing files happens in [`save`].
+
+pub mod chart;
+pub mod console;
+pub mod html;
+pub mod json;
+pub mod save;
+pub mod sweep;
+pub mod table;
+
+use crate::config::MetricName;
+use crate::metrics::stats::Summary;
+use crate::metrics::RequestRecord;
+
+/// Everything a run produced; every output renders from this.
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    /// Local time `YYYYMMDD-HHMMSS`, as vLLM writes it.
+    pub date: String,
+    pub backend: String,
+    pub label: Option<String>,
+    pub model_id: String,
+    pub tokenizer_id: Option<String>,
+    pub num_prompts: usize,
+    pub metadata: Vec<(String, String)>,
+    pub request_rate: f64,
+    pub burstiness: f64,
+    pub max_concurrency: Option<usize>,
+    /// (strategy, start rps, end rps) when ramp-up was used.
+    pub ramp_up: Option<(String, u32, u32)>,
+    pub summary: Summary,
+    pub percentile_metrics: Vec<MetricName>,
+    pub percentiles: Vec<f64>,
+    /// Per-request records (dataset order).
+    pub records: Vec<RequestRecord>,
+    pub kneecap: KneecapInfo,
+}
+
+/// What kneecap adds beyond vLLM's keys.
+#[derive(Debug, Clone, Default)]
+pub struct KneecapInfo {
+    pub version: String,
+    /// Server root the run targeted (no credentials).
+    pub target: String,
+    /// True when the target was the built-in simulator: numbers are simulated.
+    pub simulated: bool,
+    pub sim_preset: Option<String>,
+    pub endpoint: String,
+    pub dataset: String,
+    /// Human description of the arrival process, e.g. "poisson 10 req/s".
+    pub arrival: String,
+    pub seed: u64,
+    /// `--duration` bound, when the run was time-bounded.
+    pub duration_bound_s: Option<f64>,
+    /// Stopped by Ctrl-C / SIGTERM: the result is partial.
+    pub interrupted: bool,
+    /// RFC 3339 wall-clock start.
+    pub started_at: String,
+    /// First few failure messages (secrets redacted).
+    pub first_errors: Vec<String>,
+    pub warmups_ok: Option<(usize, usize)>,
+    /// Did the generator keep to its schedule (see [`GeneratorVerdict`]).
+    pub generator: Option<GeneratorVerdict>,
+}
+
+/// The load generator's self-check for a run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GeneratorVerdict {
+    pub health: crate::sweep::health::GeneratorHealth,
+    /// False with `--request-rate inf` or a closed loop, where lateness is not a generator property.
+    pub lateness_judged: bool,
+    pub cpu_busy_fraction: Option<f64>,
+    pub runtime_lag_p99_ms: Option<f64>,
+}
+
+impl RunResult {
+    /// Which stats blocks are shown/saved, following vLLM: client queue time
+    /// only with a concurrency cap; queue-inclusive E2EL only with a cap and
+    /// a finite rate.
+    pub fn shown_metrics(&self) -> Vec<MetricName> {
+        self.percentile_metrics
+            .iter()
+            .copied()
+            .filter(|m| match m {
+                MetricName::ClientQueueTime => self.max_concurrency.is_some(),
+                MetricName::E2elIncludingClientQueue => {
+                    self.max_concurrency.is_some() && self.request_rate.is_finite()
+                }
+                _ => true,
+            })
+            .collect()
+    }
+
+    /// The distribution behind a metric name.
+    pub fn distribution(&self, m: MetricName) -> &crate::metrics::stats::Distribution {
+        let s = &self.summary;
+        match m {
+            MetricName::Ttft => &s.ttft,
+            MetricName::Tpot => &s.tpot,
+            MetricName::Itl => &s.itl,
+            MetricName::E2el => &s.e2el,
+            MetricName::ClientQueueTime => &s.client_queue_time,
+            MetricName::E2elIncludingClientQueue => &s.e2el_including_client_queue,
+        }
+    }
+}
+
+/// Python's `str(float)` for the few values vLLM prints that way (`10.0`, `inf`, `2.5`).
+pub fn python_float(v: f64) -> String {
+    if v.is_infinite() {
+        return if v > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    if v.fract() == 0.0 && v.abs() < 1e16 {
+        return format!("{v:.1}");
+    }
+    format!("{v}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::python_float;
+
+    #[test]
+    fn floats_print_like_python() {
+        assert_eq!(python_float(10.0), "10.0");
+        assert_eq!(python_float(2.5), "2.5");
+        assert_eq!(python_float(f64::INFINITY), "inf");
+    }
+}

@@ -1,0 +1,185 @@
+//! SweepResult: the one result type of a sweep. The sweep JSON, the console
+//! table and charts, the HTML report, `kneecap report` and `kneecap compare`
+//! all render from it. Plain serializable data; no logic beyond accessors.
+
+use crate::client::scrape::QueueSample;
+use serde::{Deserialize, Serialize};
+
+/// Schema version of the sweep JSON.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The whole sweep.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+pub struct SweepResult {
+    pub kind: String,
+    pub schema_version: u32,
+    pub kneecap_version: String,
+    pub started_at: String,
+    /// The workload the knee belongs to (a knee without it is meaningless).
+    pub workload: Workload,
+    /// The SLOs as given (`p99_ttft_ms<=500`, ...).
+    pub slos: Vec<String>,
+    pub max_error_rate: f64,
+    /// `rate` (open loop, req/s) or `concurrency` (closed loop, streams).
+    pub mode: String,
+    /// Every step in the order it ran.
+    pub steps: Vec<StepResult>,
+    pub knee: KneeSummary,
+    /// Estimated service rate μ (req/s) from the throughput plateau.
+    pub service_rate_estimate: Option<f64>,
+    /// Lowest load at which the server's waiting queue left zero.
+    pub queue_onset_load: Option<f64>,
+    /// The built-in simulator's computed μ, when the target was the simulator.
+    pub sim_service_rate: Option<f64>,
+    /// True when the target was the built-in simulator: numbers are simulated.
+    pub simulated: bool,
+    /// Stopped by Ctrl-C / SIGTERM: the steps so far are kept.
+    pub interrupted: bool,
+    /// True once the search finished (false while running or if interrupted).
+    pub complete: bool,
+}
+
+/// Workload shape printed beside the knee.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+pub struct Workload {
+    pub target: String,
+    pub endpoint: String,
+    pub model: String,
+    pub dataset: String,
+    /// Mean prompt tokens the requests carried (server usage when reported).
+    pub mean_input_tokens: f64,
+    /// Mean output tokens requested (`max_tokens`).
+    pub mean_output_tokens: f64,
+    pub arrival: String,
+    pub burstiness: f64,
+    pub seed: u64,
+    pub step_warmup_s: f64,
+    pub step_min_duration_s: f64,
+    pub step_min_requests: usize,
+}
+
+/// The knee as an interval.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct KneeSummary {
+    /// Highest passing load below the lowest failing one.
+    pub last_pass: Option<f64>,
+    /// Lowest failing load.
+    pub first_fail: Option<f64>,
+    /// Goodput (req/s meeting every SLO) at `last_pass`.
+    pub goodput_at_knee: Option<f64>,
+    /// The search stopped because the load generator could not go higher.
+    pub bounded_by_generator: bool,
+    /// A step passed above a failing one: the curve is not monotonic.
+    pub non_monotonic: bool,
+}
+
+/// One load level of the sweep.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+pub struct StepResult {
+    /// Offered load: req/s (rate mode) or streams (concurrency mode).
+    pub load: f64,
+    /// `pass`, `fail`, `generator_limited`, or `interrupted` (cut short by a signal; not used for the knee).
+    pub verdict: String,
+    pub reasons: Vec<String>,
+    pub warnings: Vec<String>,
+    /// Measurement window (s from the step start).
+    pub window_start_s: f64,
+    pub window_end_s: f64,
+    /// Requests due in the window.
+    pub n_requests: usize,
+    pub completed: usize,
+    pub failed: usize,
+    pub error_rate: f64,
+    pub offered_rate: f64,
+    pub achieved_rate: f64,
+    pub goodput: f64,
+    pub output_token_rate: f64,
+    pub mean_input_tokens: f64,
+    pub mean_output_tokens: f64,
+    pub ttft_ms: Dist,
+    pub tpot_ms: Dist,
+    pub itl_ms: Dist,
+    pub e2el_ms: Dist,
+    pub ttft_from_due_ms: Dist,
+    pub lateness_ms: Dist,
+    pub slo_outcomes: Vec<SloOutcomeRow>,
+    pub steady: SteadyRow,
+    pub generator: GeneratorRow,
+    /// Where the queue gauges came from (`vllm`, `llama_cpp`) if scraped.
+    pub queue_source: Option<String>,
+    pub queue: Vec<QueueSample>,
+    pub mean_waiting: Option<f64>,
+    pub max_waiting: Option<f64>,
+    pub mean_running: Option<f64>,
+    pub errors_by_kind: std::collections::BTreeMap<String, u64>,
+    pub first_errors: Vec<String>,
+}
+
+/// A distribution summary in milliseconds.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct Dist {
+    pub count: usize,
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+pub struct SloOutcomeRow {
+    pub slo: String,
+    pub observed_ms: f64,
+    pub pass: bool,
+    pub samples: usize,
+    pub tail_samples: usize,
+    pub warning: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+pub struct SteadyRow {
+    pub steady: bool,
+    pub throughput_ratio: f64,
+    pub mean_in_flight: f64,
+    pub mean_time_in_system_s: f64,
+    pub littles_gap: f64,
+    pub in_flight_slope_per_s: f64,
+    pub backlog_at_end: usize,
+    pub reasons: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+pub struct GeneratorRow {
+    pub limited: bool,
+    pub lateness_p50_ms: f64,
+    pub lateness_p99_ms: f64,
+    pub lateness_max_ms: f64,
+    pub cpu_busy_fraction: Option<f64>,
+    pub event_loop_lag_p99_ms: Option<f64>,
+    pub reasons: Vec<String>,
+}
+
+impl StepResult {
+    pub fn passed(&self) -> bool {
+        self.verdict == "pass"
+    }
+}
+
+impl SweepResult {
+    /// Steps sorted by load (the order charts and tables use).
+    pub fn steps_by_load(&self) -> Vec<&StepResult> {
+        let mut v: Vec<&StepResult> = self.steps.iter().collect();
+        v.sort_by(|a, b| a.load.total_cmp(&b.load));
+        v
+    }
+
+    /// Unit of the load axis.
+    pub fn load_unit(&self) -> &'static str {
+        if self.mode == "concurrency" {
+            "streams"
+        } else {
+            "req/s"
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! Sustainable request rate μ of the engine model for a workload shape.
+//!
+//! Pure arithmetic over [`ModelParams`]; no clock, no I/O. The derivation, for
+//! prompts of `n_in` tokens and outputs of `n_out` tokens at saturation:
+//!
+//! - A request occupies a batch slot for `L = k_p + n_out − 1` steps, where
+//!   `k_p = ⌈n_in / max_num_batched_tokens⌉` steps of prefill produce the first
+//!   token and each further token takes one decode step.
+//! - The steady batch is `B = min(max_num_seqs, kv_cache_tokens / (n_in + n_out/2))`:
+//!   a sequence holds on average its prompt plus half its output in the KV cache.
+//! - Requests finish at `r = B / L` per step, unless the token budget binds
+//!   first: each request needs `n_in + n_out − 1` scheduled tokens, so
+//!   `r ≤ max_num_batched_tokens / (n_in + n_out − 1)`.
+//! - A step with `r` completions per step does `r·n_in` prefill tokens and
+//!   `r·(n_out − 1)` decodes on average, so it lasts
+//!   `T = base + per_prefill_token·r·n_in + per_decode_seq·r·(n_out − 1)`.
+//! - μ = r / T. When the slot limit binds this is
+//!   `μ = B / (L·base + B·(n_in·per_prefill_token + (n_out − 1)·per_decode_seq))`:
+//!   the fixed step cost is shared by the batch, the per-token costs are not.
+//!
+//! When the KV cache binds, preemptions add recompute work that the formula
+//! ignores, so μ is then an upper estimate.
+
+use super::model::ModelParams;
+
+/// Which limit sets the steady batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bottleneck {
+    /// `max_num_seqs` sequences run.
+    MaxNumSeqs,
+    /// The KV cache holds fewer than `max_num_seqs` sequences of this shape.
+    KvCache,
+    /// The per-step token budget is full.
+    TokenBudget,
+}
+
+/// The capacity estimate and its intermediate quantities.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Capacity {
+    /// Sustainable request rate μ (requests per second).
+    pub mu: f64,
+    /// Output tokens per second at μ.
+    pub output_tokens_per_s: f64,
+    /// Steady running batch `B` (may be fractional).
+    pub batch: f64,
+    /// Steps a request spends in the batch, `L`.
+    pub lifetime_steps: f64,
+    /// Requests completed per step at saturation, `r`.
+    pub completions_per_step: f64,
+    /// Mean step time at saturation, seconds.
+    pub step_s: f64,
+    /// The limit that binds.
+    pub bottleneck: Bottleneck,
+    /// Time to first token of a lone request, seconds.
+    pub lone_ttft_s: f64,
+    /// Time per output token of a lone request, seconds.
+    pub lone_tpot_s: f64,
+}
+
+/// Computes μ and friends for prompts of `input_len` and outputs of `output_len` tokens.
+pub fn capacity(p: &ModelParams, input_len: u32, output_len: u32) -> Capacity {
+    let n_in = f64::from(input_len.max(1));
+    let n_out = f64::from(output_len.max(1));
+    let budget = f64::from(p.max_num_batched_tokens.max(1));
+    let base = p.step_base.as_secs_f64();
+    let c_p = p.per_prefill_token.as_secs_f64();
+    let c_d = p.per_decode_seq.as_secs_f64();
+
+    let k_p = (n_in / budget).ceil();
+    let lifetime = k_p + n_out - 1.0;
+    let seqs = f64::from(p.max_num_seqs.max(1));
+    let kv_batch = f64::from(p.kv_cache_tokens) / (n_in + n_out / 2.0);
+    let (batch, mut bottleneck) = if kv_batch < seqs {
+        (kv_batch.max(1.0), Bottleneck::KvCache)
+    } else {
+        (seqs, Bottleneck::MaxNumSeqs)
+    };
+    let mut r = batch / lifetime;
+    let budget_r = budget / (n_in + n_out - 1.0);
+    if budget_r < r {
+        r = budget_r;
+        bottleneck = Bottleneck::TokenBudget;
+    }
+    let step_s = base + c_p * r * n_in + c_d * r * (n_out - 1.0);
+    let mu = r / step_s;
+    Capacity {
+        mu,
+        output_tokens_per_s: mu * n_out,
+        batch,
+        lifetime_steps: lifetime,
+        completions_per_step: r,
+        step_s,
+        bottleneck,
+        lone_ttft_s: k_p * base + c_p * n_in,
+        lone_tpot_s: base + c_d,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn params() -> ModelParams {
+        ModelParams {
+            max_num_seqs: 10,
+            max_num_batched_tokens: 1000,
+            kv_cache_tokens: 100_000,
+            max_model_len: 2000,
+            step_base: Duration::from_millis(5),
+            per_prefill_token: Duration::from_micros(10),
+            per_decode_seq: Duration::from_micros(100),
+        }
+    }
+
+    #[test]
+    fn slot_bound_rate_matches_closed_form() {
+        let c = capacity(&params(), 100, 11);
+        // L = 1 + 10 = 11; μ = 10 / (11·5ms + 10·(100·10µs + 10·100µs)) = 10 / 0.075
+        assert_eq!(c.bottleneck, Bottleneck::MaxNumSeqs);
+        assert!((c.mu - 10.0 / 0.075).abs() < 1e-9, "{}", c.mu);
+        assert!((c.lone_ttft_s - 0.006).abs() < 1e-12);
+        assert!((c.lone_tpot_s - 0.0051).abs() < 1e-12);
+    }
+
+    #[test]
+    fn small_kv_cache_lowers_the_batch() {
+        let p = ModelParams {
+            kv_cache_tokens: 2_000,
+            ..params()
+        };
+        let c = capacity(&p, 200, 20);
+        assert_eq!(c.bottleneck, Bottleneck::KvCache);
+        assert!((c.batch - 2_000.0 / 210.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn long_prompts_hit_the_token_budget() {
+        let c = capacity(&params(), 900, 2);
+        assert_eq!(c.bottleneck, Bottleneck::TokenBudget);
+        assert!((c.completions_per_step - 1000.0 / 901.0).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,221 @@
+//! The simulator's Prometheus state and its text rendering, with vLLM's names.
+//!
+//! Owns the gauges and counters the engine thread publishes once per step and
+//! the histograms it observes (server-side TTFT, step-clock lag). Rendering is
+//! pure; the lock around [`SimMetrics`] lives in the server.
+
+use std::fmt::Write as _;
+
+use super::model::Counters;
+
+/// vLLM's `vllm:time_to_first_token_seconds` buckets.
+pub const TTFT_BUCKETS: &[f64] = &[
+    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+    20.0, 40.0, 80.0, 160.0, 640.0, 2560.0,
+];
+
+/// Buckets of `kneecap_sim_step_lag_seconds`: how late a step's tokens left
+/// compared with the model's step clock.
+pub const LAG_BUCKETS: &[f64] = &[
+    0.000_01, 0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025,
+    0.05, 0.1, 1.0,
+];
+
+/// A cumulative Prometheus histogram with fixed upper bounds.
+#[derive(Debug, Clone)]
+pub struct Histogram {
+    bounds: &'static [f64],
+    counts: Vec<u64>,
+    sum: f64,
+    count: u64,
+}
+
+impl Histogram {
+    /// An empty histogram over `bounds` (ascending, `+Inf` implied).
+    pub fn new(bounds: &'static [f64]) -> Self {
+        Self {
+            bounds,
+            counts: vec![0; bounds.len()],
+            sum: 0.0,
+            count: 0,
+        }
+    }
+
+    /// Records one observation.
+    pub fn observe(&mut self, v: f64) {
+        if let Some(i) = self.bounds.iter().position(|&b| v <= b) {
+            self.counts[i] += 1;
+        }
+        self.sum += v;
+        self.count += 1;
+    }
+
+    /// Number of observations.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Sum of observations.
+    pub fn sum(&self) -> f64 {
+        self.sum
+    }
+
+    fn render(&self, out: &mut String, name: &str, labels: &str) {
+        let mut cum = 0;
+        for (b, c) in self.bounds.iter().zip(&self.counts) {
+            cum += c;
+            let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{b}\"}} {cum}");
+        }
+        let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {}", self.count);
+        let _ = writeln!(out, "{name}_sum{{{labels}}} {}", self.sum);
+        let _ = writeln!(out, "{name}_count{{{labels}}} {}", self.count);
+    }
+}
+
+/// Everything `/metrics` shows.
+#[derive(Debug, Clone)]
+pub struct SimMetrics {
+    /// Sequences in the running batch.
+    pub running: usize,
+    /// Requests waiting for admission.
+    pub waiting: usize,
+    /// KV-cache usage, 0..=1.
+    pub kv_usage: f64,
+    /// Engine counters.
+    pub counters: Counters,
+    /// Server-side TTFT (arrival to first token), seconds.
+    pub ttft: Histogram,
+    /// Step-clock lag, seconds.
+    pub step_lag: Histogram,
+    /// Largest step-clock lag seen, seconds.
+    pub step_lag_max: f64,
+    /// Whether the engine thread got real-time scheduling.
+    pub engine_realtime: bool,
+}
+
+impl Default for SimMetrics {
+    fn default() -> Self {
+        Self {
+            running: 0,
+            waiting: 0,
+            kv_usage: 0.0,
+            counters: Counters::default(),
+            ttft: Histogram::new(TTFT_BUCKETS),
+            step_lag: Histogram::new(LAG_BUCKETS),
+            step_lag_max: 0.0,
+            engine_realtime: false,
+        }
+    }
+}
+
+impl SimMetrics {
+    /// Prometheus text exposition (format 0.0.4).
+    pub fn render(&self, model_name: &str) -> String {
+        let escaped = model_name.replace('\\', "\\\\").replace('"', "\\\"");
+        let labels = format!("model_name=\"{escaped}\",engine=\"0\"");
+        let mut out = String::with_capacity(4096);
+        let mut metric = |name: &str, kind: &str, help: &str, value: String| {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+            let _ = writeln!(out, "{name}{{{labels}}} {value}");
+        };
+        let c = &self.counters;
+        metric(
+            "vllm:num_requests_running",
+            "gauge",
+            "Number of requests in model execution batches.",
+            self.running.to_string(),
+        );
+        metric(
+            "vllm:num_requests_waiting",
+            "gauge",
+            "Number of requests waiting to be processed.",
+            self.waiting.to_string(),
+        );
+        metric(
+            "vllm:kv_cache_usage_perc",
+            "gauge",
+            "KV-cache usage. 1 means 100 percent usage.",
+            self.kv_usage.to_string(),
+        );
+        metric(
+            "vllm:num_preemptions_total",
+            "counter",
+            "Cumulative number of preemption from the engine.",
+            c.n_preemptions.to_string(),
+        );
+        metric(
+            "vllm:prompt_tokens_total",
+            "counter",
+            "Number of prefill tokens processed.",
+            c.prompt_tokens.to_string(),
+        );
+        metric(
+            "vllm:generation_tokens_total",
+            "counter",
+            "Number of generation tokens processed.",
+            c.generation_tokens.to_string(),
+        );
+        metric(
+            "kneecap_sim_steps_total",
+            "counter",
+            "Engine steps run by the simulator.",
+            c.n_steps.to_string(),
+        );
+        metric(
+            "kneecap_sim_step_lag_max_seconds",
+            "gauge",
+            "Largest delay of a step end behind the model's step clock.",
+            self.step_lag_max.to_string(),
+        );
+        metric(
+            "kneecap_sim_engine_realtime",
+            "gauge",
+            "1 if the engine thread runs with SCHED_FIFO priority, else 0.",
+            u8::from(self.engine_realtime).to_string(),
+        );
+        let _ = writeln!(out, "# HELP vllm:time_to_first_token_seconds Histogram of time to first token in seconds.\n# TYPE vllm:time_to_first_token_seconds histogram");
+        self.ttft
+            .render(&mut out, "vllm:time_to_first_token_seconds", &labels);
+        let _ = writeln!(out, "# HELP kneecap_sim_step_lag_seconds Delay of each step end behind the model's step clock.\n# TYPE kneecap_sim_step_lag_seconds histogram");
+        self.step_lag
+            .render(&mut out, "kneecap_sim_step_lag_seconds", &labels);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_buckets_are_cumulative() {
+        let mut h = Histogram::new(TTFT_BUCKETS);
+        h.observe(0.003);
+        h.observe(0.003);
+        h.observe(3000.0);
+        let mut out = String::new();
+        h.render(&mut out, "x", "a=\"b\"");
+        assert!(out.contains("x_bucket{a=\"b\",le=\"0.001\"} 0\n"));
+        assert!(out.contains("x_bucket{a=\"b\",le=\"0.005\"} 2\n"));
+        assert!(out.contains("x_bucket{a=\"b\",le=\"2560\"} 2\n"));
+        assert!(out.contains("x_bucket{a=\"b\",le=\"+Inf\"} 3\n"));
+        assert!(out.contains("x_count{a=\"b\"} 3\n"));
+    }
+
+    #[test]
+    fn rendering_uses_vllm_names() {
+        let text = SimMetrics::default().render("m");
+        for name in [
+            "vllm:num_requests_running{model_name=\"m\",engine=\"0\"} 0",
+            "vllm:num_requests_waiting{",
+            "vllm:kv_cache_usage_perc{",
+            "vllm:num_preemptions_total{",
+            "vllm:prompt_tokens_total{",
+            "vllm:generation_tokens_total{",
+            "vllm:time_to_first_token_seconds_bucket{",
+            "kneecap_sim_step_lag_seconds_count{",
+        ] {
+            assert!(text.contains(name), "{name} missing");
+        }
+    }
+}

@@ -1,0 +1,486 @@
+//! The HTTP server around the engine: hyper 1 (HTTP/1.1, keep-alive), routing,
+//! request admission, and graceful shutdown.
+//!
+//! Owns the accept loop, one task per connection, and the [`Shared`] state
+//! those tasks read. It does no scheduling itself: generation requests are
+//! parsed ([`super::api`]), checked for injected refusals ([`super::fault`]),
+//! submitted to the engine thread ([`super::driver`]) and answered by a body
+//! from [`super::stream`]. Robustness: headers, and then the body, must each
+//! arrive within [`SimConfig::read_timeout`] (default [`READ_TIMEOUT`]),
+//! bodies are capped at [`MAX_BODY`], and a bad request only ever costs that
+//! request a 4xx.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use http::{header, HeaderValue, Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use super::api::{parse_request, ApiError, Endpoint, GenRequest, ResponseIds};
+use super::driver::{dispatch, Command, Delivery, DispatchMsg, EngineThread, Submission};
+use super::fault::{Refusal, StreamFault};
+use super::metrics::SimMetrics;
+use super::model::sampled_output_len;
+use super::stream::{collect_tokens, finish_reason, SimBody, SseBody, Tracker};
+use super::trace::{TraceRecord, TraceSink, TraceWriter};
+use super::SimConfig;
+
+/// Largest accepted request body.
+pub const MAX_BODY: usize = 8 * 1024 * 1024;
+/// Default time a client has to send a request's headers, and then its body.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long shutdown waits for in-flight responses before cutting them.
+const DRAIN: Duration = Duration::from_secs(2);
+
+/// State every connection task shares.
+#[derive(Debug)]
+pub struct Shared {
+    /// The configuration the sim was started with.
+    pub cfg: SimConfig,
+    /// Time zero of the sim clock (model time and trace times count from it).
+    pub epoch: Instant,
+    /// Commands to the engine thread.
+    pub engine_tx: std::sync::mpsc::Sender<Command>,
+    /// Registrations of per-request channels with the dispatcher.
+    pub dispatch_tx: tokio::sync::mpsc::UnboundedSender<DispatchMsg>,
+    /// Source of engine request ids (also the fault and output-length index).
+    pub next_id: AtomicU64,
+    /// What `/metrics` shows.
+    pub metrics: Arc<Mutex<SimMetrics>>,
+    /// Where trace lines go, with `--trace`.
+    pub trace: Option<TraceSink>,
+}
+
+impl Shared {
+    /// Sim-clock time now.
+    pub fn now(&self) -> Duration {
+        self.epoch.elapsed()
+    }
+}
+
+/// A running simulator; dropping it without [`SimHandle::shutdown`] leaves
+/// the threads to die with the process.
+#[derive(Debug)]
+pub struct SimHandle {
+    addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    accept: tokio::task::JoinHandle<()>,
+    dispatcher: tokio::task::JoinHandle<()>,
+    shared: Arc<Shared>,
+    engine: EngineThread,
+    trace: Option<TraceWriter>,
+}
+
+impl SimHandle {
+    /// The address the server listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Largest step-clock lag so far, seconds.
+    pub fn max_step_lag(&self) -> f64 {
+        self.shared
+            .metrics
+            .lock()
+            .map(|m| m.step_lag_max)
+            .unwrap_or(0.0)
+    }
+
+    /// A snapshot of the metrics (gauges, counters, lag histogram).
+    pub fn metrics(&self) -> SimMetrics {
+        self.shared
+            .metrics
+            .lock()
+            .map(|m| m.clone())
+            .unwrap_or_default()
+    }
+
+    /// Stops accepting, lets in-flight responses finish (up to 2 s), stops the
+    /// engine and flushes the trace file.
+    pub async fn shutdown(self) -> anyhow::Result<()> {
+        let _ = self.stop.send(true);
+        let _ = self.accept.await;
+        let engine = self.engine;
+        tokio::task::spawn_blocking(move || engine.stop()).await?;
+        // Drops every per-request sender: streams still open end now.
+        self.dispatcher.abort();
+        let _ = self.dispatcher.await;
+        let m = self
+            .shared
+            .metrics
+            .lock()
+            .map(|m| m.clone())
+            .unwrap_or_default();
+        drop(self.shared);
+        let summary = serde_json::json!({
+            "steps": m.counters.n_steps,
+            "finished": m.counters.n_finished,
+            "preemptions": m.counters.n_preemptions,
+            "generation_tokens": m.counters.generation_tokens,
+            "step_lag_max_s": m.step_lag_max,
+            "step_lag_mean_s": m.step_lag.sum() / m.step_lag.count().max(1) as f64,
+        });
+        match self.trace {
+            Some(t) => tokio::task::spawn_blocking(move || t.finish(summary)).await?,
+            None => Ok(()),
+        }
+    }
+}
+
+/// Starts the simulator on `listener`: the engine thread, the trace writer
+/// (with `cfg.trace`) and the accept loop. Must be called inside a tokio runtime.
+pub async fn start(cfg: SimConfig, listener: TcpListener) -> anyhow::Result<SimHandle> {
+    cfg.validate()?;
+    let addr = listener.local_addr()?;
+    let epoch = Instant::now();
+    let trace = match &cfg.trace {
+        Some(path) => Some(TraceWriter::create(path, epoch.elapsed())?),
+        None => None,
+    };
+    let metrics = Arc::new(Mutex::new(SimMetrics::default()));
+    let (dispatch_tx, dispatch_rx) = tokio::sync::mpsc::unbounded_channel();
+    let engine = EngineThread::spawn(
+        cfg.params.clone(),
+        epoch,
+        metrics.clone(),
+        dispatch_tx.clone(),
+        cfg.realtime_engine,
+    )?;
+    let dispatcher = tokio::spawn(dispatch(dispatch_rx, engine.tx.clone()));
+    let shared = Arc::new(Shared {
+        cfg,
+        epoch,
+        engine_tx: engine.tx.clone(),
+        dispatch_tx,
+        next_id: AtomicU64::new(0),
+        metrics,
+        trace: trace.as_ref().map(TraceWriter::sink),
+    });
+    let (stop, stop_rx) = watch::channel(false);
+    let accept = tokio::spawn(accept_loop(listener, shared.clone(), stop_rx));
+    Ok(SimHandle {
+        addr,
+        stop,
+        accept,
+        dispatcher,
+        shared,
+        engine,
+        trace,
+    })
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = stop.changed() => break,
+            res = listener.accept() => match res {
+                Ok((stream, _)) => {
+                    conns.spawn(serve_conn(stream, shared.clone(), stop.clone()));
+                }
+                // Out of file descriptors and the like: back off, keep serving.
+                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+            },
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+        }
+    }
+    drop(listener);
+    let drained =
+        tokio::time::timeout(DRAIN, async { while conns.join_next().await.is_some() {} }).await;
+    if drained.is_err() {
+        conns.shutdown().await;
+    }
+}
+
+async fn serve_conn(stream: TcpStream, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    let _ = stream.set_nodelay(true);
+    let read_timeout = shared.cfg.read_timeout;
+    let svc = service_fn(move |req| handle(req, shared.clone()));
+    let conn = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(read_timeout)
+        .keep_alive(true)
+        .serve_connection(TokioIo::new(stream), svc);
+    tokio::pin!(conn);
+    tokio::select! {
+        _ = conn.as_mut() => return,
+        _ = stop.changed() => conn.as_mut().graceful_shutdown(),
+    }
+    let _ = conn.await;
+}
+
+async fn handle(
+    req: Request<Incoming>,
+    shared: Arc<Shared>,
+) -> Result<Response<SimBody>, Infallible> {
+    let request_id = req.headers().get("x-request-id").cloned();
+    let mut resp = route(req, &shared).await;
+    if let Some(id) = request_id {
+        resp.headers_mut().insert("x-request-id", id);
+    }
+    Ok(resp)
+}
+
+async fn route(req: Request<Incoming>, shared: &Arc<Shared>) -> Response<SimBody> {
+    let path = req.uri().path().to_owned();
+    match (req.method(), path.as_str()) {
+        (&Method::POST, "/v1/completions") => generate(req, shared, Endpoint::Completions).await,
+        (&Method::POST, "/v1/chat/completions") => generate(req, shared, Endpoint::Chat).await,
+        (&Method::GET, "/v1/models") => json(StatusCode::OK, models_body(&shared.cfg)),
+        (&Method::GET, "/health") => plain(StatusCode::OK, "text/plain", String::new()),
+        (&Method::GET, "/metrics") => {
+            let text = match shared.metrics.lock() {
+                Ok(m) => m.render(&shared.cfg.served_model_name),
+                Err(_) => String::new(),
+            };
+            plain(
+                StatusCode::OK,
+                "text/plain; version=0.0.4; charset=utf-8",
+                text,
+            )
+        }
+        (_, "/v1/completions" | "/v1/chat/completions" | "/v1/models" | "/health" | "/metrics") => {
+            error(&ApiError {
+                status: 405,
+                kind: "MethodNotAllowed",
+                message: format!("method {} not allowed on {path}", req.method()),
+            })
+        }
+        _ => error(&ApiError {
+            status: 404,
+            kind: "NotFoundError",
+            message: format!("no route for {path}"),
+        }),
+    }
+}
+
+fn models_body(cfg: &SimConfig) -> String {
+    let name = &cfg.served_model_name;
+    serde_json::json!({
+        "object": "list",
+        "data": [{
+            "id": name, "object": "model", "created": unix_now(), "owned_by": "kneecap",
+            "root": name, "parent": null, "max_model_len": cfg.params.max_model_len,
+        }]
+    })
+    .to_string()
+}
+
+/// Handles a completions or chat request from body to response.
+async fn generate(
+    req: Request<Incoming>,
+    shared: &Arc<Shared>,
+    endpoint: Endpoint,
+) -> Response<SimBody> {
+    let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
+    let mut rec = new_record(&req, id, endpoint);
+    let body = match read_body(req, shared.cfg.read_timeout).await {
+        Ok(b) => b,
+        Err(err) => return refuse(shared, rec, &err, "bad_request"),
+    };
+    rec.arrival = shared.now();
+    let cfg = &shared.cfg;
+    let greq = match parse_request(endpoint, &body, cfg.params.max_model_len) {
+        Ok(r) => r,
+        Err(err) => return refuse(shared, rec, &err, "bad_request"),
+    };
+    rec.stream = greq.stream;
+    rec.prompt_tokens = greq.prompt_tokens;
+    let n_out = if greq.ignore_eos {
+        greq.max_tokens
+    } else {
+        sampled_output_len(cfg.seed, id, greq.max_tokens)
+    };
+    let plan = cfg.faults.plan(cfg.seed, id, n_out);
+    rec.fault = plan.name();
+    if let Some(refusal) = plan.refusal {
+        let (err, outcome) = refusal_error(refusal);
+        return refuse(shared, rec, &err, outcome);
+    }
+    let Some((mut rx, mut tracker)) = submit(shared, id, &greq, n_out, rec) else {
+        return error(&shutting_down());
+    };
+    let ids = ResponseIds::new(endpoint, id, unix_now(), &cfg.served_model_name);
+    if greq.stream {
+        let body = SseBody::new(rx, ids, greq, plan.stream, tracker);
+        let mut resp = Response::new(SimBody::Sse(Box::new(body)));
+        let h = resp.headers_mut();
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/event-stream; charset=utf-8"),
+        );
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        return resp;
+    }
+    let Some((text, n)) = collect_tokens(&mut rx, &mut tracker).await else {
+        tracker.finish("engine_stopped", 503);
+        return error(&shutting_down());
+    };
+    if let Some((_, StreamFault::Stall(pause))) = plan.stream {
+        tokio::time::sleep(pause).await;
+    }
+    tracker.finish("ok", 200);
+    let finish = finish_reason(n, greq.max_tokens);
+    json(
+        StatusCode::OK,
+        ids.full_response(&text, finish, greq.prompt_tokens, n),
+    )
+}
+
+/// A trace record for a request that just came in.
+fn new_record(req: &Request<Incoming>, id: u64, endpoint: Endpoint) -> TraceRecord {
+    TraceRecord {
+        request_id: req
+            .headers()
+            .get("x-request-id")
+            .and_then(|v| v.to_str().ok())
+            .map_or_else(|| format!("sim-{id}"), str::to_owned),
+        endpoint: match endpoint {
+            Endpoint::Completions => "completions",
+            Endpoint::Chat => "chat",
+        },
+        ..TraceRecord::default()
+    }
+}
+
+/// Reads the whole body, at most [`MAX_BODY`] bytes within `timeout` (a
+/// stalled upload would otherwise hold its connection forever).
+async fn read_body(req: Request<Incoming>, timeout: Duration) -> Result<bytes::Bytes, ApiError> {
+    let collect = Limited::new(req.into_body(), MAX_BODY).collect();
+    let Ok(collected) = tokio::time::timeout(timeout, collect).await else {
+        return Err(ApiError {
+            status: 408,
+            kind: "RequestTimeout",
+            message: format!("request body not received within {timeout:?}"),
+        });
+    };
+    match collected {
+        Ok(b) => Ok(b.to_bytes()),
+        Err(e)
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
+            Err(ApiError {
+                status: 413,
+                kind: "BadRequestError",
+                message: format!("request body larger than {MAX_BODY} bytes"),
+            })
+        }
+        Err(e) => Err(ApiError::bad_request(format!(
+            "reading the request body: {e}"
+        ))),
+    }
+}
+
+/// The error body and trace outcome of an injected refusal.
+fn refusal_error(refusal: Refusal) -> (ApiError, &'static str) {
+    match refusal {
+        Refusal::Http500 => (
+            ApiError {
+                status: 500,
+                kind: "InternalServerError",
+                message: "simulated internal error".into(),
+            },
+            "fault_http_500",
+        ),
+        Refusal::Http429 => (
+            ApiError {
+                status: 429,
+                kind: "RateLimitError",
+                message: "simulated rate limit".into(),
+            },
+            "fault_http_429",
+        ),
+    }
+}
+
+fn shutting_down() -> ApiError {
+    ApiError {
+        status: 503,
+        kind: "ServiceUnavailable",
+        message: "the simulator is shutting down".into(),
+    }
+}
+
+/// Registers the request's channel with the dispatcher and queues it in the
+/// engine; `None` when the simulator is shutting down.
+fn submit(
+    shared: &Arc<Shared>,
+    id: u64,
+    greq: &GenRequest,
+    n_out: u32,
+    rec: TraceRecord,
+) -> Option<(UnboundedReceiver<Delivery>, Tracker)> {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let submission = Submission {
+        id,
+        prompt_tokens: greq.prompt_tokens,
+        output_tokens: n_out,
+        arrival: rec.arrival,
+    };
+    let mut tracker = Tracker::new(shared.clone(), id, rec);
+    let registered = shared
+        .dispatch_tx
+        .send(DispatchMsg::Register(id, tx))
+        .is_ok();
+    if !registered || shared.engine_tx.send(Command::Submit(submission)).is_err() {
+        tracker.finish("engine_stopped", 503);
+        return None;
+    }
+    Some((rx, tracker))
+}
+
+/// Answers with `err` and traces the request as `outcome`.
+fn refuse(
+    shared: &Shared,
+    mut rec: TraceRecord,
+    err: &ApiError,
+    outcome: &'static str,
+) -> Response<SimBody> {
+    if let Some(sink) = &shared.trace {
+        rec.outcome = outcome;
+        rec.status = err.status;
+        rec.finish = shared.now();
+        if rec.arrival.is_zero() {
+            rec.arrival = rec.finish;
+        }
+        sink.record(&rec);
+    }
+    error(err)
+}
+
+fn error(err: &ApiError) -> Response<SimBody> {
+    json(
+        StatusCode::from_u16(err.status).unwrap_or(StatusCode::BAD_REQUEST),
+        err.body(),
+    )
+}
+
+fn json(status: StatusCode, body: String) -> Response<SimBody> {
+    plain(status, "application/json", body)
+}
+
+fn plain(status: StatusCode, content_type: &'static str, body: String) -> Response<SimBody> {
+    let mut resp = Response::new(SimBody::full(body));
+    *resp.status_mut() = status;
+    resp.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    resp
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}

@@ -1,0 +1,148 @@
+//! `--trace FILE`: one JSON line per finished or failed request, written by a
+//! background thread so connection tasks never block on the file.
+//!
+//! The first line is an anchor relating the monotonic sim clock to wall time:
+//! `{"anchor":{"unix_s":…,"sim_s":0.0}}`. Every later line is a [`TraceRecord`]
+//! with times in seconds since the sim started (monotonic). The last line,
+//! written at shutdown, is `{"summary":{…}}` with the engine's counters and
+//! the step-clock lag.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::sync::mpsc::{channel, Sender};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context as _;
+
+/// What the server knows about one request when it ends.
+#[derive(Debug, Clone, Default)]
+pub struct TraceRecord {
+    /// `x-request-id` header, or a generated `sim-N`.
+    pub request_id: String,
+    /// `completions` or `chat`.
+    pub endpoint: &'static str,
+    /// Whether the response was streamed.
+    pub stream: bool,
+    /// HTTP status sent.
+    pub status: u16,
+    /// `ok`, or why it did not complete (`bad_request`, `fault_http_500`, …).
+    pub outcome: &'static str,
+    /// The fault injected into this request, if any (`http_500`, `http_429`,
+    /// `cut_stream`, `malformed`, `stall`, `error_event`): ground truth for
+    /// a client's failure classification.
+    pub fault: Option<&'static str>,
+    /// Body fully received.
+    pub arrival: Duration,
+    /// First admitted to the running batch.
+    pub scheduled: Option<Duration>,
+    /// First token released by the engine (end of its prefill step).
+    pub first_token_engine: Option<Duration>,
+    /// First token handed to the connection for writing.
+    pub first_token: Option<Duration>,
+    /// Last byte handed to the connection, or failure time.
+    pub finish: Duration,
+    /// Prompt tokens.
+    pub prompt_tokens: u32,
+    /// Output tokens sent.
+    pub output_tokens: u32,
+    /// Times the request was preempted.
+    pub preemptions: u32,
+}
+
+impl TraceRecord {
+    /// The JSON line (without newline).
+    pub fn to_json(&self) -> String {
+        let s = |d: Option<Duration>| d.map(|d| d.as_secs_f64());
+        serde_json::json!({
+            "request_id": self.request_id,
+            "endpoint": self.endpoint,
+            "stream": self.stream,
+            "status": self.status,
+            "outcome": self.outcome,
+            "fault": self.fault,
+            "arrival_s": self.arrival.as_secs_f64(),
+            "scheduled_s": s(self.scheduled),
+            "first_token_engine_s": s(self.first_token_engine),
+            "first_token_s": s(self.first_token),
+            "finish_s": self.finish.as_secs_f64(),
+            "prompt_tokens": self.prompt_tokens,
+            "output_tokens": self.output_tokens,
+            "preemptions": self.preemptions,
+        })
+        .to_string()
+    }
+}
+
+#[derive(Debug)]
+enum Msg {
+    Line(String),
+    Stop,
+}
+
+/// Cheap, cloneable handle that queues records for the writer thread.
+#[derive(Debug, Clone)]
+pub struct TraceSink {
+    tx: Sender<Msg>,
+}
+
+impl TraceSink {
+    /// Queues one record (dropped silently if the writer has stopped).
+    pub fn record(&self, rec: &TraceRecord) {
+        let _ = self.tx.send(Msg::Line(rec.to_json()));
+    }
+}
+
+/// The writer thread.
+#[derive(Debug)]
+pub struct TraceWriter {
+    sink: TraceSink,
+    thread: JoinHandle<std::io::Result<()>>,
+}
+
+impl TraceWriter {
+    /// Creates `path` and writes the anchor line; `sim_now` is the sim clock now.
+    pub fn create(path: &Path, sim_now: Duration) -> anyhow::Result<Self> {
+        let file = File::create(path)
+            .with_context(|| format!("creating trace file {}", path.display()))?;
+        let mut out = BufWriter::new(file);
+        let unix = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs_f64();
+        let anchor =
+            serde_json::json!({"anchor": {"unix_s": unix, "sim_s": sim_now.as_secs_f64()}});
+        writeln!(out, "{anchor}")?;
+        let (tx, rx) = channel::<Msg>();
+        let thread = std::thread::Builder::new()
+            .name("kneecap-sim-trace".into())
+            .spawn(move || {
+                while let Ok(Msg::Line(line)) = rx.recv() {
+                    writeln!(out, "{line}")?;
+                }
+                out.flush()
+            })?;
+        Ok(Self {
+            sink: TraceSink { tx },
+            thread,
+        })
+    }
+
+    /// A handle for connection tasks.
+    pub fn sink(&self) -> TraceSink {
+        self.sink.clone()
+    }
+
+    /// Writes what was queued, then a last `{"summary":…}` line, flushes and
+    /// closes the file.
+    pub fn finish(self, summary: serde_json::Value) -> anyhow::Result<()> {
+        let line = serde_json::json!({ "summary": summary }).to_string();
+        let _ = self.sink.tx.send(Msg::Line(line));
+        let _ = self.sink.tx.send(Msg::Stop);
+        match self.thread.join() {
+            Ok(res) => res.context("writing the trace file"),
+            Err(_) => anyhow::bail!("trace writer thread panicked"),
+        }
+    }
+}

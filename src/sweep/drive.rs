@@ -1,0 +1,575 @@
+//! Sweep orchestration: run a step per load chosen by the search, judge it,
+//! keep the evidence (client records, server queue gauges, generator health),
+//! and rewrite the sweep JSON after every step so an interruption loses nothing.
+
+use super::knee::{self, StepPoint, StepVerdict};
+use super::{health, slo, steady, StepVerdictInput};
+use crate::cli::sweep::{SweepArgs, SweepMode};
+use crate::client::scrape::{QueueSample, Scraper};
+use crate::config::sweep::{StepTiming, SweepConfig};
+use crate::engine::{probe, Releases};
+use crate::metrics::stats::{self, Distribution, StatsOptions};
+use crate::metrics::RequestRecord;
+use crate::report::sweep::{self as model, Dist, KneeSummary, StepResult, SweepResult};
+use crate::run::{self as runner, Prepared};
+use crate::schedule::{self, Arrival};
+use crate::target::{self, Server};
+use anyhow::Result;
+use rand::{rngs::StdRng, SeedableRng};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+/// Percentiles every step computes.
+const STEP_PERCENTILES: [f64; 4] = [50.0, 90.0, 99.0, 99.9];
+/// Queue gauge sampling period.
+const SCRAPE_EVERY: Duration = Duration::from_millis(250);
+/// Event-loop lag probe period.
+const LAG_EVERY: Duration = Duration::from_millis(10);
+
+/// Everything a step needs.
+struct Ctx<'a> {
+    cfg: &'a SweepConfig,
+    server: &'a Server,
+    prepared: Prepared,
+    scraper: Option<Scraper>,
+}
+
+/// Run `kneecap sweep`.
+pub async fn execute(args: &SweepArgs, interrupt: watch::Receiver<bool>) -> Result<ExitCode> {
+    let cfg = SweepConfig::try_from(args)?;
+    runner::check_os_limits(&cfg.run)?;
+    check_sweep_concurrency(&cfg)?;
+    let out_path = output_path(&cfg);
+    let outputs =
+        std::iter::once(("-o/--output", &out_path)).chain(cfg.html.as_ref().map(|h| ("--html", h)));
+    for (flag, path) in outputs {
+        crate::report::save::check_writable(
+            path.parent().filter(|p| !p.as_os_str().is_empty()),
+            flag,
+        )?;
+    }
+    let server = target::start(&cfg.run.target).await?;
+    let outcome = sweep(&cfg, &server, &out_path, interrupt).await;
+    server.shutdown().await;
+    let result = outcome?;
+    print!("{}", crate::report::table::render(&result));
+    println!("{}", crate::report::chart::render(&result, 100));
+    if let Some(html) = &cfg.html {
+        crate::report::save::write_atomic(html, crate::report::html::render(&result).as_bytes())?;
+        eprintln!("kneecap: HTML report written to {}", html.display());
+    }
+    eprintln!("kneecap: sweep JSON written to {}", out_path.display());
+    Ok(exit_code(&result))
+}
+
+/// A closed-loop sweep may go up to its largest concurrency: check it fits
+/// under the open-file limit before the first step, not at the last.
+fn check_sweep_concurrency(cfg: &SweepConfig) -> Result<()> {
+    if cfg.mode != SweepMode::Concurrency {
+        return Ok(());
+    }
+    let top = match &cfg.plan {
+        knee::SearchPlan::List(loads) => loads.iter().copied().fold(0.0, f64::max),
+        knee::SearchPlan::Auto { max_load, .. } => *max_load,
+    };
+    let sim = matches!(cfg.run.target, crate::config::Target::Sim { .. });
+    let limit = crate::engine::limits::raise_open_file_limit();
+    crate::engine::limits::check_concurrency(top.ceil() as usize, sim, limit).map_err(|e| {
+        anyhow::anyhow!("{e} (the sweep may reach {top} streams; see --max-load / --concurrencies)")
+    })
+}
+
+fn exit_code(r: &SweepResult) -> ExitCode {
+    if r.interrupted {
+        ExitCode::from(2)
+    } else if r.knee.last_pass.is_none() {
+        ExitCode::from(1) // not even the lowest load met the SLO
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn output_path(cfg: &SweepConfig) -> PathBuf {
+    cfg.output.clone().unwrap_or_else(|| {
+        let date = chrono::Local::now().format("%Y%m%d-%H%M%S");
+        PathBuf::from(format!("kneecap-sweep-{date}.json"))
+    })
+}
+
+async fn sweep(
+    cfg: &SweepConfig,
+    server: &Server,
+    out: &Path,
+    interrupt: watch::Receiver<bool>,
+) -> Result<SweepResult> {
+    let prepared = runner::prepare(&cfg.run, server).await?;
+    let metrics_url = cfg
+        .metrics_url
+        .clone()
+        .unwrap_or_else(|| format!("{}/metrics", server.base_url));
+    let ctx = Ctx {
+        cfg,
+        server,
+        scraper: Scraper::new(&metrics_url).ok(),
+        prepared,
+    };
+    let mut result = new_result(&ctx);
+    announce(&ctx, &result);
+    let mut history: Vec<StepPoint> = Vec::new();
+    while let Some(load) = knee::next_load(&cfg.plan, &history) {
+        let refining = history.iter().any(|p| p.verdict == StepVerdict::Fail);
+        let mut step = run_step(&ctx, history.len(), load, refining, interrupt.clone()).await;
+        if *interrupt.borrow() {
+            // A step cut short proves nothing: keep its data, not its verdict.
+            step.verdict = "interrupted".into();
+            step.reasons
+                .insert(0, "interrupted by signal before the step finished".into());
+            eprintln!("{}", step_line(&step, result.load_unit()));
+            result.steps.push(step);
+            result.interrupted = true;
+            break;
+        }
+        eprintln!("{}", step_line(&step, result.load_unit()));
+        history.push(point(&step));
+        result.steps.push(step);
+        finish(&mut result, &history);
+        save(&result, out)?;
+    }
+    result.complete = !result.interrupted;
+    save(&result, out)?;
+    Ok(result)
+}
+
+fn new_result(ctx: &Ctx<'_>) -> SweepResult {
+    let cfg = ctx.cfg;
+    let specs = &ctx.prepared.specs;
+    let n = specs.len().max(1) as f64;
+    let mode = match cfg.mode {
+        SweepMode::Rate => "rate",
+        SweepMode::Concurrency => "concurrency",
+    };
+    let sim_service_rate = ctx.server.sim_config.as_ref().map(|s| {
+        let (i, o) = (
+            specs.iter().map(|s| s.prompt_len as f64).sum::<f64>() / n,
+            specs.iter().map(|s| s.output_len as f64).sum::<f64>() / n,
+        );
+        crate::sim::service_rate(s, i.round() as u32, o.round() as u32)
+    });
+    SweepResult {
+        kind: "kneecap_sweep".into(),
+        schema_version: model::SCHEMA_VERSION,
+        kneecap_version: env!("CARGO_PKG_VERSION").into(),
+        started_at: chrono::Local::now().to_rfc3339(),
+        workload: model::Workload {
+            target: ctx.server.base_url.clone(),
+            endpoint: cfg.run.endpoint.clone(),
+            model: ctx.prepared.model_id.clone(),
+            dataset: cfg.run.dataset_name.into(),
+            mean_input_tokens: specs.iter().map(|s| s.prompt_len as f64).sum::<f64>() / n,
+            mean_output_tokens: specs.iter().map(|s| s.output_len as f64).sum::<f64>() / n,
+            arrival: arrival_name(cfg),
+            burstiness: cfg.run.load.burstiness,
+            seed: cfg.run.load.seed,
+            step_warmup_s: cfg.timing.warmup.as_secs_f64(),
+            step_min_duration_s: cfg.timing.min_measured.as_secs_f64(),
+            step_min_requests: cfg.timing.min_requests,
+        },
+        slos: cfg.slos.iter().map(|s| s.to_string()).collect(),
+        max_error_rate: cfg.max_error_rate,
+        mode: mode.into(),
+        simulated: ctx.server.simulated,
+        sim_service_rate,
+        ..Default::default()
+    }
+}
+
+fn arrival_name(cfg: &SweepConfig) -> String {
+    match cfg.mode {
+        SweepMode::Concurrency => "closed loop (fixed concurrency)".into(),
+        SweepMode::Rate if cfg.run.load.burstiness.is_infinite() => "constant spacing".into(),
+        SweepMode::Rate if cfg.run.load.burstiness == 1.0 => "poisson".into(),
+        SweepMode::Rate => format!("gamma (burstiness {})", cfg.run.load.burstiness),
+    }
+}
+
+fn announce(ctx: &Ctx<'_>, r: &SweepResult) {
+    let w = &r.workload;
+    let slos = if r.slos.is_empty() {
+        "none (steady state and errors only)".to_string()
+    } else {
+        r.slos.join(", ")
+    };
+    let sim = if r.simulated {
+        " — built-in simulator: SIMULATED numbers"
+    } else {
+        ""
+    };
+    eprintln!(
+        "kneecap sweep: {} model {} | {} | in {:.0} / out {:.0} tokens | SLO {slos}{sim}",
+        ctx.server.base_url, w.model, w.arrival, w.mean_input_tokens, w.mean_output_tokens
+    );
+    if let Some(mu) = r.sim_service_rate {
+        eprintln!("kneecap sweep: the simulator's computed capacity for this workload is μ ≈ {mu:.1} req/s");
+    }
+}
+
+/// Run one step at `load` and judge it.
+async fn run_step(
+    ctx: &Ctx<'_>,
+    index: usize,
+    load: f64,
+    refining: bool,
+    interrupt: watch::Receiver<bool>,
+) -> StepResult {
+    let cfg = ctx.cfg;
+    let timing = if refining {
+        cfg.timing.refined()
+    } else {
+        cfg.timing.clone()
+    };
+    let (releases, length, cap) = step_releases(cfg, &timing, index, load);
+    let cancel_at = Some(length + timing.drain);
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let t0 = Instant::now();
+    let scrape = async {
+        match &ctx.scraper {
+            Some(s) => s.series(t0, SCRAPE_EVERY, stop_rx.clone()).await,
+            None => (None, Vec::new()),
+        }
+    };
+    let progress = runner::progress_bar(cfg.run.output.progress, &releases);
+    let run = async {
+        let level = runner::run_level(&ctx.prepared, releases, cap, cancel_at, progress, interrupt);
+        let out = probe::self_checked(level, LAG_EVERY).await;
+        let _ = stop_tx.send(true);
+        out
+    };
+    let ((out, check), (source, queue)) = tokio::join!(run, scrape);
+    let window = (timing.warmup, length);
+    let evidence = Evidence {
+        records: &out.records,
+        window,
+        queue,
+        source: source.map(|s| format!("{s:?}").to_lowercase()),
+        check,
+    };
+    judge_step(cfg, load, evidence)
+}
+
+/// Releases for one step: a Poisson/gamma schedule at `load` req/s, or a
+/// closed loop of `load` streams. Seeded per step so reruns are identical.
+fn step_releases(
+    cfg: &SweepConfig,
+    timing: &StepTiming,
+    index: usize,
+    load: f64,
+) -> (Releases, Duration, Option<usize>) {
+    match cfg.mode {
+        SweepMode::Rate => {
+            let length = timing.length_for_rate(load);
+            let burstiness = cfg.run.load.burstiness;
+            let arrival = if burstiness.is_infinite() {
+                Arrival::Constant { rate: load }
+            } else {
+                Arrival::Gamma {
+                    rate: load,
+                    burstiness,
+                }
+            };
+            let mut rng = StdRng::seed_from_u64(cfg.run.load.seed.wrapping_add(index as u64));
+            let offsets = schedule::offsets_until(length, &arrival, &mut rng);
+            (
+                Releases::Scheduled(offsets),
+                length,
+                cfg.run.load.max_concurrency,
+            )
+        }
+        SweepMode::Concurrency => {
+            let length = timing.length_closed();
+            (
+                Releases::ClosedFor(length),
+                length,
+                Some(load.round().max(1.0) as usize),
+            )
+        }
+    }
+}
+
+/// What a step left behind.
+struct Evidence<'a> {
+    records: &'a [RequestRecord],
+    window: (Duration, Duration),
+    queue: Vec<QueueSample>,
+    source: Option<String>,
+    check: probe::SelfCheck,
+}
+
+fn judge_step(cfg: &SweepConfig, load: f64, e: Evidence<'_>) -> StepResult {
+    let (w0, w1) = e.window;
+    let in_window: Vec<RequestRecord> = e
+        .records
+        .iter()
+        .filter(|r| r.due >= w0 && r.due < w1)
+        .cloned()
+        .collect();
+    let opts = StatsOptions {
+        percentiles: STEP_PERCENTILES.to_vec(),
+        goodput: goodput_slo(cfg),
+    };
+    let summary = stats::summarize(&in_window, w1 - w0, &opts);
+    let ok: Vec<RequestRecord> = in_window.iter().filter(|r| r.is_ok()).cloned().collect();
+    let outcomes: Vec<slo::SloOutcome> = cfg.slos.iter().map(|s| slo::evaluate(s, &ok)).collect();
+    let mut steadiness = steady::assess(e.records, e.window, &steady::SteadyThresholds::default());
+    let waiting: Vec<(f64, f64)> = e
+        .queue
+        .iter()
+        .filter_map(|q| q.waiting.map(|w| (q.t_s, w)))
+        .collect();
+    if let Some(trend) = steady::queue_trend(&waiting, e.window).filter(|t| t.growing()) {
+        steadiness.reasons.push(trend.reason());
+        steadiness.steady = false;
+    }
+    let offered = if cfg.mode == SweepMode::Rate {
+        load
+    } else {
+        steadiness.offered_rate
+    };
+    let lag_p99 = e.check.lag_p99_ms();
+    let cpu = e.check.cpu_busy_fraction;
+    let bound = cfg
+        .max_lateness_ms
+        .unwrap_or_else(|| health::lateness_bound_ms(offered));
+    let generator = health::generator_health_with_bound(&summary.lateness, bound, cpu, lag_p99);
+    let n = in_window.len();
+    let error_rate = if n == 0 {
+        0.0
+    } else {
+        summary.failed as f64 / n as f64
+    };
+    let input = StepVerdictInput {
+        slo_outcomes: &outcomes,
+        error_rate,
+        max_error_rate: cfg.max_error_rate,
+        steadiness: &steadiness,
+        generator: &generator,
+    };
+    let (verdict, reasons) = super::judge(&input);
+    let (mean_waiting, max_waiting, mean_running) = queue_stats(&e.queue, w0, w1);
+    let mut warnings: Vec<String> = outcomes.iter().filter_map(|o| o.warning.clone()).collect();
+    warnings.extend(generator.warnings.iter().cloned());
+    StepResult {
+        load,
+        verdict: verdict_name(verdict).into(),
+        reasons,
+        warnings,
+        window_start_s: w0.as_secs_f64(),
+        window_end_s: w1.as_secs_f64(),
+        n_requests: n,
+        completed: summary.completed,
+        failed: summary.failed,
+        error_rate,
+        offered_rate: steadiness.offered_rate,
+        achieved_rate: steadiness.achieved_rate,
+        goodput: summary
+            .request_goodput
+            .unwrap_or(summary.request_throughput),
+        output_token_rate: summary.output_throughput,
+        mean_input_tokens: mean(
+            in_window
+                .iter()
+                .filter(|r| r.is_ok())
+                .map(|r| r.prompt_len as f64),
+        ),
+        mean_output_tokens: mean(
+            in_window
+                .iter()
+                .filter(|r| r.is_ok())
+                .map(|r| r.output_tokens as f64),
+        ),
+        ttft_ms: dist(&summary.ttft),
+        tpot_ms: dist(&summary.tpot),
+        itl_ms: dist(&summary.itl),
+        e2el_ms: dist(&summary.e2el),
+        ttft_from_due_ms: dist(&summary.ttft_from_due),
+        lateness_ms: dist(&summary.lateness),
+        slo_outcomes: outcomes.iter().map(slo_row).collect(),
+        steady: steady_row(&steadiness),
+        generator: model::GeneratorRow {
+            limited: generator.limited,
+            lateness_p50_ms: summary.lateness.median_ms,
+            lateness_p99_ms: health::p99_ms(&summary.lateness),
+            lateness_max_ms: summary.lateness.max_ms,
+            cpu_busy_fraction: cpu,
+            event_loop_lag_p99_ms: lag_p99,
+            reasons: generator.reasons.clone(),
+        },
+        queue_source: e.source,
+        queue: e.queue,
+        mean_waiting,
+        max_waiting,
+        mean_running,
+        errors_by_kind: summary.errors_by_kind.clone(),
+        first_errors: in_window
+            .iter()
+            .filter_map(|r| r.error.as_ref())
+            .take(5)
+            .map(|x| x.message.clone()) // redacted by the client at the source
+            .collect(),
+    }
+}
+
+/// vLLM-style goodput counts requests meeting every per-request SLO; built
+/// from the SLOs that have a per-request meaning (TTFT, TPOT, E2EL bounds).
+fn goodput_slo(cfg: &SweepConfig) -> Option<stats::GoodputSlo> {
+    let mut g = stats::GoodputSlo::default();
+    for s in &cfg.slos {
+        match s.metric {
+            slo::SloMetric::Ttft => {
+                g.ttft_ms = Some(g.ttft_ms.map_or(s.threshold_ms, |v| v.min(s.threshold_ms)))
+            }
+            slo::SloMetric::Tpot => {
+                g.tpot_ms = Some(g.tpot_ms.map_or(s.threshold_ms, |v| v.min(s.threshold_ms)))
+            }
+            slo::SloMetric::E2el => {
+                g.e2el_ms = Some(g.e2el_ms.map_or(s.threshold_ms, |v| v.min(s.threshold_ms)))
+            }
+            slo::SloMetric::Itl => {}
+        }
+    }
+    (g != stats::GoodputSlo::default()).then_some(g)
+}
+
+fn queue_stats(
+    q: &[QueueSample],
+    w0: Duration,
+    w1: Duration,
+) -> (Option<f64>, Option<f64>, Option<f64>) {
+    let inside: Vec<&QueueSample> = q
+        .iter()
+        .filter(|s| s.t_s >= w0.as_secs_f64() && s.t_s < w1.as_secs_f64())
+        .collect();
+    let waiting: Vec<f64> = inside.iter().filter_map(|s| s.waiting).collect();
+    let running: Vec<f64> = inside.iter().filter_map(|s| s.running).collect();
+    let mean_of = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+    (
+        mean_of(&waiting),
+        waiting.iter().copied().reduce(f64::max),
+        mean_of(&running),
+    )
+}
+
+fn mean(it: impl Iterator<Item = f64>) -> f64 {
+    let (sum, n) = it.fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
+    if n == 0 {
+        0.0
+    } else {
+        sum / n as f64
+    }
+}
+
+fn dist(d: &Distribution) -> Dist {
+    let p = |q: f64| d.percentile_ms(q).unwrap_or(0.0);
+    Dist {
+        count: d.count,
+        mean: d.mean_ms,
+        p50: p(50.0),
+        p90: p(90.0),
+        p99: p(99.0),
+        p999: p(99.9),
+        max: d.max_ms,
+    }
+}
+
+fn slo_row(o: &slo::SloOutcome) -> model::SloOutcomeRow {
+    model::SloOutcomeRow {
+        slo: o.slo.to_string(),
+        observed_ms: o.observed_ms.unwrap_or(f64::NAN),
+        pass: o.pass,
+        samples: o.samples,
+        tail_samples: o.tail_samples,
+        warning: o.warning.clone(),
+    }
+}
+
+fn steady_row(s: &steady::Steadiness) -> model::SteadyRow {
+    model::SteadyRow {
+        steady: s.steady,
+        throughput_ratio: s.throughput_ratio,
+        mean_in_flight: s.mean_in_flight,
+        mean_time_in_system_s: s.mean_time_in_system_s,
+        littles_gap: s.littles_gap.unwrap_or(0.0),
+        in_flight_slope_per_s: s.in_flight_slope_per_s,
+        backlog_at_end: s.backlog_at_end,
+        reasons: s.reasons.clone(),
+    }
+}
+
+fn verdict_name(v: StepVerdict) -> &'static str {
+    match v {
+        StepVerdict::Pass => "pass",
+        StepVerdict::Fail => "fail",
+        StepVerdict::GeneratorLimited => "generator_limited",
+    }
+}
+
+fn point(s: &StepResult) -> StepPoint {
+    let verdict = match s.verdict.as_str() {
+        "pass" => StepVerdict::Pass,
+        "generator_limited" => StepVerdict::GeneratorLimited,
+        _ => StepVerdict::Fail,
+    };
+    StepPoint {
+        load: s.load,
+        verdict,
+        achieved_rate: s.achieved_rate,
+        offered_rate: s.offered_rate,
+        steady: s.steady.steady,
+        goodput: s.goodput,
+        mean_waiting: s.mean_waiting,
+    }
+}
+
+/// Recompute the knee, μ and queue onset from the steps so far.
+fn finish(r: &mut SweepResult, history: &[StepPoint]) {
+    let k = knee::knee(history);
+    r.knee = KneeSummary {
+        last_pass: k.last_pass,
+        first_fail: k.first_fail,
+        goodput_at_knee: k.goodput_at_knee,
+        bounded_by_generator: k.bounded_by_generator,
+        non_monotonic: k.non_monotonic,
+    };
+    // Open loop: an overloaded step's throughput is μ. Closed loop never
+    // overloads the client's way; there the server's own queue says when the
+    // batch was full and throughput had reached μ.
+    r.service_rate_estimate = match r.mode.as_str() {
+        "concurrency" => knee::service_rate_from_queue(history),
+        _ => knee::service_rate_estimate(history),
+    };
+    r.queue_onset_load = knee::queue_onset(history);
+}
+
+fn step_line(s: &StepResult, unit: &str) -> String {
+    let verdict = match s.verdict.as_str() {
+        "pass" => "PASS",
+        "fail" => "FAIL",
+        "interrupted" => "INTERRUPTED",
+        _ => "GEN-LIMITED",
+    };
+    let why = s
+        .reasons
+        .first()
+        .map(|r| format!(" — {r}"))
+        .unwrap_or_default();
+    format!(
+        "  step {:>8.2} {unit}: achieved {:>7.2} req/s, p99 TTFT {:>8.1} ms, {} requests → {verdict}{why}",
+        s.load, s.achieved_rate, s.ttft_ms.p99, s.n_requests
+    )
+}
+
+fn save(r: &SweepResult, path: &Path) -> Result<()> {
+    let text = serde_json::to_vec_pretty(r)?;
+    crate::report::save::write_atomic(path, &text)
+}

@@ -1,0 +1,314 @@
+//! The knee search: which load to measure next, and what the measured steps
+//! say about the knee. PURE: works on the verdicts the caller collected; no
+//! clock, no I/O.
+//!
+//! **Auto search.** Start at `start`; multiply by `factor` while steps pass (up
+//! to `max_load`). After the first failure, bisect between the highest pass
+//! below the lowest failure and that failure until `(fail − pass)/pass ≤
+//! tolerance`. If nothing below the lowest failure has passed, step down by
+//! `factor` until a step passes or the floor `start/`[`STEP_DOWN_FLOOR_DIVISOR`]
+//! is passed. A generator-limited step ends the search: higher loads cannot be
+//! measured. At most `max_steps` steps are taken.
+//!
+//! The midpoint is **geometric** (`√(pass·fail)`): the stop rule is relative,
+//! and the geometric midpoint halves `ln(fail/pass)` whichever way the step
+//! goes, so the worst-case number of steps to reach a relative tolerance is the
+//! least. (The arithmetic midpoint of 32..64 leaves 32..48, ratio 1.5, on a
+//! failure but 48..64, ratio 1.33, on a pass.)
+//!
+//! **Concurrency loads** ([`LoadUnit::Concurrency`]) are integers: starts and
+//! midpoints are rounded, and bisection stops only when pass and fail are
+//! adjacent integers (the tolerance is not used), so the knee is exact.
+use serde::{Deserialize, Serialize};
+
+/// Step-down stops below `start / STEP_DOWN_FLOOR_DIVISOR` (rate loads).
+pub const STEP_DOWN_FLOOR_DIVISOR: f64 = 64.0;
+/// A step is saturated when achieved/offered is below this.
+pub const SATURATED_RATIO: f64 = 0.9;
+/// The server queue has formed once the mean waiting gauge reaches this.
+pub const QUEUE_ONSET_WAITING: f64 = 0.5;
+
+/// What a load number means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LoadUnit {
+    /// Open loop: requests per second (real numbers).
+    Rate,
+    /// Closed loop: concurrent requests (integers ≥ 1).
+    Concurrency,
+}
+
+/// Which loads a sweep measures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum SearchPlan {
+    /// Bracket and bisect (module docs). Defaults: factor 2, tolerance 0.10.
+    Auto {
+        /// First load measured.
+        start: f64,
+        /// Growth (and step-down) factor, > 1.
+        factor: f64,
+        /// Relative bracket width that ends bisection (rate loads only).
+        tolerance: f64,
+        /// Highest load the climb may reach.
+        max_load: f64,
+        /// Most steps the search takes.
+        max_steps: usize,
+        /// Rates or (integer) concurrencies.
+        unit: LoadUnit,
+    },
+    /// Exactly these loads, in order (duplicates skipped; loads at or above a
+    /// generator-limited one are skipped because they cannot be measured).
+    List(Vec<f64>),
+}
+
+impl SearchPlan {
+    /// An auto plan with the default factor 2, tolerance 0.10 and 20 steps.
+    pub fn auto(start: f64, max_load: f64, unit: LoadUnit) -> Self {
+        SearchPlan::Auto {
+            start,
+            factor: 2.0,
+            tolerance: 0.10,
+            max_load,
+            max_steps: 20,
+            unit,
+        }
+    }
+
+    /// Check the plan's numbers; [`next_load`] returns `None` for invalid plans.
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            SearchPlan::List(loads) if loads.is_empty() => Err("empty load list".into()),
+            SearchPlan::List(loads) => match loads.iter().find(|l| !(l.is_finite() && **l > 0.0)) {
+                Some(bad) => Err(format!("load {bad} is not a positive number")),
+                None => Ok(()),
+            },
+            SearchPlan::Auto {
+                start,
+                factor,
+                tolerance,
+                max_load,
+                max_steps,
+                ..
+            } => {
+                let positive = |x: f64| x.is_finite() && x > 0.0;
+                if !positive(*start) || !positive(*max_load) || start > max_load {
+                    return Err(format!("need 0 < start ({start}) ≤ max load ({max_load})"));
+                }
+                if !(factor.is_finite() && *factor > 1.0) {
+                    return Err(format!("factor {factor} must be > 1"));
+                }
+                if !positive(*tolerance) || *max_steps == 0 {
+                    return Err("tolerance and max steps must be positive".into());
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The server's verdict on one step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StepVerdict {
+    /// Every SLO held, errors within bound, steady, generator healthy.
+    Pass,
+    /// The server missed something while the generator was healthy.
+    Fail,
+    /// The generator fell behind: says nothing about the server.
+    GeneratorLimited,
+}
+
+/// What the search needs to know about one measured step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepPoint {
+    /// Offered load (rate or concurrency).
+    pub load: f64,
+    /// The step's verdict from [`crate::sweep::judge`].
+    pub verdict: StepVerdict,
+    /// Achieved throughput, requests per second.
+    pub achieved_rate: f64,
+    /// Realized arrival rate of the step's window (requests due per second).
+    pub offered_rate: f64,
+    /// The step passed the steady-state check (see [`crate::sweep::steady`]).
+    pub steady: bool,
+    /// Requests per second meeting every per-request SLO.
+    pub goodput: f64,
+    /// Mean of the server's `num_requests_waiting` gauge, if scraped.
+    pub mean_waiting: Option<f64>,
+}
+
+/// The knee as an interval, with the caveats that come with it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Knee {
+    /// Highest passing load below `first_fail` (highest pass if none failed).
+    pub last_pass: Option<f64>,
+    /// Lowest failing load (generator-limited steps are not failures).
+    pub first_fail: Option<f64>,
+    /// A generator-limited step below `first_fail` (or with no failure) stopped
+    /// the search: the knee is at least `last_pass`, maybe higher.
+    pub bounded_by_generator: bool,
+    /// Goodput of the `last_pass` step.
+    pub goodput_at_knee: Option<f64>,
+    /// A step above `first_fail` passed: the curve is noisy or not monotonic.
+    pub non_monotonic: bool,
+}
+
+fn loads_with(history: &[StepPoint], verdict: StepVerdict) -> impl Iterator<Item = f64> + '_ {
+    history
+        .iter()
+        .filter(move |p| p.verdict == verdict)
+        .map(|p| p.load)
+}
+
+fn measured(history: &[StepPoint], load: f64) -> bool {
+    history.iter().any(|p| p.load == load)
+}
+
+/// The next load to measure, or `None` when the search is over.
+pub fn next_load(plan: &SearchPlan, history: &[StepPoint]) -> Option<f64> {
+    plan.validate().ok()?;
+    let lowest_limited = loads_with(history, StepVerdict::GeneratorLimited).reduce(f64::min);
+    match plan {
+        SearchPlan::List(loads) => loads
+            .iter()
+            .copied()
+            .filter(|&l| lowest_limited.is_none_or(|g| l < g))
+            .find(|&l| !measured(history, l)),
+        SearchPlan::Auto { max_steps, .. } => {
+            if history.len() >= *max_steps || lowest_limited.is_some() {
+                return None;
+            }
+            let candidate = auto_candidate(plan, history)?;
+            (!measured(history, candidate)).then_some(candidate)
+        }
+    }
+}
+
+fn auto_candidate(plan: &SearchPlan, history: &[StepPoint]) -> Option<f64> {
+    let SearchPlan::Auto {
+        start,
+        factor,
+        tolerance,
+        max_load,
+        unit,
+        ..
+    } = *plan
+    else {
+        return None;
+    };
+    let integer = unit == LoadUnit::Concurrency;
+    let fix = |x: f64| if integer { x.round().max(1.0) } else { x };
+    if history.is_empty() {
+        return Some(fix(start));
+    }
+    let knee = knee(history);
+    match (knee.last_pass, knee.first_fail) {
+        (Some(pass), None) => climb(pass, factor, fix(max_load), integer),
+        (Some(pass), Some(fail)) => bisect(pass, fail, tolerance, integer),
+        (None, Some(fail)) => step_down(fail, factor, start, integer),
+        (None, None) => None,
+    }
+}
+
+fn climb(pass: f64, factor: f64, max_load: f64, integer: bool) -> Option<f64> {
+    if pass >= max_load {
+        return None;
+    }
+    let mut next = (pass * factor).min(max_load);
+    if integer {
+        next = next.round().max(pass + 1.0).min(max_load);
+    }
+    Some(next)
+}
+
+fn bisect(pass: f64, fail: f64, tolerance: f64, integer: bool) -> Option<f64> {
+    if integer {
+        if fail - pass <= 1.0 {
+            return None;
+        }
+        return Some((pass * fail).sqrt().round().clamp(pass + 1.0, fail - 1.0));
+    }
+    if (fail - pass) / pass <= tolerance {
+        return None;
+    }
+    Some((pass * fail).sqrt())
+}
+
+fn step_down(fail: f64, factor: f64, start: f64, integer: bool) -> Option<f64> {
+    if integer {
+        return (fail > 1.0).then(|| (fail / factor).floor().clamp(1.0, fail - 1.0));
+    }
+    let next = fail / factor;
+    (next >= start / STEP_DOWN_FLOOR_DIVISOR).then_some(next)
+}
+
+/// The knee implied by `history` (any order).
+pub fn knee(history: &[StepPoint]) -> Knee {
+    let first_fail = loads_with(history, StepVerdict::Fail).reduce(f64::min);
+    let below_fail = |l: &f64| first_fail.is_none_or(|f| *l < f);
+    let last_pass = loads_with(history, StepVerdict::Pass)
+        .filter(below_fail)
+        .reduce(f64::max);
+    let goodput_at_knee = last_pass.and_then(|l| {
+        history
+            .iter()
+            .find(|p| p.load == l && p.verdict == StepVerdict::Pass)
+            .map(|p| p.goodput)
+    });
+    Knee {
+        last_pass,
+        first_fail,
+        bounded_by_generator: loads_with(history, StepVerdict::GeneratorLimited)
+            .any(|l| below_fail(&l)),
+        goodput_at_knee,
+        non_monotonic: first_fail
+            .is_some_and(|f| loads_with(history, StepVerdict::Pass).any(|l| l > f)),
+    }
+}
+
+/// Service rate μ from the throughput plateau: the median achieved rate of
+/// the saturated steps (achieved/offered < [`SATURATED_RATIO`]); all of them
+/// measure the same plateau, and the median shrugs off one noisy window.
+/// `None` when no step saturated. Meaningful for rate loads only (for
+/// concurrency loads achieved/offered compares different units).
+pub fn service_rate_estimate(points: &[StepPoint]) -> Option<f64> {
+    let rates: Vec<f64> = points
+        .iter()
+        .filter(|p| {
+            !p.steady && p.offered_rate > 0.0 && p.achieved_rate / p.offered_rate < SATURATED_RATIO
+        })
+        .map(|p| p.achieved_rate)
+        .collect();
+    median_rate(rates)
+}
+
+/// μ from the server's queue gauge: the median achieved rate of the steps
+/// whose mean waiting count reached [`QUEUE_ONSET_WAITING`] — a server that
+/// queues has a full batch, so it completes at its service rate. `None` when
+/// the gauge was never scraped or never left zero.
+pub fn service_rate_from_queue(points: &[StepPoint]) -> Option<f64> {
+    let rates: Vec<f64> = points
+        .iter()
+        .filter(|p| p.mean_waiting.is_some_and(|w| w >= QUEUE_ONSET_WAITING))
+        .map(|p| p.achieved_rate)
+        .collect();
+    median_rate(rates)
+}
+
+/// Median of the rates (the stats module's one definition); `None` when empty.
+fn median_rate(mut rates: Vec<f64>) -> Option<f64> {
+    rates.sort_by(f64::total_cmp);
+    (!rates.is_empty()).then(|| crate::metrics::stats::median(&rates))
+}
+
+/// The lowest load whose mean server waiting gauge reached
+/// [`QUEUE_ONSET_WAITING`]; `None` when never, or never scraped.
+pub fn queue_onset(points: &[StepPoint]) -> Option<f64> {
+    points
+        .iter()
+        .filter(|p| p.mean_waiting.is_some_and(|w| w >= QUEUE_ONSET_WAITING))
+        .map(|p| p.load)
+        .reduce(f64::min)
+}
+
+#[cfg(test)]
+#[path = "knee_tests.rs"]
+mod tests;

@@ -1,0 +1,204 @@
+//! Sweep: the pure core of `kneecap sweep`. It owns SLO parsing and
+//! evaluation ([`slo`]), the steady-state check ([`steady`]), the generator
+//! health check ([`health`]), the knee search ([`mod@knee`]) and the verdict on one
+//! step ([`judge`]). PURE: the caller runs the steps, scrapes `/metrics` and
+//! writes output; nothing here reads a clock, a socket or a file.
+//!
+//! A step **passes** only when every SLO holds, the error rate is within its
+//! bound, the step was steady, and the generator was healthy. A step where the
+//! generator was limited is [`StepVerdict::GeneratorLimited`] whatever else
+//! happened: a step that failed only because the generator fell behind is
+//! never the server's knee.
+pub mod drive;
+pub mod health;
+pub mod knee;
+pub mod slo;
+pub mod steady;
+#[cfg(test)]
+mod testing;
+
+pub use health::{generator_health, GeneratorHealth};
+pub use knee::{
+    knee, next_load, queue_onset, service_rate_estimate, Knee, LoadUnit, SearchPlan, StepPoint,
+    StepVerdict,
+};
+pub use slo::{evaluate, from_goodput, tail_samples, Slo, SloMetric, SloOp, SloOutcome, SloStat};
+pub use steady::{assess, Steadiness, SteadyThresholds};
+
+/// Default bound on a step's error rate (failed / all requests in the window).
+pub const DEFAULT_MAX_ERROR_RATE: f64 = 0.01;
+
+/// Everything [`judge`] weighs for one step.
+#[derive(Debug, Clone, Copy)]
+pub struct StepVerdictInput<'a> {
+    /// One outcome per configured SLO.
+    pub slo_outcomes: &'a [SloOutcome],
+    /// Failed / all requests of the step's window, 0–1.
+    pub error_rate: f64,
+    /// The largest acceptable error rate, 0–1 (e.g. [`DEFAULT_MAX_ERROR_RATE`]).
+    pub max_error_rate: f64,
+    /// The step's steady-state check.
+    pub steadiness: &'a Steadiness,
+    /// The generator's health over the step.
+    pub generator: &'a GeneratorHealth,
+}
+
+/// Judge one step. Returns the verdict and every reason it is not a pass
+/// (empty for a pass), generator reasons first.
+pub fn judge(input: &StepVerdictInput<'_>) -> (StepVerdict, Vec<String>) {
+    let mut reasons: Vec<String> = input
+        .generator
+        .reasons
+        .iter()
+        .map(|r| format!("generator limited: {r}"))
+        .collect();
+    reasons.extend(
+        input
+            .slo_outcomes
+            .iter()
+            .filter(|o| !o.pass)
+            .map(SloOutcome::describe),
+    );
+    // Written so that a NaN error rate (nothing measurable) fails the step.
+    let errors_within_bound = input.error_rate <= input.max_error_rate;
+    if !errors_within_bound {
+        reasons.push(format!(
+            "error rate {} > {}",
+            percent(input.error_rate),
+            percent(input.max_error_rate)
+        ));
+    }
+    if !input.steadiness.steady {
+        reasons.extend(
+            input
+                .steadiness
+                .reasons
+                .iter()
+                .map(|r| format!("not steady: {r}")),
+        );
+    }
+    let verdict = if input.generator.limited {
+        StepVerdict::GeneratorLimited
+    } else if reasons.is_empty() {
+        StepVerdict::Pass
+    } else {
+        StepVerdict::Fail
+    };
+    (verdict, reasons)
+}
+
+/// A 0–1 fraction as a percentage with at most one decimal (`0.031` → `3.1%`).
+fn percent(fraction: f64) -> String {
+    let pct = (fraction * 1000.0).round() / 10.0;
+    format!("{pct}%")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(text: &str, observed: f64, pass: bool) -> SloOutcome {
+        SloOutcome {
+            slo: text.parse().expect("valid SLO"),
+            observed_ms: Some(observed),
+            pass,
+            samples: 10_000,
+            tail_samples: 100,
+            attained: None,
+            warning: None,
+        }
+    }
+
+    fn steady(ok: bool, reasons: &[&str]) -> Steadiness {
+        Steadiness {
+            steady: ok,
+            reasons: reasons.iter().map(|r| r.to_string()).collect(),
+            ..Steadiness::default()
+        }
+    }
+
+    fn generator(limited: bool) -> GeneratorHealth {
+        GeneratorHealth {
+            limited,
+            reasons: if limited {
+                vec!["generator CPU 97% busy ≥ 95%".to_string()]
+            } else {
+                vec![]
+            },
+            ..GeneratorHealth::default()
+        }
+    }
+
+    #[test]
+    fn a_step_meeting_everything_passes_with_no_reasons() {
+        let slos = [outcome("p99_ttft_ms<=500", 420.0, true)];
+        let (s, g) = (steady(true, &[]), generator(false));
+        let input = StepVerdictInput {
+            slo_outcomes: &slos,
+            error_rate: 0.01,
+            max_error_rate: 0.01,
+            steadiness: &s,
+            generator: &g,
+        };
+        assert_eq!(judge(&input), (StepVerdict::Pass, vec![]));
+    }
+
+    #[test]
+    fn a_failing_step_lists_every_reason_in_plain_words() {
+        let slos = [
+            outcome("p99_ttft_ms<=500", 812.3, false),
+            outcome("mean_tpot_ms<=30", 12.0, true),
+        ];
+        let (s, g) = (
+            steady(false, &["in flight grew 41 → 230"]),
+            generator(false),
+        );
+        let input = StepVerdictInput {
+            slo_outcomes: &slos,
+            error_rate: 0.031,
+            max_error_rate: 0.01,
+            steadiness: &s,
+            generator: &g,
+        };
+        let (verdict, reasons) = judge(&input);
+        assert_eq!(verdict, StepVerdict::Fail);
+        assert_eq!(
+            reasons,
+            vec![
+                "p99_ttft_ms 812.3 > 500".to_string(),
+                "error rate 3.1% > 1%".to_string(),
+                "not steady: in flight grew 41 → 230".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_limited_generator_makes_the_step_generator_limited_even_if_slos_fail() {
+        let slos = [outcome("p99_ttft_ms<=500", 900.0, false)];
+        let (s, g) = (steady(true, &[]), generator(true));
+        let input = StepVerdictInput {
+            slo_outcomes: &slos,
+            error_rate: 0.0,
+            max_error_rate: 0.01,
+            steadiness: &s,
+            generator: &g,
+        };
+        let (verdict, reasons) = judge(&input);
+        assert_eq!(verdict, StepVerdict::GeneratorLimited);
+        assert_eq!(reasons.len(), 2);
+        assert!(reasons[0].starts_with("generator limited: generator CPU"));
+    }
+
+    #[test]
+    fn an_unmeasurable_error_rate_fails_the_step() {
+        let (s, g) = (steady(true, &[]), generator(false));
+        let input = StepVerdictInput {
+            slo_outcomes: &[],
+            error_rate: f64::NAN,
+            max_error_rate: 0.01,
+            steadiness: &s,
+            generator: &g,
+        };
+        assert_eq!(judge(&input).0, StepVerdict::Fail);
+    }
+}

@@ -1,0 +1,31 @@
+//! Workload: what each request asks for (prompt, expected lengths), built from a dataset.
+//!
+//! Owns [`RequestSpec`] and the dataset generators. No network I/O here; file
+//! reading happens only in [`dataset::load`] at the edge.
+
+pub mod custom;
+pub mod dataset;
+pub mod random;
+pub mod sharegpt;
+pub mod tokenizer;
+
+/// The prompt of one request, as it goes on the wire.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Prompt {
+    /// Plain text (completions `prompt` string, or chat user message content).
+    Text(String),
+    /// Token ids (completions only: `prompt: [ids]`).
+    Tokens(Vec<u32>),
+}
+
+/// One request of the workload. `index` is its position in the dataset order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestSpec {
+    pub index: usize,
+    pub prompt: Prompt,
+    /// Expected prompt tokens as counted by the client (0 when unknown); the
+    /// server's `usage.prompt_tokens` overrides it, as vLLM does.
+    pub prompt_len: u32,
+    /// `max_tokens` / `max_completion_tokens` to request.
+    pub output_len: u32,
+}

@@ -1,0 +1,201 @@
+//! Bad servers: every fault the simulator can inject, and a server that goes
+//! away mid-run. The run must complete, classify every failure correctly
+//! (checked request by request against the sim's trace, which records the
+//! fault it injected), write valid JSON, and never hang.
+
+use assert_cmd::Command;
+use kneecap::sim::{self, Faults, SimConfig};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+async fn start(cfg: SimConfig) -> sim::SimHandle {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    sim::start(cfg, listener).await.unwrap()
+}
+
+async fn kneecap(args: Vec<String>) -> std::process::Output {
+    tokio::task::spawn_blocking(move || {
+        Command::cargo_bin("kneecap")
+            .unwrap()
+            .timeout(Duration::from_secs(120))
+            .args(args)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap()
+}
+
+fn args(url: &str, dir: &std::path::Path, extra: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = [
+        "run",
+        "--base-url",
+        url,
+        "--random-input-len",
+        "32",
+        "--random-output-len",
+        "16",
+        "--save-result",
+        "--save-detailed",
+        "--result-dir",
+        dir.to_str().unwrap(),
+        "--result-filename",
+        "r.json",
+        "--request-id-prefix",
+        "f-",
+        "--disable-tqdm",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    v.extend(extra.iter().map(|s| s.to_string()));
+    v
+}
+
+/// The failure class kneecap must report for each injected fault.
+fn expected_kinds(fault: Option<&str>) -> &'static [&'static str] {
+    match fault {
+        None => &[],
+        Some("http_500") => &["http_status"],
+        Some("http_429") => &["http_429"],
+        // Cut before the first token looks like a reset; after it, truncated.
+        Some("cut_stream") => &["truncated", "reset"],
+        Some("malformed") => &["protocol"],
+        Some("error_event") => &["server_error"],
+        Some("stall") => &["timeout"],
+        Some(other) => panic!("unknown fault {other}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_injected_fault_is_classified_request_by_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.jsonl");
+    let mut cfg = SimConfig::from_preset("tiny").unwrap();
+    cfg.trace = Some(trace.clone());
+    cfg.faults = Faults {
+        http_500: 0.08,
+        http_429: 0.08,
+        cut_stream: 0.08,
+        malformed: 0.08,
+        stall: Duration::from_secs(4),
+        stall_rate: 0.08,
+        error_event: 0.08,
+    };
+    let handle = start(cfg).await;
+    let url = format!("http://{}", handle.addr());
+    let started = Instant::now();
+    let out = kneecap(args(
+        &url,
+        dir.path(),
+        &[
+            "--num-prompts",
+            "120",
+            "--request-rate",
+            "60",
+            "--request-timeout",
+            "1500ms",
+        ],
+    ))
+    .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the run must not hang on stalls"
+    );
+    assert!(
+        out.status.success(),
+        "the run completes: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    handle.shutdown().await.unwrap();
+
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    let kinds = json["kneecap"]["error_kinds"].as_array().unwrap();
+    let faults: HashMap<usize, Option<String>> = std::fs::read_to_string(&trace)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter_map(|v| {
+            let id = v["request_id"].as_str()?.strip_prefix("f-")?.parse().ok()?;
+            Some((id, v["fault"].as_str().map(String::from)))
+        })
+        .collect();
+    assert_eq!(faults.len(), 120, "one trace line per request");
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    for (i, kind) in kinds.iter().enumerate() {
+        let fault = faults[&i].as_deref();
+        let allowed = expected_kinds(fault);
+        match kind.as_str() {
+            None => assert!(
+                allowed.is_empty(),
+                "request {i}: fault {fault:?} reported as success"
+            ),
+            Some(k) => assert!(
+                allowed.contains(&k),
+                "request {i}: fault {fault:?} reported as {k}"
+            ),
+        }
+        *seen.entry(fault.unwrap_or("none")).or_default() += 1;
+    }
+    for f in [
+        "http_500",
+        "http_429",
+        "cut_stream",
+        "malformed",
+        "stall",
+        "error_event",
+        "none",
+    ] {
+        assert!(
+            seen.get(f).copied().unwrap_or(0) > 0,
+            "no request got {f}: {seen:?}"
+        );
+    }
+    let failed = json["failed"].as_u64().unwrap() as usize;
+    assert_eq!(
+        failed,
+        120 - seen["none"],
+        "failed count equals injected faults"
+    );
+    assert_eq!(json["completed"].as_u64().unwrap() as usize, seen["none"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_goes_down_mid_run_fails_the_rest_fast_and_the_run_still_saves() {
+    let dir = tempfile::tempdir().unwrap();
+    let handle = start(SimConfig::from_preset("tiny").unwrap()).await;
+    let url = format!("http://{}", handle.addr());
+    let run = tokio::spawn(kneecap(args(
+        &url,
+        dir.path(),
+        &["--num-prompts", "200", "--request-rate", "40"],
+    )));
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    handle.shutdown().await.unwrap();
+    let started = Instant::now();
+    let out = run.await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "never hangs after the server is gone"
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    let (completed, failed) = (
+        json["completed"].as_u64().unwrap(),
+        json["failed"].as_u64().unwrap(),
+    );
+    assert_eq!(completed + failed, 200);
+    assert!(
+        completed > 10 && failed > 50,
+        "completed {completed}, failed {failed}"
+    );
+    let by_kind = json["kneecap"]["errors_by_kind"].as_object().unwrap();
+    assert!(by_kind.contains_key("connect"), "{by_kind:?}");
+}

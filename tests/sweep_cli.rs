@@ -1,0 +1,132 @@
+//! `kneecap sweep` end to end against a test server with a fixed number of
+//! slots and a fixed service time, whose capacity is known: μ = slots / service.
+
+mod common;
+
+use assert_cmd::Command;
+use common::Behaviour;
+use serde_json::Value;
+use std::time::Duration;
+
+/// These tests measure timing (the generator-health verdict is part of every
+/// step): run them one at a time so they do not load the 2 cores for each other.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// 4 slots; each request takes 20 ms to its first token and 7 × 10 ms more:
+/// service time 90 ms, so μ = 4 / 0.090 ≈ 44.4 req/s.
+fn slotted() -> Behaviour {
+    Behaviour {
+        ttft: Duration::from_millis(20),
+        per_token: Duration::from_millis(10),
+        slots: Some(4),
+        ..Default::default()
+    }
+}
+const MU: f64 = 4.0 / 0.090;
+
+async fn sweep(url: String, extra: &[&str]) -> (Value, std::process::Output) {
+    let dir = tempfile::tempdir().unwrap();
+    let out_path = dir.path().join("sweep.json");
+    let mut args: Vec<String> = [
+        "sweep",
+        "--base-url",
+        &url,
+        "--random-input-len",
+        "16",
+        "--random-output-len",
+        "8",
+        "--step-duration",
+        "3s",
+        "--step-warmup",
+        "1s",
+        "--step-min-requests",
+        "60",
+        "--step-drain",
+        "3s",
+        "--disable-tqdm",
+        // These tests check the knee logic, not the generator: a loaded CI
+        // machine must not turn steps into "generator-limited" ones.
+        "--max-lateness-ms",
+        "25",
+        "-o",
+        out_path.to_str().unwrap(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let out = tokio::task::spawn_blocking(move || {
+        Command::cargo_bin("kneecap")
+            .unwrap()
+            .timeout(Duration::from_secs(300))
+            .args(args)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let text = std::fs::read_to_string(&out_path).unwrap_or_else(|_| {
+        panic!(
+            "no sweep JSON; stderr:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (serde_json::from_str(&text).unwrap(), out)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_sweep_brackets_the_knee_between_60_percent_of_mu_and_mu() {
+    let _serial = SERIAL.lock().await;
+    let server = common::start(slotted()).await;
+    let (json, out) = sweep(server.url(), &["--slo", "p99_ttft_ms<=300", "--start", "8"]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "exit {:?}\n{stderr}",
+        out.status.code()
+    );
+    let knee = &json["knee"];
+    let last_pass = knee["last_pass"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no passing step\n{stderr}"));
+    let first_fail = knee["first_fail"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no failing step\n{stderr}"));
+    assert!(
+        last_pass < MU && last_pass > 0.6 * MU,
+        "last pass {last_pass} vs μ {MU:.1}\n{stderr}"
+    );
+    assert!(
+        first_fail > last_pass && (first_fail - last_pass) / last_pass <= 0.1 + 1e-9,
+        "bracket {last_pass}..{first_fail}"
+    );
+    assert!(json["complete"].as_bool().unwrap());
+    assert_eq!(json["workload"]["dataset"], "random");
+    assert_eq!(json["slos"][0], "p99_ttft_ms<=300");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("knee"), "{stdout}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_far_above_capacity_is_judged_unsteady_not_only_slow() {
+    let _serial = SERIAL.lock().await;
+    let server = common::start(slotted()).await;
+    // No latency SLO at all: only the steady-state check can fail this step.
+    let (json, out) = sweep(server.url(), &["--rates", "100"]).await;
+    let step = &json["steps"][0];
+    assert_eq!(
+        step["verdict"],
+        "fail",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(step["steady"]["steady"], false);
+    let reasons = step["reasons"].as_array().unwrap();
+    assert!(!reasons.is_empty());
+    let achieved = step["achieved_rate"].as_f64().unwrap();
+    assert!(
+        achieved < 0.8 * 100.0 && achieved > 0.6 * MU,
+        "achieved {achieved}: the server's plateau"
+    );
+    assert_eq!(out.status.code(), Some(1), "no step passed");
+}
