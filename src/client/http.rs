@@ -2,6 +2,7 @@
 //! request, stamps the arrival time of every body frame *before* any parsing,
 //! and fills in a [`RequestRecord`]. Statistics happen elsewhere.
 
+use super::h1::{Event, H1Client, H1Error};
 use super::openai::{self, Api, BodyOptions};
 use super::sse::{SseDecoder, SseEvent};
 use crate::metrics::{ErrorKind, RequestError, RequestRecord};
@@ -14,6 +15,7 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
+use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 /// Everything needed to build requests for one run.
@@ -34,7 +36,10 @@ pub struct ClientConfig {
 
 /// A keep-alive HTTP/1.1 client bound to one server.
 pub struct HttpClient {
+    /// Plain GETs (`/v1/models`, readiness); hyper's pooled client.
     client: Client<HttpConnector, Full<Bytes>>,
+    /// The streaming POSTs of the run.
+    h1: H1Client,
     cfg: ClientConfig,
     url: Uri,
     headers: HeaderMap,
@@ -58,8 +63,10 @@ impl HttpClient {
             .parse()
             .with_context(|| format!("'{}{}' is not a valid URL", cfg.base_url, cfg.endpoint))?;
         let headers = build_headers(&cfg)?;
+        let h1 = stream_client(&url, &headers, cfg.connect_timeout)?;
         Ok(HttpClient {
             client,
+            h1,
             cfg,
             url,
             headers,
@@ -112,19 +119,12 @@ impl HttpClient {
         rec.sent = since(t0, Instant::now());
         let body =
             openai::request_body(self.cfg.api, &self.cfg.body, &spec.prompt, spec.output_len);
-        let req = match self.build_request(body, request_id) {
-            Ok(r) => r,
-            Err(e) => {
-                return fail(
-                    rec,
-                    ErrorKind::Protocol,
-                    None,
-                    format!("cannot build request: {e}"),
-                )
-            }
-        };
+        if let Err(e) = HeaderValue::from_str(request_id) {
+            let message = format!("request id '{request_id}' is not a valid header value: {e}");
+            return fail(rec, ErrorKind::Protocol, None, message);
+        }
         let timeout = self.cfg.request_timeout;
-        if tokio::time::timeout(timeout, self.exchange(req, t0, rec))
+        if tokio::time::timeout(timeout, self.exchange(&body, request_id, t0, rec))
             .await
             .is_err()
         {
@@ -155,67 +155,99 @@ impl HttpClient {
         out
     }
 
-    fn build_request(&self, body: Vec<u8>, request_id: &str) -> Result<Request<Full<Bytes>>> {
-        let mut req = Request::builder()
-            .method(Method::POST)
-            .uri(self.url.clone());
-        let headers = req.headers_mut().context("request builder")?;
-        headers.clone_from(&self.headers);
-        headers.insert(
-            HeaderName::from_static("x-request-id"),
-            HeaderValue::from_str(request_id)?,
-        );
-        Ok(req.body(Full::new(Bytes::from(body)))?)
-    }
-
-    async fn exchange(&self, req: Request<Full<Bytes>>, t0: Instant, rec: &mut RequestRecord) {
-        let resp = match self.client.request(req).await {
-            Ok(r) => r,
-            Err(e) => {
-                let kind = if e.is_connect() {
-                    ErrorKind::Connect
-                } else {
-                    classify_io(&e)
-                };
-                return fail(rec, kind, None, error_chain(&e));
-            }
-        };
-        let status = resp.status();
-        if status != StatusCode::OK {
-            return http_status_error(rec, status, resp.into_body()).await;
-        }
-        let mut body = resp.into_body();
+    async fn exchange(&self, body: &[u8], request_id: &str, t0: Instant, rec: &mut RequestRecord) {
         let mut reader = StreamReader::new(self.cfg.keep_text);
-        loop {
-            match body.frame().await {
-                None => break,
-                Some(Err(e)) => {
-                    let kind = if rec.first_token.is_some() {
-                        ErrorKind::Truncated
-                    } else {
-                        classify_io(&e)
-                    };
-                    return fail(
-                        rec,
-                        kind,
-                        None,
-                        format!("stream broke: {}", error_chain(&e)),
-                    );
+        let mut status = None;
+        let mut error_body = Vec::new();
+        let mut failed = None;
+        let outcome = self
+            .h1
+            .post(request_id, body, |event| match event {
+                Event::Status(s) => {
+                    status = Some(s);
+                    ControlFlow::Continue(())
                 }
-                Some(Ok(frame)) => {
-                    let at = since(t0, Instant::now());
-                    if let Some(data) = frame.data_ref() {
-                        if let Err(e) = reader.feed(data, at, rec) {
-                            return fail(rec, e.0, None, e.1);
+                Event::Data(data, at) if status == Some(200) => {
+                    match reader.feed(data, since(t0, at), rec) {
+                        Ok(()) => ControlFlow::Continue(()),
+                        Err(e) => {
+                            failed = Some(e);
+                            ControlFlow::Break(())
                         }
                     }
                 }
-            }
+                Event::Data(data, _) => {
+                    error_body.extend_from_slice(data);
+                    if error_body.len() < 1024 {
+                        ControlFlow::Continue(())
+                    } else {
+                        ControlFlow::Break(())
+                    }
+                }
+            })
+            .await;
+        if let Some((kind, message)) = failed {
+            return fail(rec, kind, None, message);
         }
-        if let Err(e) = reader.finish(rec) {
-            fail(rec, e.0, None, e.1);
+        if let Err(e) = outcome {
+            return fail_exchange(rec, status, e);
+        }
+        match status {
+            Some(200) => {
+                if let Err(e) = reader.finish(rec) {
+                    fail(rec, e.0, None, e.1);
+                }
+            }
+            Some(s) => http_status_error(rec, s, &error_body),
+            None => fail(rec, ErrorKind::Reset, None, "no response".into()),
         }
     }
+}
+
+/// The streaming client for `url`: its authority, path and the run's headers.
+fn stream_client(url: &Uri, headers: &HeaderMap, connect_timeout: Duration) -> Result<H1Client> {
+    match url.scheme_str() {
+        Some("http") => {}
+        Some("https") => anyhow::bail!(
+            "--base-url: https is not supported yet; put a plain-http address of the server (or of a local TLS-terminating proxy) instead"
+        ),
+        _ => anyhow::bail!("--base-url: '{url}' must start with http://"),
+    }
+    let host = url.host().context("--base-url has no host")?;
+    let port = url.port_u16().unwrap_or(80);
+    let authority = if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    };
+    let path = url.path_and_query().map_or("/", |p| p.as_str());
+    let mut rendered = Vec::new();
+    for (k, v) in headers {
+        let v = v
+            .to_str()
+            .with_context(|| format!("header {k}: the value is not visible ASCII"))?;
+        rendered.push((k.as_str().to_string(), v.to_string()));
+    }
+    Ok(H1Client::new(&authority, path, &rendered, connect_timeout))
+}
+
+/// A failed exchange as a classified record error.
+fn fail_exchange(rec: &mut RequestRecord, status: Option<u16>, e: H1Error) {
+    let kind = match &e {
+        H1Error::Connect(_) => ErrorKind::Connect,
+        H1Error::Wire(_) => ErrorKind::Protocol,
+        H1Error::Io(_) if rec.first_token.is_some() => ErrorKind::Truncated,
+        H1Error::Io(io) => classify_io(io),
+    };
+    let message = match (&e, status) {
+        (H1Error::Connect(io), _) => match crate::engine::limits::explain_fd_exhaustion(io) {
+            Some(explained) => format!("cannot connect: {explained}"),
+            None => e.to_string(),
+        },
+        (H1Error::Io(_), Some(_)) => format!("stream broke: {e}"),
+        _ => e.to_string(),
+    };
+    fail(rec, kind, status, message);
 }
 
 /// Turns body bytes into record updates: SSE events → token / usage / error.
@@ -306,29 +338,22 @@ fn apply_chunk(
     Ok(())
 }
 
-async fn http_status_error(
-    rec: &mut RequestRecord,
-    status: StatusCode,
-    body: hyper::body::Incoming,
-) {
-    let kind = if status == StatusCode::TOO_MANY_REQUESTS {
+fn http_status_error(rec: &mut RequestRecord, status: u16, body: &[u8]) {
+    let kind = if status == 429 {
         ErrorKind::RateLimited
     } else {
         ErrorKind::Status
     };
-    let text = match tokio::time::timeout(Duration::from_secs(2), body.collect()).await {
-        Ok(Ok(b)) => String::from_utf8_lossy(&b.to_bytes())
-            .chars()
-            .take(200)
-            .collect(),
-        _ => String::new(),
-    };
-    let reason = status.canonical_reason().unwrap_or("");
+    let text: String = String::from_utf8_lossy(body).chars().take(200).collect();
+    let reason = StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .unwrap_or("");
     fail(
         rec,
         kind,
-        Some(status.as_u16()),
-        format!("HTTP {} {reason}: {}", status.as_u16(), text.trim()),
+        Some(status),
+        format!("HTTP {status} {reason}: {}", text.trim()),
     );
 }
 
@@ -342,49 +367,14 @@ fn fail(rec: &mut RequestRecord, kind: ErrorKind, status: Option<u16>, message: 
     }
 }
 
-/// Reset vs anything else, from the error's source chain.
-fn classify_io(e: &(dyn std::error::Error + 'static)) -> ErrorKind {
-    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(err) = cur {
-        if let Some(io) = err.downcast_ref::<std::io::Error>() {
-            use std::io::ErrorKind as K;
-            return match io.kind() {
-                K::ConnectionRefused => ErrorKind::Connect,
-                K::TimedOut => ErrorKind::Timeout,
-                _ => ErrorKind::Reset,
-            };
-        }
-        if let Some(h) = err.downcast_ref::<hyper::Error>() {
-            if h.is_incomplete_message() || h.is_canceled() || h.is_closed() {
-                return ErrorKind::Reset;
-            }
-            if h.is_parse() {
-                return ErrorKind::Protocol;
-            }
-        }
-        cur = err.source();
+/// Reset vs anything else, for an I/O error on an open connection.
+fn classify_io(e: &std::io::Error) -> ErrorKind {
+    use std::io::ErrorKind as K;
+    match e.kind() {
+        K::ConnectionRefused => ErrorKind::Connect,
+        K::TimedOut => ErrorKind::Timeout,
+        _ => ErrorKind::Reset,
     }
-    ErrorKind::Reset
-}
-
-/// "outer: inner: innermost" — the whole chain on one line.
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut parts = vec![e.to_string()];
-    let mut cur = e.source();
-    while let Some(s) = cur {
-        let m = match s
-            .downcast_ref::<std::io::Error>()
-            .and_then(crate::engine::limits::explain_fd_exhaustion)
-        {
-            Some(explained) => explained,
-            None => s.to_string(),
-        };
-        if parts.last() != Some(&m) {
-            parts.push(m);
-        }
-        cur = s.source();
-    }
-    parts.join(": ")
 }
 
 /// Authorization from the API key, then the user's headers (which override it),

@@ -1,0 +1,230 @@
+//! A lean HTTP/1.1 client for a run's streaming POSTs. The request's own task
+//! writes the request and reads the response, stamping each read the moment
+//! it returns, before any parsing: no background connection task and no
+//! channel between the socket and the SSE parser. Idle keep-alive
+//! connections wait in a pool. Framing is decoded by the sans-IO [`wire`].
+
+pub mod wire;
+
+use std::io;
+use std::ops::ControlFlow;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use wire::{Piece, ResponseDecoder};
+
+/// Read buffer of one exchange. SSE events are a few hundred bytes; a larger
+/// burst just takes more reads. Grows only to fit a long response head.
+const READ_BUF: usize = 4096;
+/// After a non-200 head, each read of the (error) body may wait this long.
+const ERROR_BODY_WAIT: Duration = Duration::from_secs(2);
+
+/// What the caller is told, in order: the status, then body bytes each with
+/// the instant their read returned.
+#[derive(Debug)]
+pub enum Event<'a> {
+    Status(u16),
+    Data(&'a [u8], Instant),
+}
+
+/// Why an exchange failed.
+#[derive(Debug)]
+pub enum H1Error {
+    /// No connection could be opened.
+    Connect(io::Error),
+    /// The connection failed or closed while writing or reading.
+    Io(io::Error),
+    /// The server broke HTTP/1.1 framing.
+    Wire(wire::WireError),
+}
+
+impl std::fmt::Display for H1Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            H1Error::Connect(e) => write!(f, "cannot connect: {e}"),
+            H1Error::Io(e) => write!(f, "connection error: {e}"),
+            H1Error::Wire(e) => write!(f, "malformed HTTP response: {e}"),
+        }
+    }
+}
+
+/// A keep-alive HTTP/1.1 client bound to one server and one endpoint.
+pub struct H1Client {
+    /// `host:port` to connect to.
+    authority: String,
+    /// Request line, Host and the run's headers, rendered once.
+    prefix: Vec<u8>,
+    connect_timeout: Duration,
+    idle: Mutex<Vec<TcpStream>>,
+}
+
+/// How one attempt ended.
+enum Attempt {
+    /// Finished; the connection may be reused.
+    Done(Option<TcpStream>),
+    /// A reused connection turned out to be closed before any response byte.
+    Stale,
+}
+
+impl H1Client {
+    /// `authority` is `host:port`; `path` the endpoint path (and query).
+    pub fn new(
+        authority: &str,
+        path: &str,
+        headers: &[(String, String)],
+        connect_timeout: Duration,
+    ) -> Self {
+        H1Client {
+            authority: authority.to_string(),
+            prefix: wire::request_prefix(path, authority, headers),
+            connect_timeout,
+            idle: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Send one POST and report its response through `on`, which may stop
+    /// the exchange early by returning `Break` (the connection is then dropped).
+    pub async fn post<F>(&self, request_id: &str, body: &[u8], mut on: F) -> Result<(), H1Error>
+    where
+        F: FnMut(Event<'_>) -> ControlFlow<()>,
+    {
+        let request = wire::request_bytes(&self.prefix, request_id, body);
+        if let Some(conn) = self.take_idle() {
+            if let Attempt::Done(reusable) = exchange(conn, &request, true, &mut on).await? {
+                self.put_idle(reusable);
+                return Ok(());
+            }
+        }
+        let conn = self.connect().await?;
+        match exchange(conn, &request, false, &mut on).await? {
+            Attempt::Done(reusable) => {
+                self.put_idle(reusable);
+                Ok(())
+            }
+            // Only a reused connection is called stale; a fresh one fails.
+            Attempt::Stale => Err(closed("before a response head")),
+        }
+    }
+
+    async fn connect(&self) -> Result<TcpStream, H1Error> {
+        let conn = tokio::time::timeout(self.connect_timeout, TcpStream::connect(&self.authority))
+            .await
+            .map_err(|_| {
+                H1Error::Connect(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("no connection within {:?}", self.connect_timeout),
+                ))
+            })?
+            .map_err(H1Error::Connect)?;
+        conn.set_nodelay(true).map_err(H1Error::Connect)?;
+        Ok(conn)
+    }
+
+    fn take_idle(&self) -> Option<TcpStream> {
+        self.idle.lock().ok()?.pop()
+    }
+
+    fn put_idle(&self, conn: Option<TcpStream>) {
+        if let (Some(conn), Ok(mut idle)) = (conn, self.idle.lock()) {
+            idle.push(conn);
+        }
+    }
+}
+
+/// Write the request and read the whole response on `conn`.
+async fn exchange<F>(
+    mut conn: TcpStream,
+    request: &[u8],
+    reused: bool,
+    on: &mut F,
+) -> Result<Attempt, H1Error>
+where
+    F: FnMut(Event<'_>) -> ControlFlow<()>,
+{
+    if let Err(e) = conn.write_all(request).await {
+        return stale_or(reused, H1Error::Io(e));
+    }
+    let mut dec = ResponseDecoder::new();
+    let mut buf = vec![0u8; READ_BUF];
+    let (mut filled, mut seen_bytes) = (0usize, false);
+    let (mut ok_status, mut keep_alive) = (true, false);
+    loop {
+        if filled == buf.len() {
+            if buf.len() >= wire::MAX_HEAD_BYTES {
+                return Err(H1Error::Wire(wire::WireError(
+                    "response head does not fit the read buffer".into(),
+                )));
+            }
+            buf.resize(buf.len() * 2, 0);
+        }
+        let read = conn.read(&mut buf[filled..]);
+        let n = if ok_status {
+            read.await
+        } else {
+            match tokio::time::timeout(ERROR_BODY_WAIT, read).await {
+                Ok(r) => r,
+                Err(_) => return Ok(Attempt::Done(None)),
+            }
+        };
+        let at = Instant::now();
+        let n = match n {
+            Ok(n) => n,
+            Err(e) if !seen_bytes => return stale_or(reused, H1Error::Io(e)),
+            Err(e) => return Err(H1Error::Io(e)),
+        };
+        if n == 0 {
+            if !seen_bytes {
+                return stale_or(reused, closed("before a response head"));
+            }
+            return match dec.eof() {
+                Ok(()) => Ok(Attempt::Done(None)),
+                Err(e) => Err(closed(&e.0.replace("connection closed ", ""))),
+            };
+        }
+        seen_bytes = true;
+        filled += n;
+        let mut pos = 0;
+        while !dec.is_done() {
+            let (used, piece) = dec.next(&buf[pos..filled]).map_err(H1Error::Wire)?;
+            pos += used;
+            let flow = match piece {
+                Piece::NeedMore if used == 0 => break,
+                Piece::NeedMore | Piece::End => ControlFlow::Continue(()),
+                Piece::Head(h) => {
+                    ok_status = h.status == 200;
+                    keep_alive = h.keep_alive;
+                    on(Event::Status(h.status))
+                }
+                Piece::Data(d) => on(Event::Data(d, at)),
+            };
+            if flow.is_break() {
+                return Ok(Attempt::Done(None));
+            }
+        }
+        if dec.is_done() {
+            // Bytes past the response end mean the connection is out of step.
+            let reusable = keep_alive && pos == filled;
+            return Ok(Attempt::Done(reusable.then_some(conn)));
+        }
+        buf.copy_within(pos..filled, 0);
+        filled -= pos;
+    }
+}
+
+fn closed(what: &str) -> H1Error {
+    H1Error::Io(io::Error::new(
+        io::ErrorKind::UnexpectedEof,
+        format!("connection closed {what}"),
+    ))
+}
+
+/// A reused connection that fails before any response byte was probably
+/// closed by the server while idle: retry on a fresh one.
+fn stale_or(reused: bool, e: H1Error) -> Result<Attempt, H1Error> {
+    if reused {
+        Ok(Attempt::Stale)
+    } else {
+        Err(e)
+    }
+}
