@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# Benchmark: what kneecap adds to TTFT, and what a stream costs in memory.
-# 1. Client-added TTFT at N concurrent streams: client TTFT minus the
+# Benchmark: what kneecap adds to TTFT, and what it costs in memory.
+# 1. Client-added TTFT at N concurrent streams: the client's TTFT minus the
 #    simulator's own TTFT for the same request (its --trace: first token
-#    handed to the connection minus request received), p50/p99.
-# 2. Peak RSS of the kneecap process with 1 and with N streams in flight;
-#    (difference) / (N - 1) is the memory per in-flight stream.
-# Usage: bench/client_overhead.sh [STREAMS]   (default 1000)
+#    handed to the connection minus request received), p50/p99, for all
+#    requests and for those after the first wave (connections already open).
+#    The sim runs 20 ms + 20 us per sequence steps: 40 ms at 1,000 streams,
+#    i.e. 25,000 token events/s, a large GPU's decode rate at that batch.
+# 2. Peak RSS with 1 and with N streams in flight (no per-request detail
+#    kept): (difference) / (N - 1) is the memory per in-flight stream.
+# 3. Peak RSS over runs of growing length (open loop, 4-token outputs):
+#    flat or not, and the bytes each finished request keeps.
+# Usage: bench/client_overhead.sh [STREAMS]   (default 1000; ~2 minutes)
 # Needs GNU time at /usr/bin/time (Debian: apt-get install -y time) and python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,36 +18,66 @@ N="${1:-1000}"
 cargo build --release --quiet
 K=target/release/kneecap
 TMP=$(mktemp -d)
-trap 'kill $SIM 2>/dev/null || true; rm -rf "$TMP"' EXIT
-$K sim --port 0 --trace "$TMP/trace.jsonl" --max-num-seqs 4096 --max-num-batched-tokens 65536 \
-  --kv-cache-tokens 4000000 --step-base-ms 5 --prefill-token-us 0.1 --decode-seq-us 1 2>"$TMP/sim.log" &
-SIM=$!
-for _ in $(seq 50); do grep -q "http://" "$TMP/sim.log" && break; sleep 0.1; done
-URL=$(grep -o 'http://[0-9.:]*' "$TMP/sim.log" | head -1)
-run() { # streams prefix
-  /usr/bin/time -f "%M" -o "$TMP/rss-$2" $K run --base-url "$URL" --max-concurrency "$1" \
-    --num-prompts $(( $1 * 3 )) --random-input-len 32 --random-output-len 200 --disable-tqdm \
-    --request-id-prefix "$2-" --save-result --save-detailed --result-filename "$TMP/$2.json" >/dev/null 2>&1
+SIMS=()
+trap 'kill "${SIMS[@]}" 2>/dev/null || true; rm -rf "$TMP"' EXIT
+start_sim() { # name, sim flags...; sets URL
+  local name=$1; shift
+  $K sim --port 0 --max-num-seqs 4096 --max-num-batched-tokens 65536 --kv-cache-tokens 8000000 \
+    --prefill-token-us 0.1 "$@" >/dev/null 2>"$TMP/$name.log" &
+  SIMS+=($!)
+  for _ in $(seq 50); do grep -q "http://" "$TMP/$name.log" && break; sleep 0.1; done
+  URL=$(grep -o 'http://[0-9.:]*' "$TMP/$name.log" | head -1)
 }
-run 1 one
-run "$N" many
-kill -INT $SIM; wait $SIM 2>/dev/null || true
+rss_run() { # label, kneecap run args...
+  local label=$1; shift
+  /usr/bin/time -f "%M" -o "$TMP/rss-$label" $K run --disable-tqdm "$@" >"$TMP/out-$label" 2>&1
+}
+
+echo "== 1. client-added TTFT at $N concurrent streams"
+start_sim ttft --trace "$TMP/trace.jsonl" --step-base-ms 20 --decode-seq-us 20
+rss_run many --base-url "$URL" --max-concurrency "$N" --num-prompts $((N * 4)) \
+  --random-input-len 32 --random-output-len 64 --request-id-prefix "many-" \
+  --save-result --save-detailed --result-filename "$TMP/many.json"
+grep -E "Output token throughput|Median TTFT \(|P99 TTFT \(" "$TMP/out-many"
 python3 - "$TMP" "$N" <<'PY'
 import json, sys
 tmp, n = sys.argv[1], int(sys.argv[2])
 res = json.load(open(f"{tmp}/many.json"))
-diffs = []
+server = {}
 for line in open(f"{tmp}/trace.jsonl"):
     v = json.loads(line)
     rid = v.get("request_id", "")
-    if not rid.startswith("many-") or v.get("first_token_s") is None:
-        continue
-    i = int(rid[5:])
-    diffs.append((res["ttfts"][i] - (v["first_token_s"] - v["arrival_s"])) * 1e3)
-diffs.sort()
-q = lambda p: diffs[min(len(diffs) - 1, int(p * (len(diffs) - 1)))]
-print(f"{n} concurrent streams, {len(diffs)} requests: client-added TTFT p50 {q(0.5):.3f} ms, p99 {q(0.99):.3f} ms, max {diffs[-1]:.3f} ms")
-one = int(open(f"{tmp}/rss-one").read()); many = int(open(f"{tmp}/rss-many").read())
-print(f"peak RSS: 1 stream {one/1024:.1f} MiB, {n} streams {many/1024:.1f} MiB -> {(many-one)/(n-1):.1f} KiB per in-flight stream")
-print(f"(the {n}-stream run kept per-request detail for {3*n} requests: --save-detailed)")
+    if rid.startswith("many-") and v.get("first_token_s") is not None:
+        server[int(rid[5:])] = v["first_token_s"] - v["arrival_s"]
+def q(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, round(p * (len(xs) - 1)))]
+for name, keep in (("all requests", lambda i: True), (f"after the first {n} (connections open)", lambda i: i >= n)):
+    d = [(res["ttfts"][i] - s) * 1e3 for i, s in server.items() if keep(i) and res["ttfts"][i]]
+    print(f"client-added TTFT, {name}: n={len(d)} p50 {q(d, .5):.3f} ms, p99 {q(d, .99):.3f} ms, max {max(d):.3f} ms")
+PY
+kill "${SIMS[@]}" 2>/dev/null || true; SIMS=()
+
+echo "== 2. memory per in-flight stream"
+start_sim mem --step-base-ms 50 --decode-seq-us 1
+rss_run one --base-url "$URL" --max-concurrency 1 --num-prompts 1 --random-input-len 32 --random-output-len 100
+rss_run n --base-url "$URL" --max-concurrency "$N" --num-prompts "$N" --random-input-len 32 --random-output-len 100
+one=$(cat "$TMP/rss-one"); many=$(cat "$TMP/rss-n")
+grep -q "Successful requests: *$N" "$TMP/out-n" || { echo "the $N-stream run did not complete"; cat "$TMP/out-n"; }
+python3 -c "print(f'peak RSS: 1 stream {$one/1024:.1f} MiB, $N streams {$many/1024:.1f} MiB -> {($many-$one)/($N-1):.1f} KiB per in-flight stream')"
+kill "${SIMS[@]}" 2>/dev/null || true; SIMS=()
+
+echo "== 3. RSS over a long run (5,000 req/s, 4-token outputs)"
+start_sim long --step-base-ms 0.5 --decode-seq-us 1
+for REQS in 10000 50000 150000; do
+  rss_run "long$REQS" --base-url "$URL" --request-rate 5000 --num-prompts "$REQS" \
+    --random-input-len 16 --random-output-len 4
+  ok=$(grep -o "Successful requests: *[0-9]*" "$TMP/out-long$REQS" | grep -o "[0-9]*$")
+  echo "$REQS requests ($ok ok): peak RSS $(( $(cat "$TMP/rss-long$REQS") / 1024 )) MiB"
+done
+python3 - "$TMP" <<'PY'
+import sys
+tmp = sys.argv[1]
+a, b = int(open(f"{tmp}/rss-long10000").read()), int(open(f"{tmp}/rss-long150000").read())
+print(f"growth: {(b - a) * 1024 / 140000:.0f} bytes per finished request (10k -> 150k requests)")
 PY

@@ -85,9 +85,16 @@ pub async fn run(
     });
     let stop_dispatch = Arc::new(AtomicBool::new(false));
     let mut tasks = JoinSet::new();
+    let mut records = Vec::with_capacity(ctx.specs.len());
     let mut interrupted = false;
     {
-        let dispatch = release_all(&ctx, &plan.releases, &stop_dispatch, &mut tasks);
+        let dispatch = release_all(
+            &ctx,
+            &plan.releases,
+            &stop_dispatch,
+            &mut tasks,
+            &mut records,
+        );
         tokio::pin!(dispatch);
         let mut interrupt = interrupt.clone();
         tokio::select! {
@@ -98,8 +105,9 @@ pub async fn run(
     let cancel_at = plan
         .cancel_at
         .map(|d| tokio::time::Instant::from_std(ctx.t0 + d));
-    let (mut records, interrupted) = drain(
+    let interrupted = drain(
         &mut tasks,
+        &mut records,
         interrupted,
         plan.grace,
         cancel_at,
@@ -127,11 +135,14 @@ async fn wait_true(rx: &mut watch::Receiver<bool>) {
 }
 
 /// Release every request of the plan, spawning one task per request.
+/// Finished tasks are reaped as it goes, so a long run holds one record per
+/// finished request, not a finished task.
 async fn release_all(
     ctx: &Arc<Ctx>,
     releases: &Releases,
     stop: &Arc<AtomicBool>,
     tasks: &mut JoinSet<RequestRecord>,
+    records: &mut Vec<RequestRecord>,
 ) {
     match releases {
         Releases::Scheduled(due) => {
@@ -147,6 +158,7 @@ async fn release_all(
             }
             while let Some(release) = rx.recv().await {
                 tasks.spawn(one_request(ctx.clone(), release, None));
+                reap(tasks, records);
             }
         }
         Releases::ClosedFor(limit) => {
@@ -165,22 +177,34 @@ async fn release_all(
                     released: now,
                 };
                 tasks.spawn(one_request(ctx.clone(), release, Some(permit)));
+                reap(tasks, records);
                 tokio::task::yield_now().await;
             }
         }
     }
 }
 
-/// Wait for in-flight requests; after an interrupt, give them `grace`, then cancel.
+/// Move the records of finished tasks out of the set, without waiting.
+fn reap(tasks: &mut JoinSet<RequestRecord>, records: &mut Vec<RequestRecord>) {
+    while let Some(done) = tasks.try_join_next() {
+        // A panicked task has nothing to record (should not happen).
+        if let Ok(rec) = done {
+            records.push(rec);
+        }
+    }
+}
+
+/// Wait for in-flight requests; after an interrupt, give them `grace`, then
+/// cancel. Returns whether the run was interrupted.
 async fn drain(
     tasks: &mut JoinSet<RequestRecord>,
+    records: &mut Vec<RequestRecord>,
     mut interrupted: bool,
     grace: Duration,
     cancel_at: Option<tokio::time::Instant>,
     mut interrupt: watch::Receiver<bool>,
     cancel: &watch::Sender<bool>,
-) -> (Vec<RequestRecord>, bool) {
-    let mut records = Vec::with_capacity(tasks.len());
+) -> bool {
     let grace_end = interrupted.then(|| tokio::time::Instant::now() + grace);
     let mut deadline = earliest(grace_end, cancel_at);
     loop {
@@ -202,7 +226,7 @@ async fn drain(
             }
         }
     }
-    (records, interrupted)
+    interrupted
 }
 
 fn earliest(
