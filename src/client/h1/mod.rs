@@ -121,8 +121,21 @@ impl H1Client {
         Ok(conn)
     }
 
+    /// The most recently used idle connection the server has not closed.
+    /// Some servers (llama.cpp's) close after each response while saying
+    /// keep-alive; a close that lands after this check is caught by the
+    /// stale-connection retry in [`H1Client::post`].
     fn take_idle(&self) -> Option<TcpStream> {
-        self.idle.lock().ok()?.pop()
+        let mut idle = self.idle.lock().ok()?;
+        while let Some(conn) = idle.pop() {
+            let mut probe = [0u8; 1];
+            match conn.try_read(&mut probe) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Some(conn),
+                // EOF, stray bytes or an error: not usable.
+                _ => {}
+            }
+        }
+        None
     }
 
     fn put_idle(&self, conn: Option<TcpStream>) {
