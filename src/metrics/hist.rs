@@ -18,7 +18,9 @@
 //! and standard deviations are exact (to the recorded microsecond).
 
 use super::stats::request::{
-    e2el_seconds, itl_seconds, lateness_seconds, successful, tpot_seconds, ttft_seconds, was_sent,
+    client_queue_seconds, e2el_from_due_seconds, e2el_including_client_queue_seconds, e2el_seconds,
+    itl_seconds, lateness_seconds, successful, tpot_seconds, ttft_from_due_seconds, ttft_seconds,
+    was_sent,
 };
 use super::stats::Distribution;
 use super::RequestRecord;
@@ -303,10 +305,28 @@ pub struct RunHists {
     pub e2el: LatencyHist,
     /// Dispatch lateness (sent − due) of every request that was sent.
     pub lateness: LatencyHist,
+    /// TTFT from the due time, successful requests.
+    pub ttft_from_due: LatencyHist,
+    /// E2EL from the due time, successful requests.
+    pub e2el_from_due: LatencyHist,
+    /// Time waiting for the concurrency cap, successful requests.
+    pub client_queue_time: LatencyHist,
+    /// E2EL plus that wait, successful requests.
+    pub e2el_including_client_queue: LatencyHist,
 }
 
 /// Names of the histograms in [`RunHists`], in JSON order.
-pub const HIST_NAMES: [&str; 5] = ["ttft", "tpot", "itl", "e2el", "dispatch_lateness"];
+pub const HIST_NAMES: [&str; 9] = [
+    "ttft",
+    "tpot",
+    "itl",
+    "e2el",
+    "dispatch_lateness",
+    "ttft_from_due",
+    "e2el_from_due",
+    "client_queue_time",
+    "e2el_including_client_queue",
+];
 
 impl RunHists {
     /// Histograms over `records`.
@@ -334,19 +354,44 @@ impl RunHists {
             self.e2el.record_seconds(v);
         }
         itl_seconds(r).for_each(|v| self.itl.record_seconds(v));
+        if let Some(v) = ttft_from_due_seconds(r) {
+            self.ttft_from_due.record_seconds(v);
+        }
+        if let Some(v) = e2el_from_due_seconds(r) {
+            self.e2el_from_due.record_seconds(v);
+        }
+        self.client_queue_time
+            .record_seconds(client_queue_seconds(r));
+        if let Some(v) = e2el_including_client_queue_seconds(r) {
+            self.e2el_including_client_queue.record_seconds(v);
+        }
     }
 
-    fn parts(&self) -> [&LatencyHist; 5] {
-        [&self.ttft, &self.tpot, &self.itl, &self.e2el, &self.lateness]
+    fn parts(&self) -> [&LatencyHist; 9] {
+        [
+            &self.ttft,
+            &self.tpot,
+            &self.itl,
+            &self.e2el,
+            &self.lateness,
+            &self.ttft_from_due,
+            &self.e2el_from_due,
+            &self.client_queue_time,
+            &self.e2el_including_client_queue,
+        ]
     }
 
-    fn parts_mut(&mut self) -> [&mut LatencyHist; 5] {
+    fn parts_mut(&mut self) -> [&mut LatencyHist; 9] {
         [
             &mut self.ttft,
             &mut self.tpot,
             &mut self.itl,
             &mut self.e2el,
             &mut self.lateness,
+            &mut self.ttft_from_due,
+            &mut self.e2el_from_due,
+            &mut self.client_queue_time,
+            &mut self.e2el_including_client_queue,
         ]
     }
 
