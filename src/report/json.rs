@@ -185,6 +185,12 @@ fn kneecap(r: &RunResult, detailed: bool) -> Value {
             "runtime_lag_p99_ms": g.runtime_lag_p99_ms,
         })),
     });
+    if let Some(s) = &k.shard {
+        v["shard"] = super::shard::run_block(&s.id, &s.part);
+    }
+    if let Some(m) = &k.merged {
+        v["merged"] = m.clone();
+    }
     if detailed {
         let due: Vec<f64> = r.records.iter().map(|x| x.due.as_secs_f64()).collect();
         let kinds: Vec<Value> = r

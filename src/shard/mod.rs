@@ -2,7 +2,8 @@
 //! they agree on a common start (`--start-at`). Owns the arrival selection,
 //! the concurrency split, the workload fingerprint, the start-time rules and
 //! the sweep's wall-clock step slots. PURE: the current time is passed in;
-//! nothing here reads a clock, sleeps or touches a socket.
+//! nothing here reads a clock, sleeps or touches a socket — except [`apply`],
+//! which applies the selection to a run and waits for the common start.
 //!
 //! **Selection.** Every shard builds the same seeded *global* schedule and
 //! keeps arrival `j` when `splitmix64(seed ⊕ splitmix64(j)) mod N = i`. The
@@ -21,6 +22,8 @@
 //! every shard runs step k in the same wall-clock window even if one finishes
 //! a step early; a shard that overruns a slot starts the next step late and
 //! records that lateness.
+pub mod apply;
+
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
