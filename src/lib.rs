@@ -33,6 +33,7 @@ pub mod client;
 pub mod compare;
 pub mod config;
 pub mod engine;
+pub mod merge;
 pub mod metrics;
 pub mod report;
 pub mod run;

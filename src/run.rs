@@ -25,7 +25,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 /// Percentiles kneecap always computes for its own block.
-const KNEECAP_PERCENTILES: [f64; 4] = [50.0, 90.0, 99.0, 99.9];
+pub const KNEECAP_PERCENTILES: [f64; 4] = [50.0, 90.0, 99.0, 99.9];
 /// Runtime scheduling-lag probe period.
 const LAG_PROBE_EVERY: Duration = Duration::from_millis(10);
 /// Time in-flight requests get to finish after Ctrl-C.

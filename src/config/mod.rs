@@ -47,7 +47,8 @@ impl MetricName {
         }
     }
 
-    fn parse(s: &str) -> Result<Self> {
+    /// Parse a `--percentile-metrics` key; the error names the flag.
+    pub fn parse(s: &str) -> Result<Self> {
         Ok(match s.trim() {
             "ttft" => MetricName::Ttft,
             "tpot" => MetricName::Tpot,
