@@ -7,8 +7,8 @@ use anyhow::{bail, Context, Result};
 use serde_json::Value;
 use std::process::ExitCode;
 
-/// Run `kneecap merge`. Exit 0 ok, 1 when a merged sweep has no passing step,
-/// 2 when the set is invalid (missing, duplicated or mismatched shards).
+/// Run `kneecap merge`. Exit 0 ok; 2 when the set is invalid (missing,
+/// duplicated or mismatched shards) or a shard was interrupted.
 pub fn execute(args: &MergeArgs) -> Result<ExitCode> {
     let mut docs = Vec::new();
     for path in &args.files {
@@ -30,7 +30,7 @@ pub fn execute(args: &MergeArgs) -> Result<ExitCode> {
         .count();
     match sweeps {
         0 => merge_runs(docs, args),
-        n if n == docs.len() => merge_sweeps(docs, args),
+        _ if sweeps == docs.len() => bail!("merge: sweep results cannot be merged yet (`kneecap sweep --shard` is not supported); shard `kneecap run` per load level"),
         _ => bail!("merge: some files are sweep results and some are run results; give the shards of one run or of one sweep"),
     }
 }
@@ -54,15 +54,4 @@ fn merge_runs(docs: Vec<(String, Value)>, args: &MergeArgs) -> Result<ExitCode> 
     } else {
         ExitCode::SUCCESS
     })
-}
-
-fn merge_sweeps(docs: Vec<(String, Value)>, args: &MergeArgs) -> Result<ExitCode> {
-    let n = docs.len();
-    let result = super::sweep::merge(docs).map_err(anyhow::Error::msg)?;
-    print!("{}", crate::report::table::render(&result));
-    if let Some(o) = &args.output {
-        save::write_atomic(o, &serde_json::to_vec_pretty(&result)?)?;
-        eprintln!("kneecap: merged {n} sweep shards into {}", o.display());
-    }
-    Ok(crate::sweep::drive::exit_code(&result))
 }

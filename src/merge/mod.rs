@@ -2,16 +2,14 @@
 //! exact result. This module owns the merge conditions (same workload
 //! fingerprint, seed, shard count and start; every index present exactly once)
 //! and the addition of counters and histograms. PURE: [`command`] reads and
-//! writes the files; [`run`] and [`sweep`] rebuild the two result types.
+//! writes the files; [`run`] rebuilds a [`crate::report::RunResult`].
 //!
 //! Counters add; histograms add bucket by bucket (exact: one configuration);
 //! percentiles are read from the merged histograms and never averaged across
 //! shards. Rates divide by the *common* window — the earliest start to the
-//! latest end over all shards for a run, the step's fixed measurement window
-//! for a sweep step (every shard runs it in the same wall-clock slot).
+//! latest end over all shards.
 pub mod command;
 pub mod run;
-pub mod sweep;
 
 use crate::metrics::hist::RunHists;
 use crate::report::shard::{ShardCounters, ShardIdentity, ShardPart};

@@ -81,8 +81,7 @@ fn check_sweep_concurrency(cfg: &SweepConfig) -> Result<()> {
     })
 }
 
-/// 2 interrupted, 1 when not even the lowest load met the SLO, else 0.
-pub fn exit_code(r: &SweepResult) -> ExitCode {
+fn exit_code(r: &SweepResult) -> ExitCode {
     if r.interrupted {
         ExitCode::from(2)
     } else if r.knee.last_pass.is_none() {
