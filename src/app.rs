@@ -21,6 +21,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Report(args) => crate::compare::command::report(&args.to_request()),
         Command::Compare(args) => crate::compare::command::compare(&args.to_request()),
+        Command::Merge(args) => crate::merge::command::execute(&args),
     }
 }
 

@@ -7,6 +7,8 @@
 //! - [`config`]: validated, clap-free configuration built from the CLI.
 //! - [`workload`]: datasets turned into [`workload::RequestSpec`]s (pure, seeded).
 //! - [`schedule`]: arrival offsets for open-loop load (pure, seeded).
+//! - [`shard`]: splitting one load over N processes (`--shard i/N`) and the
+//!   common start (`--start-at`) (pure); [`merge`] recombines their results.
 //! - [`client`]: the sans-IO SSE decoder, OpenAI chunk parsing, and the one
 //!   HTTP client that talks to the server.
 //! - [`engine`]: the dispatcher that releases requests on time and collects
@@ -21,7 +23,7 @@
 //! - [`run`], [`target`], [`app`]: orchestration of `kneecap run`, the server a
 //!   run talks to (a URL or the embedded simulator), and command dispatch.
 //!
-//! Pure modules (schedule, client::sse, client::openai, metrics::stats,
+//! Pure modules (schedule, shard, metrics::hist, client::sse, client::openai, metrics::stats,
 //! sweep's slo/steady/health/knee, sim::model) never read a clock or touch a socket: time and seeded
 //! randomness are passed in.
 
@@ -31,10 +33,12 @@ pub mod client;
 pub mod compare;
 pub mod config;
 pub mod engine;
+pub mod merge;
 pub mod metrics;
 pub mod report;
 pub mod run;
 pub mod schedule;
+pub mod shard;
 pub mod sim;
 pub mod sweep;
 pub mod target;

@@ -7,10 +7,13 @@ use crate::client::http::{ClientConfig, HttpClient};
 use crate::client::openai::{self, BodyOptions};
 use crate::config::{LoadConfig, RunConfig};
 use crate::engine::{self, LoadPlan, Releases};
+use crate::metrics::hist::RunHists;
 use crate::metrics::stats::{self, Summary};
 use crate::metrics::RequestRecord;
+use crate::report::shard::{ShardCounters, ShardIdentity, ShardPart, ShardRun};
 use crate::report::{self, GeneratorVerdict, KneecapInfo, RunResult};
 use crate::schedule::{self, Arrival};
+use crate::shard;
 use crate::target::{self, Server};
 use crate::workload::{dataset, tokenizer::TokenCounter, RequestSpec};
 use anyhow::{bail, Context, Result};
@@ -22,7 +25,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 /// Percentiles kneecap always computes for its own block.
-const KNEECAP_PERCENTILES: [f64; 4] = [50.0, 90.0, 99.0, 99.9];
+pub const KNEECAP_PERCENTILES: [f64; 4] = [50.0, 90.0, 99.0, 99.9];
 /// Runtime scheduling-lag probe period.
 const LAG_PROBE_EVERY: Duration = Duration::from_millis(10);
 /// Time in-flight requests get to finish after Ctrl-C.
@@ -33,6 +36,9 @@ const FIRST_ERRORS: usize = 10;
 /// Run `kneecap run` / `kneecap bench serve`.
 pub async fn execute(args: &RunArgs, interrupt: watch::Receiver<bool>) -> Result<ExitCode> {
     let cfg = RunConfig::try_from(args)?;
+    if let Some(start) = cfg.start_at {
+        shard::wait_for_start(start, shard::apply::now()).map_err(anyhow::Error::msg)?;
+    }
     check_os_limits(&cfg)?;
     if cfg.output.save_result {
         report::save::check_writable(cfg.output.result_dir.as_deref(), "--result-dir")?;
@@ -110,8 +116,40 @@ pub async fn run_level(
     progress: ProgressBar,
     interrupt: watch::Receiver<bool>,
 ) -> engine::EngineOutput {
+    let specs = p.specs.clone();
+    let level = Level {
+        releases,
+        specs,
+        max_concurrency,
+        cancel_at,
+    };
+    run_level_with(p, level, progress, interrupt).await
+}
+
+/// One load level's releases, prompts and limits.
+pub struct Level {
+    pub releases: Releases,
+    /// Request k uses `specs[k % len]` (a shard passes its reordered prompts).
+    pub specs: Arc<Vec<RequestSpec>>,
+    pub max_concurrency: Option<usize>,
+    pub cancel_at: Option<Duration>,
+}
+
+/// [`run_level`] with explicit prompts (a shard's share of the workload).
+pub async fn run_level_with(
+    p: &Prepared,
+    level: Level,
+    progress: ProgressBar,
+    interrupt: watch::Receiver<bool>,
+) -> engine::EngineOutput {
+    let Level {
+        releases,
+        specs,
+        max_concurrency,
+        cancel_at,
+    } = level;
     let plan = LoadPlan {
-        specs: p.specs.clone(),
+        specs,
         releases,
         max_concurrency,
         request_id_prefix: p.request_id_prefix.clone(),
@@ -129,25 +167,89 @@ async fn run_against(
     interrupt: watch::Receiver<bool>,
 ) -> Result<RunResult> {
     let p = prepare(cfg, server).await?;
-    let releases = releases(&cfg.load, p.specs.len())?;
-    announce(cfg, server, &p.model_id, &releases);
-    let progress = progress_bar(cfg.output.progress, &releases);
+    let global = releases(&cfg.load, p.specs.len())?;
+    let (level, globals) = shard_level(cfg, &p, global)?;
+    announce(cfg, server, &p.model_id, &level.releases);
+    let progress = progress_bar(cfg.output.progress, &level.releases);
     let scheduled =
-        matches!(&releases, Releases::Scheduled(_)) && cfg.load.request_rate.is_finite();
-    let level = run_level(
-        &p,
-        releases,
-        cfg.load.max_concurrency,
-        None,
-        progress,
-        interrupt,
-    );
-    let (out, check) = engine::probe::self_checked(level, LAG_PROBE_EVERY).await;
+        matches!(&level.releases, Releases::Scheduled(_)) && cfg.load.request_rate.is_finite();
+    if let Some(start) = cfg.start_at {
+        shard::apply::wait_until(start).await?;
+    }
+    let level = run_level_with(&p, level, progress, interrupt);
+    let (mut out, check) = engine::probe::self_checked(level, LAG_PROBE_EVERY).await;
+    if let Some(s) = cfg.shard {
+        shard::apply::renumber(s, &mut out.records, globals.as_deref());
+    }
     let summary = summarize(&out.records, out.duration, cfg);
     let generator = generator_verdict(&summary, cfg, scheduled, &check);
+    let shard_run = cfg
+        .shard
+        .map(|s| shard_run(cfg, s, &p.model_id, &out, generator.health.limited));
     let mut result = build_result(cfg, server, p.model_id, summary, out, p.warmups_ok);
     result.kneecap.generator = Some(generator);
+    result.kneecap.shard = shard_run;
     Ok(result)
+}
+
+/// The whole load, or this shard's part of it (`--shard`): releases, prompts
+/// reordered to their global numbers, and this shard's concurrency share.
+fn shard_level(
+    cfg: &RunConfig,
+    p: &Prepared,
+    global: Releases,
+) -> Result<(Level, Option<Vec<usize>>)> {
+    let Some(s) = cfg.shard else {
+        let level = Level {
+            releases: global,
+            specs: p.specs.clone(),
+            max_concurrency: cfg.load.max_concurrency,
+            cancel_at: None,
+        };
+        return Ok((level, None));
+    };
+    let max_concurrency = cfg
+        .load
+        .max_concurrency
+        .map(|c| s.concurrency(c, "--max-concurrency"))
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
+    let load = shard::apply::select(s, cfg.load.seed, global, &p.specs);
+    eprintln!("kneecap: shard {s}: sending this shard's share of the seeded global load");
+    let level = Level {
+        releases: load.releases,
+        specs: load.specs,
+        max_concurrency,
+        cancel_at: None,
+    };
+    Ok((level, load.globals))
+}
+
+/// The `kneecap.shard` block of a sharded run.
+fn shard_run(
+    cfg: &RunConfig,
+    s: shard::Shard,
+    model_id: &str,
+    out: &engine::EngineOutput,
+    limited: bool,
+) -> ShardRun {
+    let start = shard::apply::unix_s(out.started_at);
+    let part = ShardPart {
+        start_lateness_ms: cfg.start_at.map(|a| (start - a.unix_s()) * 1e3),
+        window_start_unix_s: start,
+        window_end_unix_s: start + out.duration.as_secs_f64(),
+        counters: ShardCounters::from_records(&out.records, cfg.stats.goodput.as_ref()),
+        hists: RunHists::from_records(&out.records),
+        generator_limited: limited,
+        interrupted: out.interrupted,
+    };
+    let id = ShardIdentity {
+        shard: s,
+        fingerprint: shard::apply::run_fingerprint(cfg, model_id, &[]),
+        seed: cfg.load.seed,
+        start_at: cfg.start_at,
+    };
+    ShardRun { id, part }
 }
 
 /// Did kneecap keep to its schedule? Dispatch lateness is judged only for a
@@ -248,11 +350,16 @@ fn releases(load: &LoadConfig, n_specs: usize) -> Result<Releases> {
 }
 
 /// `--request-id-prefix`, or vLLM's `bench-<8 random hex>-`.
+/// A shard adds `s<i>-` so request ids stay unique across shards.
 fn request_id_prefix(cfg: &RunConfig) -> String {
-    cfg.request_id_prefix.clone().unwrap_or_else(|| {
+    let prefix = cfg.request_id_prefix.clone().unwrap_or_else(|| {
         let n: u32 = rand::rng().random();
         format!("bench-{n:08x}-")
-    })
+    });
+    match cfg.shard {
+        Some(s) => format!("{prefix}s{}-", s.index),
+        None => prefix,
+    }
 }
 
 /// vLLM's `--ready-check-timeout-sec`: retry the first request every 5 s.
@@ -410,6 +517,8 @@ fn build_result(
             first_errors,
             warmups_ok,
             generator: None,
+            shard: None,
+            merged: None,
         },
         records: out.records,
     }

@@ -2,6 +2,7 @@
 //! in [`crate::config`]; nothing below `config` imports clap.
 
 pub mod compare;
+pub mod merge;
 pub mod report;
 pub mod run;
 pub mod sim;
@@ -10,6 +11,7 @@ pub mod sweep;
 use clap::{Parser, Subcommand};
 
 pub use compare::CompareArgs;
+pub use merge::MergeArgs;
 pub use report::ReportArgs;
 pub use run::RunArgs;
 pub use sim::SimArgs;
@@ -42,6 +44,9 @@ pub enum Command {
     Report(Box<ReportArgs>),
     /// Compare two sweeps or two runs (A = baseline, B = candidate); --fail-if for CI.
     Compare(Box<CompareArgs>),
+    /// Merge the result files of a sharded run or sweep (`--shard i/N`) into
+    /// one exact result: counters and histograms add, SLOs are judged on the whole.
+    Merge(Box<MergeArgs>),
 }
 
 #[derive(Debug, Subcommand)]

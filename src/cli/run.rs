@@ -184,6 +184,17 @@ pub struct RunArgs {
     #[arg(long, help_heading = "Load")]
     pub ignore_eos: bool,
 
+    // ---- scale-out -----------------------------------------------------
+    /// Send shard INDEX of COUNT of the load (e.g. 0/4). Every shard builds the
+    /// same seeded schedule and keeps its share; combine the shards' result
+    /// files with `kneecap merge`.
+    #[arg(long, value_name = "INDEX/COUNT", help_heading = "Scale-out")]
+    pub shard: Option<String>,
+    /// Common start of all shards: RFC 3339 (2026-05-01T12:00:00Z) or Unix
+    /// seconds; at most 1 h ahead, at most 5 s past.
+    #[arg(long, value_name = "TIME", help_heading = "Scale-out")]
+    pub start_at: Option<String>,
+
     // ---- sampling ------------------------------------------------------
     #[arg(long, help_heading = "Sampling")]
     pub temperature: Option<f64>,

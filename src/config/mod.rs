@@ -8,6 +8,7 @@ use crate::cli::run::{ArrivalKind, Backend, DatasetName, RampUp, RunArgs};
 use crate::client::openai::{Api, BodyOptions};
 use crate::metrics::stats::{GoodputSlo, StatsOptions};
 use crate::schedule::{Arrival, RampStrategy};
+use crate::shard::{Shard, StartAt};
 use crate::workload::dataset::{DatasetConfig, DatasetKind};
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
@@ -46,7 +47,8 @@ impl MetricName {
         }
     }
 
-    fn parse(s: &str) -> Result<Self> {
+    /// Parse a `--percentile-metrics` key; the error names the flag.
+    pub fn parse(s: &str) -> Result<Self> {
         Ok(match s.trim() {
             "ttft" => MetricName::Ttft,
             "tpot" => MetricName::Tpot,
@@ -116,6 +118,10 @@ pub struct RunConfig {
     pub output: OutputConfig,
     /// `None` ⇒ `bench-<8 random hex>-` chosen at run time.
     pub request_id_prefix: Option<String>,
+    /// `--shard i/N`: this process sends only its share of the load.
+    pub shard: Option<Shard>,
+    /// `--start-at`: wait for this common instant before the load starts.
+    pub start_at: Option<StartAt>,
 }
 
 impl TryFrom<&RunArgs> for RunConfig {
@@ -156,8 +162,29 @@ impl TryFrom<&RunArgs> for RunConfig {
             stats: stats_options(a)?,
             output: output_config(a)?,
             request_id_prefix: a.request_id_prefix.clone(),
+            shard: shard(a)?,
+            start_at: a
+                .start_at
+                .as_deref()
+                .map(str::parse)
+                .transpose()
+                .map_err(anyhow::Error::msg)?,
         })
     }
+}
+
+/// `--shard i/N`; a closed loop must leave every shard at least one stream.
+fn shard(a: &RunArgs) -> Result<Option<Shard>> {
+    let Some(text) = &a.shard else {
+        return Ok(None);
+    };
+    let shard: Shard = text.parse().map_err(anyhow::Error::msg)?;
+    if let Some(c) = a.max_concurrency {
+        shard
+            .concurrency(c, "--max-concurrency")
+            .map_err(anyhow::Error::msg)?;
+    }
+    Ok(Some(shard))
 }
 
 fn nonzero(d: Duration, flag: &str) -> Result<Duration> {

@@ -80,6 +80,11 @@ impl TryFrom<&SweepArgs> for SweepConfig {
 
     fn try_from(a: &SweepArgs) -> Result<Self> {
         let run = RunConfig::try_from(&a.run)?;
+        if run.shard.is_some() || run.start_at.is_some() {
+            // Each shard would judge steps on its own share and the adaptive
+            // search could diverge between shards; not supported yet.
+            bail!("--shard/--start-at are not supported by `kneecap sweep` yet; shard `kneecap run` per load level and merge those");
+        }
         let sim = matches!(run.target, Target::Sim { .. });
         if !(0.0..=1.0).contains(&a.max_error_rate) {
             bail!(

@@ -1,6 +1,8 @@
-//! Metrics: per-request records (what the engine observed) and the one stats
-//! module that turns them into vLLM-defined numbers. Nothing here does I/O.
+//! Metrics: per-request records (what the engine observed), the one stats
+//! module that turns them into vLLM-defined numbers, and the mergeable
+//! histograms of [`hist`]. Nothing here does I/O.
 
+pub mod hist;
 pub mod record;
 pub mod stats;
 

@@ -185,6 +185,16 @@ fn kneecap(r: &RunResult, detailed: bool) -> Value {
             "runtime_lag_p99_ms": g.runtime_lag_p99_ms,
         })),
     });
+    if let Some(s) = &k.shard {
+        v["shard"] = super::shard::run_block(&s.id, &s.part);
+        // What the merged result must show, as this shard was asked to.
+        v["shard"]["percentiles"] = json!(r.percentiles);
+        let metrics: Vec<&str> = r.percentile_metrics.iter().map(|m| m.key()).collect();
+        v["shard"]["percentile_metrics"] = json!(metrics);
+    }
+    if let Some(m) = &k.merged {
+        v["merged"] = m.clone();
+    }
     if detailed {
         let due: Vec<f64> = r.records.iter().map(|x| x.due.as_secs_f64()).collect();
         let kinds: Vec<Value> = r

@@ -7,6 +7,7 @@ pub mod console;
 pub mod html;
 pub mod json;
 pub mod save;
+pub mod shard;
 pub mod sweep;
 pub mod table;
 
@@ -63,6 +64,10 @@ pub struct KneecapInfo {
     pub warmups_ok: Option<(usize, usize)>,
     /// Did the generator keep to its schedule (see [`GeneratorVerdict`]).
     pub generator: Option<GeneratorVerdict>,
+    /// `--shard i/N`: what `kneecap merge` needs (written as `kneecap.shard`).
+    pub shard: Option<shard::ShardRun>,
+    /// A result made by `kneecap merge`: how it was merged (`kneecap.merged`).
+    pub merged: Option<serde_json::Value>,
 }
 
 /// The load generator's self-check for a run.

@@ -1,0 +1,57 @@
+//! `kneecap merge`: read the shard files, merge them (see [`super`]), write
+//! the merged result and print its summary. The only I/O of the merge.
+
+use crate::cli::merge::MergeArgs;
+use crate::report::{console, json, save};
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+use std::process::ExitCode;
+
+/// Run `kneecap merge`. Exit 0 ok; 2 when the set is invalid (missing,
+/// duplicated or mismatched shards) or a shard was interrupted.
+pub fn execute(args: &MergeArgs) -> Result<ExitCode> {
+    let mut docs = Vec::new();
+    for path in &args.files {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read shard file '{}'", path.display()))?;
+        let v: Value = serde_json::from_str(&text)
+            .with_context(|| format!("'{}' is not a JSON result", path.display()))?;
+        docs.push((path.display().to_string(), v));
+    }
+    if let Some(o) = &args.output {
+        save::check_writable(
+            o.parent().filter(|p| !p.as_os_str().is_empty()),
+            "-o/--output",
+        )?;
+    }
+    let sweeps = docs
+        .iter()
+        .filter(|(_, v)| v["kind"] == "kneecap_sweep")
+        .count();
+    match sweeps {
+        0 => merge_runs(docs, args),
+        _ if sweeps == docs.len() => bail!("merge: sweep results cannot be merged yet (`kneecap sweep --shard` is not supported); shard `kneecap run` per load level"),
+        _ => bail!("merge: some files are sweep results and some are run results; give the shards of one run or of one sweep"),
+    }
+}
+
+fn merge_runs(docs: Vec<(String, Value)>, args: &MergeArgs) -> Result<ExitCode> {
+    let shards = docs
+        .into_iter()
+        .map(|(name, v)| super::run::read(&name, v))
+        .collect::<Result<Vec<_>, String>>()
+        .map_err(anyhow::Error::msg)?;
+    let n = shards.len();
+    let result = super::run::merge(shards).map_err(anyhow::Error::msg)?;
+    print!("{}", console::render(&result));
+    if let Some(o) = &args.output {
+        let text = serde_json::to_vec(&json::render(&result, false))?;
+        save::write_atomic(o, &text)?;
+        eprintln!("kneecap: merged {n} shards into {}", o.display());
+    }
+    Ok(if result.kneecap.interrupted {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
