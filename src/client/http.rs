@@ -295,6 +295,9 @@ fn apply_chunk(
             }
         }
     }
+    if chunk.timings.is_some() {
+        rec.server_timings = chunk.timings;
+    }
     if let Some(u) = chunk.usage {
         if let Some(c) = u.completion_tokens {
             rec.output_tokens = c;
@@ -407,4 +410,40 @@ fn build_headers(cfg: &ClientConfig) -> Result<HeaderMap> {
         h.insert(name, value);
     }
     Ok(h)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// llama.cpp's final chunk carries `usage` and its own `timings`: both
+    /// land in the record (the timings let a test check TPOT against the server).
+    #[test]
+    fn llama_cpp_final_chunk_keeps_usage_and_server_timings() {
+        let stream = concat!(
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":null}}],\"object\":\"chat.completion.chunk\"}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}],\"object\":\"chat.completion.chunk\"}\n\n",
+            "data: {\"choices\":[{\"finish_reason\":\"length\",\"index\":0,\"delta\":{}}],\"object\":\"chat.completion.chunk\",",
+            "\"usage\":{\"completion_tokens\":2,\"prompt_tokens\":9,\"total_tokens\":11},",
+            "\"timings\":{\"cache_n\":0,\"prompt_n\":9,\"prompt_ms\":40.5,\"predicted_n\":2,\"predicted_ms\":21.0,\"predicted_per_second\":95.2}}\n\n",
+            "data: [DONE]\n\n",
+        );
+        let mut reader = StreamReader::new(true);
+        let mut rec = RequestRecord::default();
+        for (i, b) in stream.as_bytes().chunks(7).enumerate() {
+            reader
+                .feed(b, Duration::from_millis(i as u64), &mut rec)
+                .unwrap();
+        }
+        reader.finish(&mut rec).unwrap();
+        assert_eq!(rec.output_tokens, 2);
+        assert_eq!(rec.prompt_len, 9);
+        assert_eq!(rec.generated_text, "Hi");
+        assert_eq!(rec.itl.len(), 2, "role chunk, token, final chunk");
+        let t = rec.server_timings.expect("timings kept");
+        assert_eq!(t.prompt_n, Some(9));
+        assert_eq!(t.predicted_n, Some(2));
+        assert_eq!(t.predicted_ms, Some(21.0));
+        assert_eq!(t.prompt_ms, Some(40.5));
+    }
 }
