@@ -110,9 +110,13 @@ impl HttpClient {
         rec.prompt_len = spec.prompt_len;
         // vLLM's start_time is taken before the body is serialized and sent.
         rec.sent = since(t0, Instant::now());
-        let body =
-            openai::request_body(self.cfg.api, &self.cfg.body, &spec.prompt, spec.output_len);
-        let req = match self.build_request(body, request_id) {
+        let body = Bytes::from(openai::request_body(
+            self.cfg.api,
+            &self.cfg.body,
+            &spec.prompt,
+            spec.output_len,
+        ));
+        let req = match self.build_request(body.clone(), request_id) {
             Ok(r) => r,
             Err(e) => {
                 return fail(
@@ -124,7 +128,7 @@ impl HttpClient {
             }
         };
         let timeout = self.cfg.request_timeout;
-        if tokio::time::timeout(timeout, self.exchange(req, t0, rec))
+        if tokio::time::timeout(timeout, self.exchange(req, body, request_id, t0, rec))
             .await
             .is_err()
         {
@@ -155,7 +159,7 @@ impl HttpClient {
         out
     }
 
-    fn build_request(&self, body: Vec<u8>, request_id: &str) -> Result<Request<Full<Bytes>>> {
+    fn build_request(&self, body: Bytes, request_id: &str) -> Result<Request<Full<Bytes>>> {
         let mut req = Request::builder()
             .method(Method::POST)
             .uri(self.url.clone());
@@ -165,11 +169,31 @@ impl HttpClient {
             HeaderName::from_static("x-request-id"),
             HeaderValue::from_str(request_id)?,
         );
-        Ok(req.body(Full::new(Bytes::from(body)))?)
+        Ok(req.body(Full::new(body))?)
     }
 
-    async fn exchange(&self, req: Request<Full<Bytes>>, t0: Instant, rec: &mut RequestRecord) {
+    async fn exchange(
+        &self,
+        req: Request<Full<Bytes>>,
+        body: Bytes,
+        request_id: &str,
+        t0: Instant,
+        rec: &mut RequestRecord,
+    ) {
         let resp = match self.client.request(req).await {
+            // A server may close a keep-alive connection right after a streamed
+            // response while advertising keep-alive (llama.cpp's llama-server
+            // does): a request sent on it before the close is noticed gets EOF
+            // and no response. It never reached the server's handler, so it is
+            // sent once more on a fresh connection (`sent` is not reset: the
+            // delay counts against the request).
+            Err(e) if closed_before_response(&e) => match self.build_request(body, request_id) {
+                Ok(again) => self.client.request(again).await,
+                Err(_) => Err(e),
+            },
+            other => other,
+        };
+        let resp = match resp {
             Ok(r) => r,
             Err(e) => {
                 let kind = if e.is_connect() {
@@ -370,6 +394,19 @@ fn classify_io(e: &(dyn std::error::Error + 'static)) -> ErrorKind {
     ErrorKind::Reset
 }
 
+/// The connection closed before any response came back (hyper's "connection
+/// closed before message completed" while waiting for the response head).
+fn closed_before_response(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(h) = err.downcast_ref::<hyper::Error>() {
+            return h.is_incomplete_message();
+        }
+        cur = err.source();
+    }
+    false
+}
+
 /// "outer: inner: innermost" — the whole chain on one line.
 fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut parts = vec![e.to_string()];
@@ -445,5 +482,69 @@ mod tests {
         assert_eq!(t.predicted_n, Some(2));
         assert_eq!(t.predicted_ms, Some(21.0));
         assert_eq!(t.prompt_ms, Some(40.5));
+    }
+
+    /// Like llama.cpp's llama-server: each connection answers one request
+    /// with a streamed response advertising keep-alive, then reads the next
+    /// request and closes without answering. Both requests must still succeed.
+    #[tokio::test]
+    async fn a_keep_alive_connection_closed_after_a_stream_is_retried_fresh() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            loop {
+                let (mut sock, _) = listener.accept().await.unwrap();
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 8192];
+                    for answered in [true, false] {
+                        let mut seen = Vec::new();
+                        while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                            let n = sock.read(&mut buf).await.unwrap_or(0);
+                            if n == 0 {
+                                return;
+                            }
+                            seen.extend_from_slice(&buf[..n]);
+                        }
+                        if !answered {
+                            return; // close with no response
+                        }
+                        let event = "data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: [DONE]\n\n";
+                        let resp = format!(
+                            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
+                             Keep-Alive: timeout=5, max=100\r\nTransfer-Encoding: chunked\r\n\r\n\
+                             {:x}\r\n{event}\r\n0\r\n\r\n",
+                            event.len()
+                        );
+                        sock.write_all(resp.as_bytes()).await.unwrap();
+                    }
+                });
+            }
+        });
+        let client = HttpClient::new(ClientConfig {
+            base_url: format!("http://127.0.0.1:{port}"),
+            endpoint: "/v1/completions".into(),
+            api: Api::Completions,
+            body: BodyOptions::default(),
+            headers: vec![],
+            api_key: None,
+            request_timeout: Duration::from_secs(5),
+            connect_timeout: Duration::from_secs(5),
+            keep_text: false,
+        })
+        .unwrap();
+        let spec = RequestSpec {
+            index: 0,
+            prompt: crate::workload::Prompt::Text("hi".into()),
+            prompt_len: 1,
+            output_len: 1,
+        };
+        let t0 = Instant::now();
+        for i in 0..3 {
+            let mut rec = RequestRecord::default();
+            client.stream(&spec, &format!("r-{i}"), t0, &mut rec).await;
+            assert_eq!(rec.error, None, "request {i}");
+            assert!(rec.first_token.is_some(), "request {i}");
+        }
     }
 }
