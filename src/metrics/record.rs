@@ -1,6 +1,7 @@
 //! RequestRecord: everything the engine observed about one request, as
 //! offsets from the run's start instant. No statistics here.
 
+pub use crate::client::openai::Timings;
 use std::time::Duration;
 
 /// Failure classes. These are counted in reports, so keep them stable.
@@ -78,6 +79,9 @@ pub struct RequestRecord {
     pub generated_text: String,
     /// `None` on success.
     pub error: Option<RequestError>,
+    /// The server's own account of this request (llama.cpp's `timings`, sent
+    /// with its final chunk), to check client TTFT/TPOT against.
+    pub server_timings: Option<Timings>,
 }
 
 impl RequestRecord {

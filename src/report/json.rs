@@ -204,6 +204,79 @@ fn kneecap(r: &RunResult, detailed: bool) -> Value {
             .collect();
         v["due_times"] = json!(due);
         v["error_kinds"] = json!(kinds);
+        // The server's own per-request timings (llama.cpp), null where absent.
+        if r.records.iter().any(|x| x.server_timings.is_some()) {
+            let timings: Vec<Value> = r
+                .records
+                .iter()
+                .map(|x| {
+                    x.server_timings.map(|t| {
+                        json!({
+                            "prompt_n": t.prompt_n,
+                            "prompt_ms": t.prompt_ms,
+                            "predicted_n": t.predicted_n,
+                            "predicted_ms": t.predicted_ms,
+                        })
+                    })
+                })
+                .map(|t| t.unwrap_or(Value::Null))
+                .collect();
+            v["server_timings"] = json!(timings);
+        }
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::record::Timings;
+    use crate::metrics::RequestRecord;
+
+    fn result(records: Vec<RequestRecord>) -> RunResult {
+        RunResult {
+            date: "20261201-120000".into(),
+            backend: "openai".into(),
+            label: None,
+            model_id: "m".into(),
+            tokenizer_id: None,
+            num_prompts: records.len(),
+            metadata: vec![],
+            request_rate: 1.0,
+            burstiness: 1.0,
+            max_concurrency: None,
+            ramp_up: None,
+            summary: Default::default(),
+            percentile_metrics: vec![],
+            percentiles: vec![],
+            records,
+            kneecap: Default::default(),
+        }
+    }
+
+    #[test]
+    fn detailed_json_keeps_the_servers_own_timings_per_request() {
+        let timed = RequestRecord {
+            server_timings: Some(Timings {
+                prompt_n: Some(64),
+                prompt_ms: Some(310.5),
+                predicted_n: Some(32),
+                predicted_ms: Some(340.0),
+            }),
+            ..Default::default()
+        };
+        let r = result(vec![timed, RequestRecord::default()]);
+        let v = render(&r, true);
+        let t = &v["kneecap"]["server_timings"];
+        assert_eq!(t[0]["predicted_n"], 32);
+        assert_eq!(t[0]["predicted_ms"], 340.0);
+        assert_eq!(t[0]["prompt_ms"], 310.5);
+        assert!(t[1].is_null(), "a request without timings holds null");
+        // Not detailed, or no server timings at all: no key.
+        assert!(render(&r, false)["kneecap"].get("server_timings").is_none());
+        let plain = result(vec![RequestRecord::default()]);
+        assert!(render(&plain, true)["kneecap"]
+            .get("server_timings")
+            .is_none());
+    }
 }

@@ -1,0 +1,406 @@
+//! kneecap end to end against a real inference engine: llama.cpp's
+//! `llama-server` on CPU serving SmolLM2-135M. Runs only when
+//! `KNEECAP_LLAMA_SERVER` (the binary) and `KNEECAP_LLAMA_MODEL` (the GGUF) are
+//! set — `scripts/llama-server.sh env` prints both — and otherwise prints a
+//! skip line and passes. Starts the server itself on a free loopback port.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The tests time a CPU-bound server: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// The binary and model paths, or `None` (with a skip line) when unset.
+fn llama_env(test: &str) -> Option<(PathBuf, PathBuf)> {
+    match (
+        std::env::var_os("KNEECAP_LLAMA_SERVER"),
+        std::env::var_os("KNEECAP_LLAMA_MODEL"),
+    ) {
+        (Some(s), Some(m)) => Some((s.into(), m.into())),
+        _ => {
+            eprintln!(
+                "skipping {test}: set KNEECAP_LLAMA_SERVER and KNEECAP_LLAMA_MODEL \
+                 (eval \"$(scripts/llama-server.sh env)\")"
+            );
+            None
+        }
+    }
+}
+
+/// A running llama-server; killed on drop.
+struct LlamaServer {
+    child: Child,
+    port: u16,
+    log: tempfile::NamedTempFile,
+}
+
+impl LlamaServer {
+    fn start(server: &Path, model: &Path, slots: usize) -> LlamaServer {
+        let log = tempfile::NamedTempFile::new().unwrap();
+        // Port 0 is not accepted by llama-server: take a free port from the
+        // kernel and hand it over (a race only with other binds in between).
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let ctx = (slots * 2048).to_string();
+        let child = std::process::Command::new(server)
+            .args(["-m", model.to_str().unwrap(), "--alias", "smollm2"])
+            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+            .args(["-t", "2", "-np", &slots.to_string(), "-c", &ctx])
+            .args(["--metrics", "--offline", "--no-webui"])
+            .stdin(Stdio::null())
+            .stdout(log.reopen().unwrap())
+            .stderr(log.reopen().unwrap())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", server.display()));
+        let mut s = LlamaServer { child, port, log };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(status) = s.child.try_wait().unwrap() {
+                panic!(
+                    "llama-server exited ({status}) during startup:\n{}",
+                    s.log()
+                );
+            }
+            if get(port, "/health").is_some_and(|b| b.contains("\"ok\"")) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "llama-server not healthy in 60 s:\n{}",
+                s.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        s
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn log(&self) -> String {
+        let text = std::fs::read_to_string(self.log.path()).unwrap_or_default();
+        let tail: Vec<&str> = text.lines().rev().take(30).collect();
+        tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+    }
+}
+
+impl Drop for LlamaServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A plain HTTP/1.1 GET on loopback; the body, or `None` on any error.
+fn get(port: u16, path: &str) -> Option<String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    text.starts_with("HTTP/1.1 200")
+        .then(|| text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()))?
+}
+
+fn tokenizer() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/smollm2-135m-tokenizer.json")
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Run kneecap with `args`; its output.
+fn kneecap(args: &[&str], timeout: Duration) -> std::process::Output {
+    Command::cargo_bin("kneecap")
+        .unwrap()
+        .timeout(timeout)
+        .env_remove("OPENAI_API_KEY")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// `kneecap run` one request at a time (4 requests, 64 in / 32 out) on `backend`;
+/// checks the counts and compares each request's TPOT with llama.cpp's own
+/// `timings` (kept per request in the detailed JSON's `kneecap.server_timings`).
+fn run_and_check(server: &LlamaServer, backend: &str, dir: &Path) -> Value {
+    let name = format!("{backend}.json");
+    let url = server.url();
+    let tok = tokenizer();
+    let out = kneecap(
+        &[
+            "run",
+            "--base-url",
+            &url,
+            "--backend",
+            backend,
+            "--tokenizer",
+            &tok,
+            "--random-input-len",
+            "64",
+            "--random-output-len",
+            "32",
+            "--num-prompts",
+            "4",
+            "--max-concurrency",
+            "1",
+            "--seed",
+            "7",
+            "--save-result",
+            "--save-detailed",
+            "--result-dir",
+            dir.to_str().unwrap(),
+            "--result-filename",
+            &name,
+            "--disable-tqdm",
+        ],
+        Duration::from_secs(120),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{backend}: exit {:?}\n{stdout}\n{stderr}\nserver log:\n{}",
+        out.status.code(),
+        server.log()
+    );
+    eprintln!("{stdout}");
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join(&name)).unwrap()).unwrap();
+    assert_eq!(json["completed"], 4, "{backend}: {stdout}");
+    assert_eq!(json["failed"], 0, "{backend}: {stdout}");
+    assert_eq!(json["model_id"], "smollm2", "model id from /v1/models");
+    assert!(f(&json["mean_ttft_ms"]) > 0.0);
+    assert!(f(&json["p99_ttft_ms"]) > 0.0);
+    // ignore_eos is sent for the random dataset: 32 tokens each, counted from usage.
+    assert_eq!(
+        json["total_output_tokens"],
+        4 * 32,
+        "{backend}: usage counts"
+    );
+    assert!(f(&json["total_input_tokens"]) > 0.0);
+
+    let timings = json["kneecap"]["server_timings"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{backend}: no server_timings in the detailed JSON"));
+    assert_eq!(timings.len(), 4);
+    for (i, t) in timings.iter().enumerate() {
+        let n_out = f(&json["output_lens"][i]);
+        assert_eq!(f(&t["predicted_n"]), n_out, "timings agree with usage");
+        // llama.cpp's `predicted_ms` runs from the first generated token to the
+        // last: n - 1 gaps, the same span as (E2EL - TTFT) / (n - 1).
+        let server_tpot = f(&t["predicted_ms"]) / (f(&t["predicted_n"]) - 1.0);
+        let latency = f(&json["latencies"][i]);
+        let ttft = f(&json["ttfts"][i]);
+        let client_tpot = (latency - ttft) * 1e3 / (n_out - 1.0);
+        let ratio = client_tpot / server_tpot;
+        eprintln!(
+            "{backend} request {i}: TTFT {:.1} ms, TPOT client {client_tpot:.2} ms vs server {server_tpot:.2} ms (ratio {ratio:.3})",
+            ttft * 1e3
+        );
+        assert!(
+            (0.9..=1.1).contains(&ratio),
+            "{backend} request {i}: client TPOT {client_tpot:.2} ms vs llama.cpp's {server_tpot:.2} ms"
+        );
+    }
+    json
+}
+
+#[test]
+fn run_completions_and_chat_against_llama_cpp() {
+    let Some((bin, model)) = llama_env("run_completions_and_chat_against_llama_cpp") else {
+        return;
+    };
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let server = LlamaServer::start(&bin, &model, 2);
+    let dir = tempfile::tempdir().unwrap();
+    let completions = run_and_check(&server, "openai", dir.path());
+    // Completions prompts are token ids from the tokenizer: the server counts the same.
+    assert_eq!(completions["total_input_tokens"], 4 * 64);
+    assert_eq!(completions["tokenizer_id"], tokenizer());
+    run_and_check(&server, "openai-chat", dir.path());
+}
+
+/// Closed loop at 2 streams on 2 slots (16 in / 32 out): the server's service
+/// rate μ (req/s) and p99 TTFT (ms) on this machine, measured rather than
+/// assumed (a 2-core CI box and a busy laptop differ several-fold).
+fn calibrate(server: &LlamaServer, dir: &Path) -> (f64, f64) {
+    let url = server.url();
+    let tok = tokenizer();
+    let out = kneecap(
+        &[
+            "run",
+            "--base-url",
+            &url,
+            "--tokenizer",
+            &tok,
+            "--random-input-len",
+            "16",
+            "--random-output-len",
+            "32",
+            "--num-prompts",
+            "8",
+            "--max-concurrency",
+            "2",
+            "--seed",
+            "3",
+            "--save-result",
+            "--result-dir",
+            dir.to_str().unwrap(),
+            "--result-filename",
+            "calibrate.json",
+            "--disable-tqdm",
+        ],
+        Duration::from_secs(120),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("calibrate.json")).unwrap())
+            .unwrap();
+    assert_eq!(json["failed"], 0);
+    (f(&json["request_throughput"]), f(&json["p99_ttft_ms"]))
+}
+
+#[test]
+fn sweep_finds_a_knee_where_llama_cpp_starts_deferring_requests() {
+    let Some((bin, model)) =
+        llama_env("sweep_finds_a_knee_where_llama_cpp_starts_deferring_requests")
+    else {
+        return;
+    };
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let server = LlamaServer::start(&bin, &model, 2);
+    let dir = tempfile::tempdir().unwrap();
+    let (mu, ttft_p99) = calibrate(&server, dir.path());
+    // Two loads well below μ (constant arrivals: a request never waits for a
+    // slot) and one far above it (the deferred queue builds up), with a TTFT
+    // SLO loose enough for the low loads and far below the queueing delay
+    // that 4 μ builds in a 12 s step (about 36 service times).
+    let rates: Vec<String> = [0.2, 0.4, 4.0]
+        .iter()
+        .map(|k| format!("{:.3}", k * mu))
+        .collect();
+    let rates = rates.join(",");
+    let slo = format!("p99_ttft_ms<={:.0}", (2.0 * ttft_p99).max(1000.0));
+    eprintln!("calibrated: μ ≈ {mu:.2} req/s, p99 TTFT {ttft_p99:.0} ms at 2 streams; rates {rates}; SLO {slo}");
+    let out_path = dir.path().join("sweep.json");
+    let url = server.url();
+    let tok = tokenizer();
+    let started = Instant::now();
+    let out = kneecap(
+        &[
+            "sweep",
+            "--base-url",
+            &url,
+            "--tokenizer",
+            &tok,
+            "--random-input-len",
+            "16",
+            "--random-output-len",
+            "32",
+            "--arrival",
+            "constant",
+            "--slo",
+            &slo,
+            "--rates",
+            &rates,
+            "--step-duration",
+            "12s",
+            "--step-warmup",
+            "2s",
+            "--step-min-requests",
+            "5",
+            "--step-max-duration",
+            "40s",
+            "--step-drain",
+            "20s",
+            // The knee here is the server's: a busy CI machine must not turn
+            // steps into generator-limited ones.
+            "--max-lateness-ms",
+            "50",
+            "--disable-tqdm",
+            "-o",
+            out_path.to_str().unwrap(),
+        ],
+        Duration::from_secs(300),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("{stdout}\n{stderr}");
+    eprintln!("sweep took {:.0} s", started.elapsed().as_secs_f64());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "a knee must be found\nserver log:\n{}",
+        server.log()
+    );
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&out_path).unwrap()).unwrap();
+    assert!(json["complete"].as_bool().unwrap());
+    assert_eq!(json["workload"]["model"], "smollm2");
+    let last_pass = f(&json["knee"]["last_pass"]);
+    let first_fail = f(&json["knee"]["first_fail"]);
+    assert!(
+        last_pass < first_fail && first_fail.is_finite(),
+        "knee {last_pass}..{first_fail}"
+    );
+    assert!(
+        last_pass < mu && first_fail > 0.3 * mu,
+        "knee {last_pass}..{first_fail} vs measured capacity μ ≈ {mu:.2} req/s"
+    );
+    for step in json["steps"].as_array().unwrap() {
+        let load = f(&step["load"]);
+        assert_eq!(
+            step["queue_source"], "llamacpp",
+            "load {load}: gauges scraped"
+        );
+        let queue = step["queue"].as_array().unwrap();
+        assert!(
+            queue.len() >= 10,
+            "load {load}: a series sampled every 250 ms"
+        );
+        let max_waiting = f(&step["max_waiting"]);
+        let max_running = queue
+            .iter()
+            .filter_map(|q| q["running"].as_f64())
+            .fold(0.0, f64::max);
+        eprintln!(
+            "load {load}: verdict {}, max waiting {max_waiting}, max running {max_running}",
+            step["verdict"]
+        );
+        assert!(max_running > 0.0, "load {load}: requests_processing seen");
+        if load >= first_fail {
+            assert!(
+                max_waiting > 0.0,
+                "load {load} is above the knee: llama.cpp must defer requests"
+            );
+        } else {
+            assert_eq!(step["failed"], 0, "load {load}");
+            assert_eq!(
+                max_waiting, 0.0,
+                "load {load} is below the knee: no request waits for a slot"
+            );
+        }
+    }
+}
