@@ -74,6 +74,8 @@ pub struct Prepared {
     pub model_id: String,
     pub request_id_prefix: String,
     pub warmups_ok: Option<(usize, usize)>,
+    /// `--save-detailed`: keep every ITL gap (no folding).
+    pub save_detailed: bool,
 }
 
 /// Connect, resolve the model, build the workload, ready-check and warm up.
@@ -98,6 +100,7 @@ pub async fn prepare(cfg: &RunConfig, server: &Server) -> Result<Prepared> {
     ready_check(&client, &specs[0], cfg.load.ready_check_timeout).await?;
     let warmups_ok = warm_up(&client, &specs[0], cfg, &request_id_prefix).await;
     Ok(Prepared {
+        save_detailed: cfg.output.save_detailed,
         client,
         specs: Arc::new(specs),
         tokenizer,
@@ -154,6 +157,8 @@ pub async fn run_level_with(
         max_concurrency,
         request_id_prefix: p.request_id_prefix.clone(),
         grace: GRACE,
+        // A sweep step (cancel_at set) slices records by time: keep them whole.
+        fold_itl: cancel_at.is_none() && !p.save_detailed,
         cancel_at,
     };
     let mut out = engine::run(p.client.clone(), plan, progress, interrupt).await;
@@ -181,7 +186,7 @@ async fn run_against(
     if let Some(s) = cfg.shard {
         shard::apply::renumber(s, &mut out.records, globals.as_deref());
     }
-    let summary = summarize(&out.records, out.duration, cfg);
+    let summary = summarize(&out, cfg);
     let generator = generator_verdict(&summary, cfg, scheduled, &check);
     let shard_run = cfg
         .shard
@@ -239,7 +244,7 @@ fn shard_run(
         window_start_unix_s: start,
         window_end_unix_s: start + out.duration.as_secs_f64(),
         counters: ShardCounters::from_records(&out.records, cfg.stats.goodput.as_ref()),
-        hists: RunHists::from_records(&out.records),
+        hists: RunHists::from_records_and_fold(&out.records, out.fold.as_ref()),
         generator_limited: limited,
         interrupted: out.interrupted,
     };
@@ -454,8 +459,12 @@ fn resolve_output_counts(records: &mut [RequestRecord], tokenizer: Option<&Token
     }
 }
 
-fn summarize(records: &[RequestRecord], duration: Duration, cfg: &RunConfig) -> Summary {
-    let mut s = stats::summarize(records, duration, &cfg.stats);
+fn summarize(out: &engine::EngineOutput, cfg: &RunConfig) -> Summary {
+    let (records, duration) = (&out.records, out.duration);
+    let mut s = match &out.fold {
+        Some(fold) => stats::summarize_folded(records, duration, &cfg.stats, fold),
+        None => stats::summarize(records, duration, &cfg.stats),
+    };
     // kneecap's own block always carries p50/p90/p99/p99.9, whatever --metric-percentiles says.
     let own = stats::StatsOptions {
         percentiles: KNEECAP_PERCENTILES.to_vec(),

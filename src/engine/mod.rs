@@ -7,6 +7,7 @@ pub mod limits;
 pub mod probe;
 
 use crate::client::http::HttpClient;
+use crate::metrics::fold::ItlFold;
 use crate::metrics::{ErrorKind, RequestError, RequestRecord};
 use crate::workload::RequestSpec;
 use dispatch::Release;
@@ -40,6 +41,9 @@ pub struct LoadPlan {
     /// step's drain limit). `None`: wait for every request (bounded by the
     /// per-request timeout).
     pub cancel_at: Option<Duration>,
+    /// Fold ITL gaps into a histogram past [`crate::metrics::fold::FOLD_AFTER_ITLS`]
+    /// (off when per-request detail is wanted, or a sweep slices records by time).
+    pub fold_itl: bool,
 }
 
 /// What the engine observed.
@@ -52,6 +56,23 @@ pub struct EngineOutput {
     pub started_at: SystemTime,
     /// True when the run was stopped by Ctrl-C / SIGTERM.
     pub interrupted: bool,
+    /// The folded ITL gaps, when `fold_itl` was set.
+    pub fold: Option<ItlFold>,
+}
+
+/// Finished records, and the fold that keeps a long run's memory bounded.
+struct Finished {
+    records: Vec<RequestRecord>,
+    fold: Option<ItlFold>,
+}
+
+impl Finished {
+    fn push(&mut self, mut rec: RequestRecord) {
+        if let Some(fold) = self.fold.as_mut() {
+            fold.admit(&mut rec, &mut self.records);
+        }
+        self.records.push(rec);
+    }
 }
 
 /// Shared state of a running load level.
@@ -85,7 +106,10 @@ pub async fn run(
     });
     let stop_dispatch = Arc::new(AtomicBool::new(false));
     let mut tasks = JoinSet::new();
-    let mut records = Vec::with_capacity(ctx.specs.len());
+    let mut records = Finished {
+        records: Vec::with_capacity(ctx.specs.len()),
+        fold: plan.fold_itl.then(ItlFold::default),
+    };
     let mut interrupted = false;
     {
         let dispatch = release_all(
@@ -116,6 +140,7 @@ pub async fn run(
     )
     .await;
     let duration = ctx.t0.elapsed();
+    let Finished { mut records, fold } = records;
     records.sort_by_key(|r| r.index);
     ctx.progress.finish_and_clear();
     EngineOutput {
@@ -123,6 +148,7 @@ pub async fn run(
         duration,
         started_at,
         interrupted,
+        fold,
     }
 }
 
@@ -142,7 +168,7 @@ async fn release_all(
     releases: &Releases,
     stop: &Arc<AtomicBool>,
     tasks: &mut JoinSet<RequestRecord>,
-    records: &mut Vec<RequestRecord>,
+    records: &mut Finished,
 ) {
     match releases {
         Releases::Scheduled(due) => {
@@ -185,7 +211,7 @@ async fn release_all(
 }
 
 /// Move the records of finished tasks out of the set, without waiting.
-fn reap(tasks: &mut JoinSet<RequestRecord>, records: &mut Vec<RequestRecord>) {
+fn reap(tasks: &mut JoinSet<RequestRecord>, records: &mut Finished) {
     while let Some(done) = tasks.try_join_next() {
         // A panicked task has nothing to record (should not happen).
         if let Ok(rec) = done {
@@ -198,7 +224,7 @@ fn reap(tasks: &mut JoinSet<RequestRecord>, records: &mut Vec<RequestRecord>) {
 /// cancel. Returns whether the run was interrupted.
 async fn drain(
     tasks: &mut JoinSet<RequestRecord>,
-    records: &mut Vec<RequestRecord>,
+    records: &mut Finished,
     mut interrupted: bool,
     grace: Duration,
     cancel_at: Option<tokio::time::Instant>,

@@ -1,7 +1,9 @@
 //! Metrics: per-request records (what the engine observed), the one stats
 //! module that turns them into vLLM-defined numbers, and the mergeable
-//! histograms of [`hist`]. Nothing here does I/O.
+//! histograms of [`hist`], and [`fold`], which bounds a long run's memory.
+//! Nothing here does I/O.
 
+pub mod fold;
 pub mod hist;
 pub mod record;
 pub mod stats;
