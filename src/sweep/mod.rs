@@ -13,6 +13,7 @@ pub mod drive;
 pub mod health;
 pub mod knee;
 pub mod slo;
+pub mod slo_hist;
 pub mod steady;
 #[cfg(test)]
 mod testing;
