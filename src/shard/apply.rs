@@ -156,8 +156,10 @@ pub async fn wait_for_slot(slot: StartAt) -> Option<f64> {
     if behind > 0 {
         return Some(behind as f64 / 1e6);
     }
-    tokio::time::sleep(Duration::from_nanos((-behind) as u64).saturating_sub(Duration::from_millis(5)))
-        .await;
+    tokio::time::sleep(
+        Duration::from_nanos((-behind) as u64).saturating_sub(Duration::from_millis(5)),
+    )
+    .await;
     loop {
         let left = slot.0 - now().0;
         if left <= 0 {

@@ -4,8 +4,8 @@
 
 use super::knee::{self, StepPoint, StepVerdict};
 use super::rows::{
-    dist, due_times, exit_code, finish, goodput_slo, mean, point, queue_stats, slo_row,
-    step_line, steady_row, verdict_name,
+    dist, due_times, exit_code, finish, goodput_slo, mean, point, queue_stats, slo_row, steady_row,
+    step_line, verdict_name,
 };
 use super::{health, slo, steady, StepVerdictInput};
 use crate::cli::sweep::{SweepArgs, SweepMode};

@@ -12,7 +12,7 @@
 pub mod drive;
 pub mod health;
 pub mod knee;
-mod rows;
+pub(crate) mod rows;
 mod sharded;
 pub mod slo;
 pub mod slo_hist;

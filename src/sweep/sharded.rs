@@ -147,7 +147,10 @@ fn identity(
         ("sweep_loads", format!("{loads:?}")),
         ("sweep_timing", format!("{:?}", cfg.timing)),
         ("sweep_max_error_rate", cfg.max_error_rate.to_string()),
-        ("sweep_max_lateness_ms", format!("{:?}", cfg.max_lateness_ms)),
+        (
+            "sweep_max_lateness_ms",
+            format!("{:?}", cfg.max_lateness_ms),
+        ),
     ];
     ShardIdentity {
         shard: me,

@@ -202,11 +202,7 @@ pub fn combine(parts: &[Steadiness], span_s: f64, thresholds: &SteadyThresholds)
     };
     let due = (s.offered_rate * span_s).round() as usize;
     let finished = (s.achieved_rate * span_s).round();
-    s.throughput_ratio = if due == 0 {
-        0.0
-    } else {
-        finished / due as f64
-    };
+    s.throughput_ratio = if due == 0 { 0.0 } else { finished / due as f64 };
     s.littles_gap =
         (s.mean_in_flight > 0.0).then(|| (s.mean_in_flight - work).abs() / s.mean_in_flight);
     s.reasons = unsteady_reasons(&s, due, span_s, thresholds);

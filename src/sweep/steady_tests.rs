@@ -261,10 +261,22 @@ fn combined_shards_get_the_single_process_verdict_on_their_union() {
             ("achieved", merged.achieved_rate, whole.achieved_rate),
             ("ratio", merged.throughput_ratio, whole.throughput_ratio),
             ("L", merged.mean_in_flight, whole.mean_in_flight),
-            ("W", merged.mean_time_in_system_s, whole.mean_time_in_system_s),
-            ("slope", merged.in_flight_slope_per_s, whole.in_flight_slope_per_s),
+            (
+                "W",
+                merged.mean_time_in_system_s,
+                whole.mean_time_in_system_s,
+            ),
+            (
+                "slope",
+                merged.in_flight_slope_per_s,
+                whole.in_flight_slope_per_s,
+            ),
             ("end", merged.in_flight_end, whole.in_flight_end),
-            ("gap", merged.littles_gap.unwrap(), whole.littles_gap.unwrap()),
+            (
+                "gap",
+                merged.littles_gap.unwrap(),
+                whole.littles_gap.unwrap(),
+            ),
         ] {
             assert!(close(a, b, 1e-9 * b.abs().max(1.0)), "{name}: {a} vs {b}");
         }
