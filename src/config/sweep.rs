@@ -80,11 +80,6 @@ impl TryFrom<&SweepArgs> for SweepConfig {
 
     fn try_from(a: &SweepArgs) -> Result<Self> {
         let run = RunConfig::try_from(&a.run)?;
-        if run.shard.is_some() || run.start_at.is_some() {
-            // Each shard would judge steps on its own share and the adaptive
-            // search could diverge between shards; not supported yet.
-            bail!("--shard/--start-at are not supported by `kneecap sweep` yet; shard `kneecap run` per load level and merge those");
-        }
         let sim = matches!(run.target, Target::Sim { .. });
         if !(0.0..=1.0).contains(&a.max_error_rate) {
             bail!(
@@ -99,11 +94,13 @@ impl TryFrom<&SweepArgs> for SweepConfig {
             );
         }
         let timing = timing(a, sim)?;
+        let plan = plan(a, sim)?;
+        check_shard(&run, &plan, a.mode)?;
         Ok(SweepConfig {
             slos: slos(a)?,
             max_error_rate: a.max_error_rate,
             mode: a.mode,
-            plan: plan(a, sim)?,
+            plan,
             timing,
             metrics_url: a.metrics_url.clone(),
             max_lateness_ms: positive(a.max_lateness_ms, "--max-lateness-ms")?,
@@ -112,6 +109,30 @@ impl TryFrom<&SweepArgs> for SweepConfig {
             run,
         })
     }
+}
+
+/// `--shard` on a sweep: a fixed step list (with the automatic search each
+/// shard would judge steps on its own share of the load, and the shards'
+/// searches would drift apart), a common `--start-at` (the step slots count
+/// from it), and at least one stream per shard at every listed concurrency.
+fn check_shard(run: &RunConfig, plan: &SearchPlan, mode: SweepMode) -> Result<()> {
+    let Some(shard) = run.shard else {
+        return Ok(());
+    };
+    let SearchPlan::List(loads) = plan else {
+        bail!("--shard {shard}: a sharded sweep needs a fixed step list (--rates a,b,c or --mode concurrency --concurrencies a,b,c); with the automatic search each shard would judge steps on its share of the load and the shards would drift apart");
+    };
+    if run.start_at.is_none() {
+        bail!("--shard {shard}: a sharded sweep needs --start-at (a common start a few seconds ahead): every shard runs step k in the same wall-clock slot counted from it");
+    }
+    if mode == SweepMode::Concurrency {
+        for &c in loads {
+            shard
+                .concurrency(c.round() as usize, "--concurrencies")
+                .map_err(anyhow::Error::msg)?;
+        }
+    }
+    Ok(())
 }
 
 fn positive(v: Option<f64>, flag: &str) -> Result<Option<f64>> {

@@ -8,7 +8,8 @@ use serde_json::Value;
 use std::process::ExitCode;
 
 /// Run `kneecap merge`. Exit 0 ok; 2 when the set is invalid (missing,
-/// duplicated or mismatched shards) or a shard was interrupted.
+/// duplicated or mismatched shards) or a shard was interrupted; for sweeps,
+/// 1 when no step passed, as a single-process sweep.
 pub fn execute(args: &MergeArgs) -> Result<ExitCode> {
     let mut docs = Vec::new();
     for path in &args.files {
@@ -30,7 +31,7 @@ pub fn execute(args: &MergeArgs) -> Result<ExitCode> {
         .count();
     match sweeps {
         0 => merge_runs(docs, args),
-        _ if sweeps == docs.len() => bail!("merge: sweep results cannot be merged yet (`kneecap sweep --shard` is not supported); shard `kneecap run` per load level"),
+        _ if sweeps == docs.len() => merge_sweeps(docs, args),
         _ => bail!("merge: some files are sweep results and some are run results; give the shards of one run or of one sweep"),
     }
 }
@@ -54,4 +55,26 @@ fn merge_runs(docs: Vec<(String, Value)>, args: &MergeArgs) -> Result<ExitCode> 
     } else {
         ExitCode::SUCCESS
     })
+}
+
+fn merge_sweeps(docs: Vec<(String, Value)>, args: &MergeArgs) -> Result<ExitCode> {
+    let mut shards = Vec::new();
+    for (name, v) in docs {
+        let text = serde_json::to_string(&v)?;
+        let result = match crate::compare::input::parse(&text) {
+            Ok(crate::compare::input::Input::Sweep(s)) => *s,
+            Ok(_) => bail!("{name}: not a kneecap sweep"),
+            Err(e) => bail!("{name}: {e}"),
+        };
+        shards.push(super::sweep::read(&name, result).map_err(anyhow::Error::msg)?);
+    }
+    let n = shards.len();
+    let result = super::sweep::merge(shards).map_err(anyhow::Error::msg)?;
+    print!("{}", crate::report::table::render(&result));
+    println!("{}", crate::report::chart::render(&result, 100));
+    if let Some(o) = &args.output {
+        save::write_atomic(o, &serde_json::to_vec_pretty(&result)?)?;
+        eprintln!("kneecap: merged {n} sweep shards into {}", o.display());
+    }
+    Ok(crate::sweep::rows::exit_code(&result))
 }

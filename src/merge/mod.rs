@@ -10,6 +10,7 @@
 //! latest end over all shards.
 pub mod command;
 pub mod run;
+pub mod sweep;
 
 use crate::metrics::hist::RunHists;
 use crate::report::shard::{ShardCounters, ShardIdentity, ShardPart};

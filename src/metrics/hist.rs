@@ -184,6 +184,15 @@ impl LatencyHist {
         us / 1e3
     }
 
+    /// The `k`-th smallest sample (0-based) in ms, as its bucket midpoint
+    /// (exact below 2.048 ms); 0 when empty.
+    pub fn nth_ms(&self, k: u64) -> f64 {
+        if self.count() == 0 {
+            return 0.0;
+        }
+        self.nth_us(k.min(self.count() - 1)) / 1e3
+    }
+
     /// The value (bucket midpoint, µs) of the `k`-th smallest sample, 0-based.
     fn nth_us(&self, k: u64) -> f64 {
         let mut seen = 0u64;

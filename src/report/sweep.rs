@@ -37,6 +37,13 @@ pub struct SweepResult {
     pub interrupted: bool,
     /// True once the search finished (false while running or if interrupted).
     pub complete: bool,
+    /// A shard's file (`--shard i/N`): its identity (`kneecap merge` reads it);
+    /// its steps hold only its share of the load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<serde_json::Value>,
+    /// A merged sharded sweep: which shards, how well their steps aligned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged: Option<serde_json::Value>,
 }
 
 /// Workload shape printed beside the knee.
@@ -113,6 +120,14 @@ pub struct StepResult {
     pub mean_running: Option<f64>,
     pub errors_by_kind: std::collections::BTreeMap<String, u64>,
     pub first_errors: Vec<String>,
+    /// Due offsets (s from the step start) of every request of the step, sorted
+    /// (`--save-detailed` only): the intended schedule.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub due_times_s: Vec<f64>,
+    /// A shard's step: counters, histograms and steady-state inputs that
+    /// `kneecap merge` adds up (see `kneecap::sweep::sharded`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<serde_json::Value>,
 }
 
 /// A distribution summary in milliseconds.

@@ -147,3 +147,24 @@ pub fn unix_s(t: SystemTime) -> f64 {
         Err(e) => -e.duration().as_secs_f64(),
     }
 }
+
+/// Sleep until a sweep step's slot (see [`super::step_starts`]). Returns how
+/// far (ms) the slot was already past when the shard got to it — the previous
+/// step overran its slot — or `None` when the shard was on time and waited.
+pub async fn wait_for_slot(slot: StartAt) -> Option<f64> {
+    let behind = now().0 - slot.0;
+    if behind > 0 {
+        return Some(behind as f64 / 1e6);
+    }
+    tokio::time::sleep(
+        Duration::from_nanos((-behind) as u64).saturating_sub(Duration::from_millis(5)),
+    )
+    .await;
+    loop {
+        let left = slot.0 - now().0;
+        if left <= 0 {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_nanos(left as u64)).await;
+    }
+}

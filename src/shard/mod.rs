@@ -16,8 +16,8 @@
 //! **Concurrency.** A closed loop of C streams gives shard i `⌊C/N⌋`, plus one
 //! when `i < C mod N`; a shard that would get 0 streams is an error.
 //!
-//! **Sweep slots** (the rule for sharded sweeps, which `kneecap sweep` does
-//! not run yet; [`step_starts`] computes it). Step k starts at
+//! **Sweep slots** (the rule for sharded sweeps; [`step_starts`] computes it,
+//! `kneecap sweep --shard` follows it). Step k starts at
 //! `start_at + Σ_{j<k} slot_j`, where `slot_j = step length + drain +`
 //! [`SLOT_MARGIN`]. The slots are fixed in advance from the step timing, so
 //! every shard runs step k in the same wall-clock window even if one finishes

@@ -3,15 +3,19 @@
 //! and rewrite the sweep JSON after every step so an interruption loses nothing.
 
 use super::knee::{self, StepPoint, StepVerdict};
+use super::rows::{
+    dist, due_times, exit_code, finish, goodput_slo, mean, point, queue_stats, slo_row, steady_row,
+    step_line, verdict_name,
+};
 use super::{health, slo, steady, StepVerdictInput};
 use crate::cli::sweep::{SweepArgs, SweepMode};
 use crate::client::scrape::{QueueSample, Scraper};
 use crate::config::sweep::{StepTiming, SweepConfig};
-use crate::engine::{probe, Releases};
-use crate::metrics::stats::{self, Distribution, StatsOptions};
+use crate::engine::{self, probe, Releases};
+use crate::metrics::stats::{self, StatsOptions};
 use crate::metrics::RequestRecord;
-use crate::report::sweep::{self as model, Dist, KneeSummary, StepResult, SweepResult};
-use crate::run::{self as runner, Prepared};
+use crate::report::sweep::{self as model, StepResult, SweepResult};
+use crate::run::{self as runner, Level, Prepared};
 use crate::schedule::{self, Arrival};
 use crate::target::{self, Server};
 use anyhow::Result;
@@ -22,23 +26,27 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 /// Percentiles every step computes.
-const STEP_PERCENTILES: [f64; 4] = [50.0, 90.0, 99.0, 99.9];
+pub(crate) const STEP_PERCENTILES: [f64; 4] = [50.0, 90.0, 99.0, 99.9];
 /// Queue gauge sampling period.
 const SCRAPE_EVERY: Duration = Duration::from_millis(250);
 /// Event-loop lag probe period.
 const LAG_EVERY: Duration = Duration::from_millis(10);
 
 /// Everything a step needs.
-struct Ctx<'a> {
-    cfg: &'a SweepConfig,
-    server: &'a Server,
-    prepared: Prepared,
-    scraper: Option<Scraper>,
+pub(super) struct Ctx<'a> {
+    pub(super) cfg: &'a SweepConfig,
+    pub(super) server: &'a Server,
+    pub(super) prepared: Prepared,
+    pub(super) scraper: Option<Scraper>,
 }
 
 /// Run `kneecap sweep`.
 pub async fn execute(args: &SweepArgs, interrupt: watch::Receiver<bool>) -> Result<ExitCode> {
     let cfg = SweepConfig::try_from(args)?;
+    if let Some(start) = cfg.run.start_at {
+        crate::shard::wait_for_start(start, crate::shard::apply::now())
+            .map_err(anyhow::Error::msg)?;
+    }
     runner::check_os_limits(&cfg.run)?;
     check_sweep_concurrency(&cfg)?;
     let out_path = output_path(&cfg);
@@ -61,6 +69,12 @@ pub async fn execute(args: &SweepArgs, interrupt: watch::Receiver<bool>) -> Resu
         eprintln!("kneecap: HTML report written to {}", html.display());
     }
     eprintln!("kneecap: sweep JSON written to {}", out_path.display());
+    if cfg.run.shard.is_some() && !result.interrupted {
+        // A shard's verdicts judge only its share; the sweep's verdict (and
+        // exit status) comes from `kneecap merge`. Exiting 1 here would also
+        // fail a Kubernetes Indexed Job and stop the other shards.
+        return Ok(ExitCode::SUCCESS);
+    }
     Ok(exit_code(&result))
 }
 
@@ -79,16 +93,6 @@ fn check_sweep_concurrency(cfg: &SweepConfig) -> Result<()> {
     crate::engine::limits::check_concurrency(top.ceil() as usize, sim, limit).map_err(|e| {
         anyhow::anyhow!("{e} (the sweep may reach {top} streams; see --max-load / --concurrencies)")
     })
-}
-
-fn exit_code(r: &SweepResult) -> ExitCode {
-    if r.interrupted {
-        ExitCode::from(2)
-    } else if r.knee.last_pass.is_none() {
-        ExitCode::from(1) // not even the lowest load met the SLO
-    } else {
-        ExitCode::SUCCESS
-    }
 }
 
 fn output_path(cfg: &SweepConfig) -> PathBuf {
@@ -117,29 +121,64 @@ async fn sweep(
     };
     let mut result = new_result(&ctx);
     announce(&ctx, &result);
-    let mut history: Vec<StepPoint> = Vec::new();
-    while let Some(load) = knee::next_load(&cfg.plan, &history) {
-        let refining = history.iter().any(|p| p.verdict == StepVerdict::Fail);
-        let mut step = run_step(&ctx, history.len(), load, refining, interrupt.clone()).await;
-        if *interrupt.borrow() {
-            // A step cut short proves nothing: keep its data, not its verdict.
-            step.verdict = "interrupted".into();
-            step.reasons
-                .insert(0, "interrupted by signal before the step finished".into());
-            eprintln!("{}", step_line(&step, result.load_unit()));
-            result.steps.push(step);
-            result.interrupted = true;
-            break;
+    if cfg.run.shard.is_none() {
+        if let Some(start) = cfg.run.start_at {
+            crate::shard::apply::wait_until(start).await?;
         }
-        eprintln!("{}", step_line(&step, result.load_unit()));
-        history.push(point(&step));
-        result.steps.push(step);
-        finish(&mut result, &history);
-        save(&result, out)?;
+    }
+    if cfg.run.shard.is_some() {
+        super::sharded::run(&ctx, &mut result, out, interrupt).await?;
+    } else {
+        search(&ctx, &mut result, out, interrupt).await?;
     }
     result.complete = !result.interrupted;
     save(&result, out)?;
     Ok(result)
+}
+
+/// The single-process search: the next load depends on the verdicts so far.
+async fn search(
+    ctx: &Ctx<'_>,
+    result: &mut SweepResult,
+    out: &Path,
+    interrupt: watch::Receiver<bool>,
+) -> Result<()> {
+    let mut history: Vec<StepPoint> = Vec::new();
+    while let Some(load) = knee::next_load(&ctx.cfg.plan, &history) {
+        let refining = history.iter().any(|p| p.verdict == StepVerdict::Fail);
+        let step = run_step(ctx, history.len(), load, refining, interrupt.clone()).await;
+        if !keep_step(result, &mut history, step, *interrupt.borrow(), out)? {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Add a finished step to the result and save it; false when the sweep must
+/// stop (interrupted: a step cut short proves nothing — its data is kept, not
+/// its verdict).
+pub(super) fn keep_step(
+    result: &mut SweepResult,
+    history: &mut Vec<StepPoint>,
+    mut step: StepResult,
+    interrupted: bool,
+    out: &Path,
+) -> Result<bool> {
+    if interrupted {
+        step.verdict = "interrupted".into();
+        step.reasons
+            .insert(0, "interrupted by signal before the step finished".into());
+        eprintln!("{}", step_line(&step, result.load_unit()));
+        result.steps.push(step);
+        result.interrupted = true;
+        return Ok(false);
+    }
+    eprintln!("{}", step_line(&step, result.load_unit()));
+    history.push(point(&step));
+    result.steps.push(step);
+    finish(result, history);
+    save(result, out)?;
+    Ok(true)
 }
 
 fn new_result(ctx: &Ctx<'_>) -> SweepResult {
@@ -230,7 +269,42 @@ async fn run_step(
         cfg.timing.clone()
     };
     let (releases, length, cap) = step_releases(cfg, &timing, index, load);
-    let cancel_at = Some(length + timing.drain);
+    let level = Level {
+        releases,
+        specs: ctx.prepared.specs.clone(),
+        max_concurrency: cap,
+        cancel_at: Some(length + timing.drain),
+    };
+    let m = measure(ctx, level, interrupt).await;
+    let evidence = Evidence {
+        records: &m.out.records,
+        window: (timing.warmup, length),
+        queue: m.queue,
+        source: m.source,
+        check: m.check,
+    };
+    let mut step = judge_step(cfg, load, evidence);
+    if cfg.run.output.save_detailed {
+        step.due_times_s = due_times(&m.out.records);
+    }
+    step
+}
+
+/// What running one step left: the engine's records, the generator's
+/// self-check and the server's queue gauges.
+pub(super) struct Measured {
+    pub(super) out: engine::EngineOutput,
+    pub(super) check: probe::SelfCheck,
+    pub(super) source: Option<String>,
+    pub(super) queue: Vec<QueueSample>,
+}
+
+/// Run one load level while scraping the server's queue gauges.
+pub(super) async fn measure(
+    ctx: &Ctx<'_>,
+    level: Level,
+    interrupt: watch::Receiver<bool>,
+) -> Measured {
     let (stop_tx, stop_rx) = watch::channel(false);
     let t0 = Instant::now();
     let scrape = async {
@@ -239,28 +313,25 @@ async fn run_step(
             None => (None, Vec::new()),
         }
     };
-    let progress = runner::progress_bar(cfg.run.output.progress, &releases);
+    let progress = runner::progress_bar(ctx.cfg.run.output.progress, &level.releases);
     let run = async {
-        let level = runner::run_level(&ctx.prepared, releases, cap, cancel_at, progress, interrupt);
+        let level = runner::run_level_with(&ctx.prepared, level, progress, interrupt);
         let out = probe::self_checked(level, LAG_EVERY).await;
         let _ = stop_tx.send(true);
         out
     };
     let ((out, check), (source, queue)) = tokio::join!(run, scrape);
-    let window = (timing.warmup, length);
-    let evidence = Evidence {
-        records: &out.records,
-        window,
-        queue,
-        source: source.map(|s| format!("{s:?}").to_lowercase()),
+    Measured {
+        out,
         check,
-    };
-    judge_step(cfg, load, evidence)
+        source: source.map(|s| format!("{s:?}").to_lowercase()),
+        queue,
+    }
 }
 
 /// Releases for one step: a Poisson/gamma schedule at `load` req/s, or a
 /// closed loop of `load` streams. Seeded per step so reruns are identical.
-fn step_releases(
+pub(super) fn step_releases(
     cfg: &SweepConfig,
     timing: &StepTiming,
     index: usize,
@@ -298,15 +369,15 @@ fn step_releases(
 }
 
 /// What a step left behind.
-struct Evidence<'a> {
-    records: &'a [RequestRecord],
-    window: (Duration, Duration),
-    queue: Vec<QueueSample>,
-    source: Option<String>,
-    check: probe::SelfCheck,
+pub(super) struct Evidence<'a> {
+    pub(super) records: &'a [RequestRecord],
+    pub(super) window: (Duration, Duration),
+    pub(super) queue: Vec<QueueSample>,
+    pub(super) source: Option<String>,
+    pub(super) check: probe::SelfCheck,
 }
 
-fn judge_step(cfg: &SweepConfig, load: f64, e: Evidence<'_>) -> StepResult {
+pub(super) fn judge_step(cfg: &SweepConfig, load: f64, e: Evidence<'_>) -> StepResult {
     let (w0, w1) = e.window;
     let in_window: Vec<RequestRecord> = e
         .records
@@ -316,7 +387,7 @@ fn judge_step(cfg: &SweepConfig, load: f64, e: Evidence<'_>) -> StepResult {
         .collect();
     let opts = StatsOptions {
         percentiles: STEP_PERCENTILES.to_vec(),
-        goodput: goodput_slo(cfg),
+        goodput: goodput_slo(&cfg.slos),
     };
     let summary = stats::summarize(&in_window, w1 - w0, &opts);
     let ok: Vec<RequestRecord> = in_window.iter().filter(|r| r.is_ok()).cloned().collect();
@@ -417,159 +488,11 @@ fn judge_step(cfg: &SweepConfig, load: f64, e: Evidence<'_>) -> StepResult {
             .take(5)
             .map(|x| x.message.clone()) // redacted by the client at the source
             .collect(),
+        ..Default::default()
     }
 }
 
-/// vLLM-style goodput counts requests meeting every per-request SLO; built
-/// from the SLOs that have a per-request meaning (TTFT, TPOT, E2EL bounds).
-fn goodput_slo(cfg: &SweepConfig) -> Option<stats::GoodputSlo> {
-    let mut g = stats::GoodputSlo::default();
-    for s in &cfg.slos {
-        match s.metric {
-            slo::SloMetric::Ttft => {
-                g.ttft_ms = Some(g.ttft_ms.map_or(s.threshold_ms, |v| v.min(s.threshold_ms)))
-            }
-            slo::SloMetric::Tpot => {
-                g.tpot_ms = Some(g.tpot_ms.map_or(s.threshold_ms, |v| v.min(s.threshold_ms)))
-            }
-            slo::SloMetric::E2el => {
-                g.e2el_ms = Some(g.e2el_ms.map_or(s.threshold_ms, |v| v.min(s.threshold_ms)))
-            }
-            slo::SloMetric::Itl => {}
-        }
-    }
-    (g != stats::GoodputSlo::default()).then_some(g)
-}
-
-fn queue_stats(
-    q: &[QueueSample],
-    w0: Duration,
-    w1: Duration,
-) -> (Option<f64>, Option<f64>, Option<f64>) {
-    let inside: Vec<&QueueSample> = q
-        .iter()
-        .filter(|s| s.t_s >= w0.as_secs_f64() && s.t_s < w1.as_secs_f64())
-        .collect();
-    let waiting: Vec<f64> = inside.iter().filter_map(|s| s.waiting).collect();
-    let running: Vec<f64> = inside.iter().filter_map(|s| s.running).collect();
-    let mean_of = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
-    (
-        mean_of(&waiting),
-        waiting.iter().copied().reduce(f64::max),
-        mean_of(&running),
-    )
-}
-
-fn mean(it: impl Iterator<Item = f64>) -> f64 {
-    let (sum, n) = it.fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
-    if n == 0 {
-        0.0
-    } else {
-        sum / n as f64
-    }
-}
-
-fn dist(d: &Distribution) -> Dist {
-    let p = |q: f64| d.percentile_ms(q).unwrap_or(0.0);
-    Dist {
-        count: d.count,
-        mean: d.mean_ms,
-        p50: p(50.0),
-        p90: p(90.0),
-        p99: p(99.0),
-        p999: p(99.9),
-        max: d.max_ms,
-    }
-}
-
-fn slo_row(o: &slo::SloOutcome) -> model::SloOutcomeRow {
-    model::SloOutcomeRow {
-        slo: o.slo.to_string(),
-        observed_ms: o.observed_ms.unwrap_or(f64::NAN),
-        pass: o.pass,
-        samples: o.samples,
-        tail_samples: o.tail_samples,
-        warning: o.warning.clone(),
-    }
-}
-
-fn steady_row(s: &steady::Steadiness) -> model::SteadyRow {
-    model::SteadyRow {
-        steady: s.steady,
-        throughput_ratio: s.throughput_ratio,
-        mean_in_flight: s.mean_in_flight,
-        mean_time_in_system_s: s.mean_time_in_system_s,
-        littles_gap: s.littles_gap.unwrap_or(0.0),
-        in_flight_slope_per_s: s.in_flight_slope_per_s,
-        backlog_at_end: s.backlog_at_end,
-        reasons: s.reasons.clone(),
-    }
-}
-
-fn verdict_name(v: StepVerdict) -> &'static str {
-    match v {
-        StepVerdict::Pass => "pass",
-        StepVerdict::Fail => "fail",
-        StepVerdict::GeneratorLimited => "generator_limited",
-    }
-}
-
-fn point(s: &StepResult) -> StepPoint {
-    let verdict = match s.verdict.as_str() {
-        "pass" => StepVerdict::Pass,
-        "generator_limited" => StepVerdict::GeneratorLimited,
-        _ => StepVerdict::Fail,
-    };
-    StepPoint {
-        load: s.load,
-        verdict,
-        achieved_rate: s.achieved_rate,
-        offered_rate: s.offered_rate,
-        steady: s.steady.steady,
-        goodput: s.goodput,
-        mean_waiting: s.mean_waiting,
-    }
-}
-
-/// Recompute the knee, μ and queue onset from the steps so far.
-fn finish(r: &mut SweepResult, history: &[StepPoint]) {
-    let k = knee::knee(history);
-    r.knee = KneeSummary {
-        last_pass: k.last_pass,
-        first_fail: k.first_fail,
-        goodput_at_knee: k.goodput_at_knee,
-        bounded_by_generator: k.bounded_by_generator,
-        non_monotonic: k.non_monotonic,
-    };
-    // Open loop: an overloaded step's throughput is μ. Closed loop never
-    // overloads the client's way; there the server's own queue says when the
-    // batch was full and throughput had reached μ.
-    r.service_rate_estimate = match r.mode.as_str() {
-        "concurrency" => knee::service_rate_from_queue(history),
-        _ => knee::service_rate_estimate(history),
-    };
-    r.queue_onset_load = knee::queue_onset(history);
-}
-
-fn step_line(s: &StepResult, unit: &str) -> String {
-    let verdict = match s.verdict.as_str() {
-        "pass" => "PASS",
-        "fail" => "FAIL",
-        "interrupted" => "INTERRUPTED",
-        _ => "GEN-LIMITED",
-    };
-    let why = s
-        .reasons
-        .first()
-        .map(|r| format!(" — {r}"))
-        .unwrap_or_default();
-    format!(
-        "  step {:>8.2} {unit}: achieved {:>7.2} req/s, p99 TTFT {:>8.1} ms, {} requests → {verdict}{why}",
-        s.load, s.achieved_rate, s.ttft_ms.p99, s.n_requests
-    )
-}
-
-fn save(r: &SweepResult, path: &Path) -> Result<()> {
+pub(super) fn save(r: &SweepResult, path: &Path) -> Result<()> {
     let text = serde_json::to_vec_pretty(r)?;
     crate::report::save::write_atomic(path, &text)
 }

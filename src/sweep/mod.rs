@@ -12,7 +12,10 @@
 pub mod drive;
 pub mod health;
 pub mod knee;
+pub(crate) mod rows;
+mod sharded;
 pub mod slo;
+pub mod slo_hist;
 pub mod steady;
 #[cfg(test)]
 mod testing;
@@ -23,7 +26,7 @@ pub use knee::{
     StepVerdict,
 };
 pub use slo::{evaluate, from_goodput, tail_samples, Slo, SloMetric, SloOp, SloOutcome, SloStat};
-pub use steady::{assess, Steadiness, SteadyThresholds};
+pub use steady::{assess, combine as combine_steadiness, Steadiness, SteadyThresholds};
 
 /// Default bound on a step's error rate (failed / all requests in the window).
 pub const DEFAULT_MAX_ERROR_RATE: f64 = 0.01;

@@ -32,7 +32,7 @@ pub const MIN_TAIL_SAMPLES: usize = 10;
 
 /// Slack for float products such as `0.99 · 100`, so a rank that is an integer
 /// on paper is not pushed to the next one by rounding.
-const RANK_EPSILON: f64 = 1e-9;
+pub(crate) const RANK_EPSILON: f64 = 1e-9;
 
 /// Which per-request latency an SLO bounds (vLLM's definitions).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -329,7 +329,7 @@ pub fn evaluate(slo: &Slo, records: &[RequestRecord]) -> SloOutcome {
     outcome
 }
 
-fn sample_seconds(slo: &Slo, records: &[RequestRecord]) -> Vec<f64> {
+pub(crate) fn sample_seconds(slo: &Slo, records: &[RequestRecord]) -> Vec<f64> {
     if let SloStat::Attainment(_) = slo.stat {
         let ok = || successful(records);
         return match slo.metric {
@@ -383,7 +383,7 @@ fn judge_attainment(outcome: &mut SloOutcome, mut values: Vec<f64>, ratio: f64) 
     }
 }
 
-fn low_tail_warning(slo: &Slo, tail: usize, n: usize) -> String {
+pub(crate) fn low_tail_warning(slo: &Slo, tail: usize, n: usize) -> String {
     format!(
         "{slo}: the tail rests on {tail} of {n} samples (fewer than {MIN_TAIL_SAMPLES}); \
          lengthen the step for a trustworthy result"

@@ -76,6 +76,9 @@ pub struct Steadiness {
     pub mean_in_flight: f64,
     /// W, mean time in system (s) of requests sent in the window.
     pub mean_time_in_system_s: f64,
+    /// λ_s, requests sent in the window per second (the arrivals W is over).
+    #[serde(default)]
+    pub sent_rate: f64,
     /// |L − λ_s·W| / L; `None` when L is 0.
     pub littles_gap: Option<f64>,
     /// Least-squares slope of the in-flight count, requests per second.
@@ -157,11 +160,52 @@ pub fn assess(
     s.mean_in_flight = mean_in_flight(&visits, w0, w1);
     let (arrival_rate, w) = arrivals_and_mean_visit(&visits, w0, w1);
     s.mean_time_in_system_s = w;
+    s.sent_rate = arrival_rate;
     s.littles_gap = (s.mean_in_flight > 0.0)
         .then(|| (s.mean_in_flight - arrival_rate * w).abs() / s.mean_in_flight);
     let (slope, start, end) = in_flight_trend(&visits, w0, w1);
     (s.in_flight_slope_per_s, s.in_flight_start, s.in_flight_end) = (slope, start, end);
     s.reasons = unsteady_reasons(&s, due, span, thresholds);
+    s.steady = s.reasons.is_empty();
+    s
+}
+
+/// The steadiness of the union of `parts`: shards that ran the same window
+/// (of length `span_s`) against one server, each judged by [`assess`]. The
+/// flows add — λ, X, λ_s, L, the backlog, and the fitted in-flight line (a
+/// least-squares fit is linear in the counts, and the shards sample the same
+/// relative grid) — W is the arrival-weighted mean, and the thresholds are
+/// applied to the sums exactly as [`assess`] applies them to one process's
+/// records: the single-process verdict on the combined load.
+pub fn combine(parts: &[Steadiness], span_s: f64, thresholds: &SteadyThresholds) -> Steadiness {
+    let sum = |f: fn(&Steadiness) -> f64| parts.iter().map(f).sum::<f64>();
+    let mut s = Steadiness {
+        offered_rate: sum(|p| p.offered_rate),
+        achieved_rate: sum(|p| p.achieved_rate),
+        sent_rate: sum(|p| p.sent_rate),
+        mean_in_flight: sum(|p| p.mean_in_flight),
+        in_flight_slope_per_s: sum(|p| p.in_flight_slope_per_s),
+        in_flight_start: sum(|p| p.in_flight_start),
+        in_flight_end: sum(|p| p.in_flight_end),
+        backlog_at_end: parts.iter().map(|p| p.backlog_at_end).sum(),
+        ..Steadiness::default()
+    };
+    if span_s <= 0.0 {
+        s.reasons = vec!["empty measurement window".to_string()];
+        return s;
+    }
+    let work = sum(|p| p.sent_rate * p.mean_time_in_system_s);
+    s.mean_time_in_system_s = if s.sent_rate > 0.0 {
+        work / s.sent_rate
+    } else {
+        0.0
+    };
+    let due = (s.offered_rate * span_s).round() as usize;
+    let finished = (s.achieved_rate * span_s).round();
+    s.throughput_ratio = if due == 0 { 0.0 } else { finished / due as f64 };
+    s.littles_gap =
+        (s.mean_in_flight > 0.0).then(|| (s.mean_in_flight - work).abs() / s.mean_in_flight);
+    s.reasons = unsteady_reasons(&s, due, span_s, thresholds);
     s.steady = s.reasons.is_empty();
     s
 }

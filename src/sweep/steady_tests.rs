@@ -230,3 +230,55 @@ fn a_server_queue_that_keeps_growing_is_a_trend_but_blips_are_not() {
         "too few samples to judge"
     );
 }
+
+#[test]
+fn combined_shards_get_the_single_process_verdict_on_their_union() {
+    // One load split over 3 shards by a hash of the request number: the
+    // combined steadiness equals `assess` of all the records together.
+    for (gap, service, want_steady) in [(100, 50, true), (40, 50, false)] {
+        let all = fifo(400, gap, service);
+        let window = secs(2, 14);
+        let th = SteadyThresholds::default();
+        let parts: Vec<Steadiness> = (0..3)
+            .map(|i| {
+                let mine: Vec<RequestRecord> = all
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, _)| crate::shard::owner(7, *j, 3) == i)
+                    .map(|(_, r)| r.clone())
+                    .collect();
+                assess(&mine, window, &th)
+            })
+            .collect();
+        let whole = assess(&all, window, &th);
+        let merged = combine(&parts, 12.0, &th);
+        assert_eq!(merged.steady, want_steady, "{:?}", merged.reasons);
+        assert_eq!(merged.steady, whole.steady);
+        assert_eq!(merged.reasons, whole.reasons);
+        assert_eq!(merged.backlog_at_end, whole.backlog_at_end);
+        for (name, a, b) in [
+            ("offered", merged.offered_rate, whole.offered_rate),
+            ("achieved", merged.achieved_rate, whole.achieved_rate),
+            ("ratio", merged.throughput_ratio, whole.throughput_ratio),
+            ("L", merged.mean_in_flight, whole.mean_in_flight),
+            (
+                "W",
+                merged.mean_time_in_system_s,
+                whole.mean_time_in_system_s,
+            ),
+            (
+                "slope",
+                merged.in_flight_slope_per_s,
+                whole.in_flight_slope_per_s,
+            ),
+            ("end", merged.in_flight_end, whole.in_flight_end),
+            (
+                "gap",
+                merged.littles_gap.unwrap(),
+                whole.littles_gap.unwrap(),
+            ),
+        ] {
+            assert!(close(a, b, 1e-9 * b.abs().max(1.0)), "{name}: {a} vs {b}");
+        }
+    }
+}

@@ -1,0 +1,323 @@
+//! Merging the sweep JSONs of a sharded `kneecap sweep` into one
+//! [`SweepResult`] — the type a single-process sweep writes, so the merged JSON,
+//! the console table, the HTML and `kneecap report` render it the same way.
+//! PURE: works on parsed results.
+//!
+//! Per step: counters and histograms add ([`super::combine`]); every SLO is
+//! re-evaluated on the merged histograms ([`crate::sweep::slo_hist`]); the
+//! steady-state check is the single-process one applied to the summed flows
+//! ([`crate::sweep::combine_steadiness`]) plus the server's queue trend (the
+//! gauge is the server's, the same on every shard: the lowest shard with a
+//! series is used); the step is generator-limited if any shard's generator
+//! was (named). [`crate::sweep::judge`] gives the verdict and the pure knee
+//! logic runs on the merged verdicts. A step that started after its slot on
+//! some shard carries a warning naming it.
+use super::{check_set, combine, ShardFile};
+use crate::metrics::stats::Distribution;
+use crate::report::shard::{ShardIdentity, ShardPart};
+use crate::report::sweep::{self as model, StepResult, SweepResult};
+use crate::sweep::drive::STEP_PERCENTILES;
+use crate::sweep::knee::StepPoint;
+use crate::sweep::rows::{dist, finish, point, queue_stats, slo_row, steady_row, verdict_name};
+use crate::sweep::slo_hist::{evaluate_hist, Attainment};
+use crate::sweep::{health, judge, steady, GeneratorHealth, Slo, StepVerdictInput};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// One shard's sweep result, parsed.
+#[derive(Debug, Clone)]
+pub struct SweepShard {
+    pub file: ShardFile,
+    pub result: SweepResult,
+}
+
+/// Parse a shard's sweep; the error names the file.
+pub fn read(name: &str, result: SweepResult) -> Result<SweepShard, String> {
+    let block = result.shard.as_ref().ok_or_else(|| {
+        format!("{name}: a sweep without a `shard` block — it was not written by `kneecap sweep --shard i/N`")
+    })?;
+    let id = ShardIdentity::from_json(block).map_err(|e| format!("{name}: {e}"))?;
+    Ok(SweepShard {
+        file: ShardFile {
+            name: name.to_string(),
+            id,
+        },
+        result,
+    })
+}
+
+/// A shard's step block, parsed.
+struct StepBlock {
+    part: ShardPart,
+    steadiness: steady::Steadiness,
+    attainment: Vec<Option<Attainment>>,
+    overran_ms: Option<f64>,
+}
+
+fn step_block(name: &str, k: usize, step: &StepResult) -> Result<StepBlock, String> {
+    let bad = |e: String| format!("{name}: step {k} (load {}): {e}", step.load);
+    let v = step
+        .shard
+        .as_ref()
+        .ok_or_else(|| bad("no `shard` block".into()))?;
+    let field = |key: &str| v.get(key).cloned().unwrap_or(Value::Null);
+    Ok(StepBlock {
+        part: ShardPart::from_json(v).map_err(bad)?,
+        steadiness: serde_json::from_value(field("steadiness"))
+            .map_err(|e| bad(format!("`steadiness`: {e}")))?,
+        attainment: serde_json::from_value(field("slo_attainment")).unwrap_or_default(),
+        overran_ms: v.get("overran_slot_ms").and_then(Value::as_f64),
+    })
+}
+
+/// Check the set and merge it into one sweep.
+pub fn merge(mut shards: Vec<SweepShard>) -> Result<SweepResult, String> {
+    let files: Vec<ShardFile> = shards.iter().map(|s| s.file.clone()).collect();
+    check_set(&files)?;
+    shards.sort_by_key(|s| s.file.id.shard.index);
+    let slos = shards[0]
+        .result
+        .slos
+        .iter()
+        .map(|s| s.parse::<Slo>())
+        .collect::<Result<Vec<Slo>, String>>()?;
+    let n_steps = shards
+        .iter()
+        .map(|s| s.result.steps.len())
+        .min()
+        .unwrap_or(0);
+    let mut merged = SweepResult {
+        steps: Vec::new(),
+        shard: None,
+        interrupted: shards
+            .iter()
+            .any(|s| s.result.interrupted || s.result.steps.len() != n_steps),
+        ..shards[0].result.clone()
+    };
+    let mut history: Vec<StepPoint> = Vec::new();
+    let mut alignment = Vec::new();
+    for k in 0..n_steps {
+        let steps: Vec<(&SweepShard, &StepResult)> =
+            shards.iter().map(|s| (s, &s.result.steps[k])).collect();
+        let (step, aligned) = merge_step(&slos, &merged, k, &steps)?;
+        alignment.push(aligned);
+        if step.verdict == "interrupted" {
+            merged.steps.push(step);
+            merged.interrupted = true;
+            break;
+        }
+        history.push(point(&step));
+        merged.steps.push(step);
+    }
+    finish(&mut merged, &history);
+    merged.complete = !merged.interrupted && shards.iter().all(|s| s.result.complete);
+    merged.merged = Some(merged_block(&shards, alignment));
+    Ok(merged)
+}
+
+/// Merge step `k` of every shard; also returns its alignment record.
+fn merge_step(
+    slos: &[Slo],
+    sweep: &SweepResult,
+    k: usize,
+    steps: &[(&SweepShard, &StepResult)],
+) -> Result<(StepResult, Value), String> {
+    let first = steps[0].1;
+    let mut blocks = Vec::new();
+    for (s, step) in steps {
+        if step.load != first.load {
+            return Err(format!(
+                "{}: step {k} is load {} but {} ran {}: the shards ran different step lists",
+                s.file.name, step.load, steps[0].0.file.name, first.load
+            ));
+        }
+        blocks.push(step_block(&s.file.name, k, step)?);
+    }
+    let total = combine(blocks.iter().map(|b| &b.part))?;
+    let span = first.window_end_s - first.window_start_s;
+    let th = steady::SteadyThresholds::default();
+    let parts: Vec<steady::Steadiness> = blocks.iter().map(|b| b.steadiness.clone()).collect();
+    let mut steadiness = steady::combine(&parts, span, &th);
+    let with_queue = steps
+        .iter()
+        .map(|(_, st)| *st)
+        .find(|st| st.queue_source.is_some());
+    let queue = with_queue.map(|st| st.queue.clone()).unwrap_or_default();
+    let waiting: Vec<(f64, f64)> = queue
+        .iter()
+        .filter_map(|q| q.waiting.map(|w| (q.t_s, w)))
+        .collect();
+    let window = (
+        Duration::from_secs_f64(first.window_start_s.max(0.0)),
+        Duration::from_secs_f64(first.window_end_s.max(0.0)),
+    );
+    if let Some(trend) = steady::queue_trend(&waiting, window).filter(|t| t.growing()) {
+        steadiness.reasons.push(trend.reason());
+        steadiness.steady = false;
+    }
+    let c = &total.counters;
+    let h = &total.hists;
+    let lateness = h.lateness.distribution(&STEP_PERCENTILES);
+    let generator = merged_generator(steps, &lateness);
+    let outcomes: Vec<_> = slos
+        .iter()
+        .enumerate()
+        .map(|(i, slo)| {
+            let counts = blocks.iter().try_fold(Attainment::default(), |mut acc, b| {
+                acc.add(b.attainment.get(i).copied().flatten().as_ref()?);
+                Some(acc)
+            });
+            evaluate_hist(slo, h, counts)
+        })
+        .collect();
+    let n = c.planned as usize;
+    let error_rate = if n == 0 {
+        0.0
+    } else {
+        c.failed as f64 / n as f64
+    };
+    let input = StepVerdictInput {
+        slo_outcomes: &outcomes,
+        error_rate,
+        max_error_rate: sweep.max_error_rate,
+        steadiness: &steadiness,
+        generator: &generator,
+    };
+    let (verdict, reasons) = judge(&input);
+    let per_s = |x: f64| if span > 0.0 { x / span } else { 0.0 };
+    let mut warnings: Vec<String> = outcomes.iter().filter_map(|o| o.warning.clone()).collect();
+    warnings.extend(generator.warnings.iter().cloned());
+    for ((s, _), b) in steps.iter().zip(&blocks) {
+        if let Some(ms) = b.overran_ms {
+            warnings.push(format!(
+                "shard {} started this step {ms:.0} ms after its slot (its previous step overran): the combined load at the step's start was low",
+                s.file.id.shard
+            ));
+        }
+    }
+    let interrupted = total.interrupted || steps.iter().any(|(_, st)| st.verdict == "interrupted");
+    let (mean_waiting, max_waiting, mean_running) = queue_stats(&queue, window.0, window.1);
+    let d = |x: &crate::metrics::hist::LatencyHist| dist(&x.distribution(&STEP_PERCENTILES));
+    let step = StepResult {
+        load: first.load,
+        verdict: if interrupted {
+            "interrupted".into()
+        } else {
+            verdict_name(verdict).into()
+        },
+        reasons,
+        warnings,
+        window_start_s: first.window_start_s,
+        window_end_s: first.window_end_s,
+        n_requests: n,
+        completed: c.completed as usize,
+        failed: c.failed as usize,
+        error_rate,
+        offered_rate: steadiness.offered_rate,
+        achieved_rate: steadiness.achieved_rate,
+        goodput: per_s(c.good.unwrap_or(c.completed) as f64),
+        output_token_rate: per_s(c.total_output_tokens as f64),
+        mean_input_tokens: ratio(c.total_input_tokens, c.completed),
+        mean_output_tokens: ratio(c.total_output_tokens, c.completed),
+        ttft_ms: d(&h.ttft),
+        tpot_ms: d(&h.tpot),
+        itl_ms: d(&h.itl),
+        e2el_ms: d(&h.e2el),
+        ttft_from_due_ms: d(&h.ttft_from_due),
+        lateness_ms: dist(&lateness),
+        slo_outcomes: outcomes.iter().map(slo_row).collect(),
+        steady: steady_row(&steadiness),
+        generator: model::GeneratorRow {
+            limited: generator.limited,
+            lateness_p50_ms: lateness.median_ms,
+            lateness_p99_ms: health::p99_ms(&lateness),
+            lateness_max_ms: lateness.max_ms,
+            cpu_busy_fraction: max_of(steps.iter().map(|(_, st)| st.generator.cpu_busy_fraction)),
+            event_loop_lag_p99_ms: max_of(
+                steps
+                    .iter()
+                    .map(|(_, st)| st.generator.event_loop_lag_p99_ms),
+            ),
+            reasons: generator.reasons.clone(),
+        },
+        queue_source: with_queue.and_then(|st| st.queue_source.clone()),
+        queue,
+        mean_waiting,
+        max_waiting,
+        mean_running,
+        errors_by_kind: c.errors_by_kind.clone(),
+        first_errors: steps
+            .iter()
+            .flat_map(|(_, st)| st.first_errors.iter().cloned())
+            .take(5)
+            .collect(),
+        due_times_s: Vec::new(),
+        shard: None,
+    };
+    let aligned = json!({
+        "load": first.load,
+        "start_lateness_ms": blocks.iter().map(|b| b.part.start_lateness_ms).collect::<Vec<_>>(),
+        "overran_slot_ms": blocks.iter().map(|b| b.overran_ms).collect::<Vec<_>>(),
+        "window_start_unix_s": total.window_start_unix_s,
+        "window_end_unix_s": total.window_end_unix_s,
+    });
+    Ok((step, aligned))
+}
+
+/// Limited if any shard's generator was, each reason named by its shard.
+fn merged_generator(
+    steps: &[(&SweepShard, &StepResult)],
+    lateness: &Distribution,
+) -> GeneratorHealth {
+    let mut g = GeneratorHealth {
+        lateness_p99_ms: health::p99_ms(lateness),
+        ..GeneratorHealth::default()
+    };
+    for (s, st) in steps {
+        let id = s.file.id.shard;
+        if st.generator.limited {
+            g.limited = true;
+            if st.generator.reasons.is_empty() {
+                g.reasons
+                    .push(format!("shard {id}: the load generator fell behind"));
+            }
+            g.reasons.extend(
+                st.generator
+                    .reasons
+                    .iter()
+                    .map(|r| format!("shard {id}: {r}")),
+            );
+        }
+    }
+    g
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+fn max_of(it: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    it.flatten().reduce(f64::max)
+}
+
+/// `merged`: which shards, and how well each step's slots lined up.
+fn merged_block(shards: &[SweepShard], steps: Vec<Value>) -> Value {
+    let id = &shards[0].file.id;
+    json!({
+        "shards": id.shard.count,
+        "fingerprint": id.fingerprint,
+        "seed": id.seed,
+        "files": shards.iter().map(|s| s.file.name.clone()).collect::<Vec<_>>(),
+        "start_at": id.start_at.map(|s| s.rfc3339()),
+        "steps": steps,
+        "notes": [
+            "percentiles are read from the merged HdrHistograms (µs, 3 significant digits), never averaged across shards",
+            "SLOs, steadiness and the knee are judged on the merged step data; goodput-form SLOs from exact summed counts",
+            "rates divide by the step's measurement window, which every shard ran in the same wall-clock slot",
+        ],
+    })
+}

@@ -1,0 +1,180 @@
+//! Rows: how one step's pure verdicts become the rows of a [`SweepResult`]
+//! (distributions, SLO outcomes, steadiness, the step line on the console),
+//! and the knee summary recomputed from the steps. Shared by the sweep driver
+//! and `kneecap merge` of sharded sweeps, so both write the same format.
+//! PURE: no clock, no I/O.
+
+use super::knee::{self, StepPoint, StepVerdict};
+use super::{slo, steady};
+use crate::client::scrape::QueueSample;
+use crate::metrics::stats::{self, Distribution};
+use crate::report::sweep::{self as model, Dist, KneeSummary, StepResult, SweepResult};
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// vLLM-style goodput counts requests meeting every per-request SLO; built
+/// from the SLOs that have a per-request meaning (TTFT, TPOT, E2EL bounds).
+pub(crate) fn goodput_slo(slos: &[slo::Slo]) -> Option<stats::GoodputSlo> {
+    let mut g = stats::GoodputSlo::default();
+    for s in slos {
+        match s.metric {
+            slo::SloMetric::Ttft => {
+                g.ttft_ms = Some(g.ttft_ms.map_or(s.threshold_ms, |v| v.min(s.threshold_ms)))
+            }
+            slo::SloMetric::Tpot => {
+                g.tpot_ms = Some(g.tpot_ms.map_or(s.threshold_ms, |v| v.min(s.threshold_ms)))
+            }
+            slo::SloMetric::E2el => {
+                g.e2el_ms = Some(g.e2el_ms.map_or(s.threshold_ms, |v| v.min(s.threshold_ms)))
+            }
+            slo::SloMetric::Itl => {}
+        }
+    }
+    (g != stats::GoodputSlo::default()).then_some(g)
+}
+
+pub(crate) fn queue_stats(
+    q: &[QueueSample],
+    w0: Duration,
+    w1: Duration,
+) -> (Option<f64>, Option<f64>, Option<f64>) {
+    let inside: Vec<&QueueSample> = q
+        .iter()
+        .filter(|s| s.t_s >= w0.as_secs_f64() && s.t_s < w1.as_secs_f64())
+        .collect();
+    let waiting: Vec<f64> = inside.iter().filter_map(|s| s.waiting).collect();
+    let running: Vec<f64> = inside.iter().filter_map(|s| s.running).collect();
+    let mean_of = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+    (
+        mean_of(&waiting),
+        waiting.iter().copied().reduce(f64::max),
+        mean_of(&running),
+    )
+}
+
+pub(crate) fn mean(it: impl Iterator<Item = f64>) -> f64 {
+    let (sum, n) = it.fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
+    if n == 0 {
+        0.0
+    } else {
+        sum / n as f64
+    }
+}
+
+pub(crate) fn dist(d: &Distribution) -> Dist {
+    let p = |q: f64| d.percentile_ms(q).unwrap_or(0.0);
+    Dist {
+        count: d.count,
+        mean: d.mean_ms,
+        p50: p(50.0),
+        p90: p(90.0),
+        p99: p(99.0),
+        p999: p(99.9),
+        max: d.max_ms,
+    }
+}
+
+pub(crate) fn slo_row(o: &slo::SloOutcome) -> model::SloOutcomeRow {
+    model::SloOutcomeRow {
+        slo: o.slo.to_string(),
+        observed_ms: o.observed_ms.unwrap_or(f64::NAN),
+        pass: o.pass,
+        samples: o.samples,
+        tail_samples: o.tail_samples,
+        warning: o.warning.clone(),
+    }
+}
+
+pub(crate) fn steady_row(s: &steady::Steadiness) -> model::SteadyRow {
+    model::SteadyRow {
+        steady: s.steady,
+        throughput_ratio: s.throughput_ratio,
+        mean_in_flight: s.mean_in_flight,
+        mean_time_in_system_s: s.mean_time_in_system_s,
+        littles_gap: s.littles_gap.unwrap_or(0.0),
+        in_flight_slope_per_s: s.in_flight_slope_per_s,
+        backlog_at_end: s.backlog_at_end,
+        reasons: s.reasons.clone(),
+    }
+}
+
+pub(crate) fn verdict_name(v: StepVerdict) -> &'static str {
+    match v {
+        StepVerdict::Pass => "pass",
+        StepVerdict::Fail => "fail",
+        StepVerdict::GeneratorLimited => "generator_limited",
+    }
+}
+
+pub(crate) fn point(s: &StepResult) -> StepPoint {
+    let verdict = match s.verdict.as_str() {
+        "pass" => StepVerdict::Pass,
+        "generator_limited" => StepVerdict::GeneratorLimited,
+        _ => StepVerdict::Fail,
+    };
+    StepPoint {
+        load: s.load,
+        verdict,
+        achieved_rate: s.achieved_rate,
+        offered_rate: s.offered_rate,
+        steady: s.steady.steady,
+        goodput: s.goodput,
+        mean_waiting: s.mean_waiting,
+    }
+}
+
+/// Recompute the knee, μ and queue onset from the steps so far.
+pub(crate) fn finish(r: &mut SweepResult, history: &[StepPoint]) {
+    let k = knee::knee(history);
+    r.knee = KneeSummary {
+        last_pass: k.last_pass,
+        first_fail: k.first_fail,
+        goodput_at_knee: k.goodput_at_knee,
+        bounded_by_generator: k.bounded_by_generator,
+        non_monotonic: k.non_monotonic,
+    };
+    // Open loop: an overloaded step's throughput is μ. Closed loop never
+    // overloads the client's way; there the server's own queue says when the
+    // batch was full and throughput had reached μ.
+    r.service_rate_estimate = match r.mode.as_str() {
+        "concurrency" => knee::service_rate_from_queue(history),
+        _ => knee::service_rate_estimate(history),
+    };
+    r.queue_onset_load = knee::queue_onset(history);
+}
+
+pub(crate) fn step_line(s: &StepResult, unit: &str) -> String {
+    let verdict = match s.verdict.as_str() {
+        "pass" => "PASS",
+        "fail" => "FAIL",
+        "interrupted" => "INTERRUPTED",
+        _ => "GEN-LIMITED",
+    };
+    let why = s
+        .reasons
+        .first()
+        .map(|r| format!(" — {r}"))
+        .unwrap_or_default();
+    format!(
+        "  step {:>8.2} {unit}: achieved {:>7.2} req/s, p99 TTFT {:>8.1} ms, {} requests → {verdict}{why}",
+        s.load, s.achieved_rate, s.ttft_ms.p99, s.n_requests
+    )
+}
+
+pub(crate) fn exit_code(r: &SweepResult) -> ExitCode {
+    if r.interrupted {
+        ExitCode::from(2)
+    } else if r.knee.last_pass.is_none() {
+        ExitCode::from(1) // not even the lowest load met the SLO
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// The due offsets (s from the step start) of a step's requests, sorted:
+/// the intended schedule, written with `--save-detailed`.
+pub(crate) fn due_times(records: &[crate::metrics::RequestRecord]) -> Vec<f64> {
+    let mut due: Vec<f64> = records.iter().map(|r| r.due.as_secs_f64()).collect();
+    due.sort_by(f64::total_cmp);
+    due
+}

@@ -1,0 +1,207 @@
+//! Sharded sweep: `kneecap sweep --shard i/N --start-at T --rates a,b,c` (or
+//! `--concurrencies`). Every shard runs **every** listed step, whatever its own
+//! verdicts say: no early stop, no refinement, so the step list and the step
+//! timing are fixed in advance and all shards agree without talking. Step k
+//! runs in its wall-clock slot ([`crate::shard::step_starts`] from `--start-at`),
+//! so the shards' step windows line up; a shard that finishes early waits for
+//! the next slot, and a step that starts after its slot (the previous one
+//! overran) says so (`overran_slot_ms`).
+//!
+//! A shard sends its share of step k's seeded global schedule (or of its
+//! streams) and judges the step on that share — an informative local verdict
+//! only. Beside each step it writes a `shard` block that `kneecap merge` adds
+//! up: the counters and histograms of a sharded run over the step's window,
+//! its start lateness against the slot, the steady-state inputs
+//! ([`super::steady::Steadiness`]: they add across shards), the generator
+//! verdict, and the exact counts of goodput-form SLOs
+//! ([`super::slo_hist::Attainment`]). The scraped queue series stays in the
+//! step as in any sweep.
+use super::drive::{self, Ctx, Evidence};
+use super::knee::{SearchPlan, StepPoint};
+use super::rows::{due_times, goodput_slo};
+use super::slo_hist::Attainment;
+use super::steady::{self, SteadyThresholds};
+use crate::cli::sweep::SweepMode;
+use crate::config::sweep::{StepTiming, SweepConfig};
+use crate::engine::EngineOutput;
+use crate::metrics::hist::RunHists;
+use crate::metrics::RequestRecord;
+use crate::report::shard::{ShardCounters, ShardIdentity, ShardPart};
+use crate::report::sweep::SweepResult;
+use crate::run::Level;
+use crate::shard::{self, apply, Shard, StartAt};
+use anyhow::{bail, Result};
+use serde_json::{json, Value};
+use std::path::Path;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// Run the fixed step list in slots, keeping a shard block per step.
+pub(super) async fn run(
+    ctx: &Ctx<'_>,
+    result: &mut SweepResult,
+    out: &Path,
+    interrupt: watch::Receiver<bool>,
+) -> Result<()> {
+    let cfg = ctx.cfg;
+    let (Some(me), Some(start)) = (cfg.run.shard, cfg.run.start_at) else {
+        bail!("a sharded sweep needs --shard and --start-at");
+    };
+    let loads = fixed_loads(&cfg.plan)?;
+    let timing = cfg.timing.clone();
+    let lengths: Vec<Duration> = loads
+        .iter()
+        .map(|&l| step_length(cfg, &timing, l))
+        .collect();
+    let slots = shard::step_starts(&lengths, timing.drain);
+    let mut id = identity(cfg, me, start, &ctx.prepared.model_id, &loads).to_json();
+    id["slots_s"] = json!(slots.iter().map(Duration::as_secs_f64).collect::<Vec<_>>());
+    result.shard = Some(id);
+    eprintln!(
+        "kneecap sweep: shard {me}: {} steps in fixed slots from {}; verdicts below judge this shard's share only — `kneecap merge` judges the sweep",
+        loads.len(),
+        start.rfc3339()
+    );
+    let mut history: Vec<StepPoint> = Vec::new();
+    for (k, (&load, slot)) in loads.iter().zip(&slots).enumerate() {
+        let at = StartAt(start.0 + slot.as_nanos() as i128);
+        let overran_ms = apply::wait_for_slot(at).await;
+        if let Some(ms) = overran_ms {
+            eprintln!("kneecap sweep: shard {me}: step {k} starts {ms:.0} ms after its slot (the previous step overran it)");
+        }
+        let (releases, length, cap) = drive::step_releases(cfg, &timing, k, load);
+        let flag = match cfg.mode {
+            SweepMode::Rate => "--max-concurrency",
+            SweepMode::Concurrency => "--concurrencies",
+        };
+        let cap = cap
+            .map(|c| me.concurrency(c, flag))
+            .transpose()
+            .map_err(anyhow::Error::msg)?;
+        let mine = apply::select(me, cfg.run.load.seed, releases, &ctx.prepared.specs);
+        let level = Level {
+            releases: mine.releases,
+            specs: mine.specs,
+            max_concurrency: cap,
+            cancel_at: Some(length + timing.drain),
+        };
+        let m = drive::measure(ctx, level, interrupt.clone()).await;
+        let interrupted = *interrupt.borrow();
+        let window = (timing.warmup, length);
+        let evidence = Evidence {
+            records: &m.out.records,
+            window,
+            queue: m.queue,
+            source: m.source,
+            check: m.check,
+        };
+        let mut step = drive::judge_step(cfg, load, evidence);
+        let slot_info = Slot { at, overran_ms };
+        let flags = (step.generator.limited, interrupted);
+        step.shard = Some(step_block(cfg, &m.out, window, slot_info, flags));
+        if cfg.run.output.save_detailed {
+            step.due_times_s = due_times(&m.out.records);
+        }
+        if !drive::keep_step(result, &mut history, step, interrupted, out)? {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// The listed loads, each once, in order; the automatic search is refused
+/// (config does too): each shard would judge on its share and drift apart.
+fn fixed_loads(plan: &SearchPlan) -> Result<Vec<f64>> {
+    let SearchPlan::List(list) = plan else {
+        bail!("--shard: a sharded sweep needs a fixed step list (--rates a,b,c or --concurrencies a,b,c)");
+    };
+    let mut loads: Vec<f64> = Vec::new();
+    for &l in list {
+        if !loads.contains(&l) {
+            loads.push(l);
+        }
+    }
+    Ok(loads)
+}
+
+fn step_length(cfg: &SweepConfig, timing: &StepTiming, load: f64) -> Duration {
+    match cfg.mode {
+        SweepMode::Rate => timing.length_for_rate(load),
+        SweepMode::Concurrency => timing.length_closed(),
+    }
+}
+
+/// Who this shard is; the fingerprint covers the run's workload plus the
+/// sweep's SLOs, loads and step timing (shards of one sweep agree on all).
+fn identity(
+    cfg: &SweepConfig,
+    me: Shard,
+    start: StartAt,
+    model: &str,
+    loads: &[f64],
+) -> ShardIdentity {
+    let slos: Vec<String> = cfg.slos.iter().map(|s| s.to_string()).collect();
+    let extra = [
+        ("sweep_slos", slos.join(" ")),
+        ("sweep_mode", format!("{:?}", cfg.mode)),
+        ("sweep_loads", format!("{loads:?}")),
+        ("sweep_timing", format!("{:?}", cfg.timing)),
+        ("sweep_max_error_rate", cfg.max_error_rate.to_string()),
+        (
+            "sweep_max_lateness_ms",
+            format!("{:?}", cfg.max_lateness_ms),
+        ),
+    ];
+    ShardIdentity {
+        shard: me,
+        fingerprint: apply::run_fingerprint(&cfg.run, model, &extra),
+        seed: cfg.run.load.seed,
+        start_at: Some(start),
+    }
+}
+
+/// A step's slot and how late the shard reached it.
+struct Slot {
+    at: StartAt,
+    overran_ms: Option<f64>,
+}
+
+/// The `shard` block of one step (module docs). `flags` = (generator
+/// limited, interrupted).
+fn step_block(
+    cfg: &SweepConfig,
+    out: &EngineOutput,
+    window: (Duration, Duration),
+    slot: Slot,
+    flags: (bool, bool),
+) -> Value {
+    let (w0, w1) = window;
+    let in_window: Vec<RequestRecord> = out
+        .records
+        .iter()
+        .filter(|r| r.due >= w0 && r.due < w1)
+        .cloned()
+        .collect();
+    let start = apply::unix_s(out.started_at);
+    let part = ShardPart {
+        start_lateness_ms: Some((start - slot.at.unix_s()) * 1e3),
+        window_start_unix_s: start + w0.as_secs_f64(),
+        window_end_unix_s: start + w1.as_secs_f64(),
+        counters: ShardCounters::from_records(&in_window, goodput_slo(&cfg.slos).as_ref()),
+        hists: RunHists::from_records(&in_window),
+        generator_limited: flags.0,
+        interrupted: flags.1,
+    };
+    let steadiness = steady::assess(&out.records, window, &SteadyThresholds::default());
+    let attainment: Vec<Option<Attainment>> = cfg
+        .slos
+        .iter()
+        .map(|s| Attainment::of(s, &in_window))
+        .collect();
+    let mut v = part.to_json();
+    v["slot_start_unix_s"] = json!(slot.at.unix_s());
+    v["overran_slot_ms"] = json!(slot.overran_ms);
+    v["steadiness"] = serde_json::to_value(&steadiness).unwrap_or(Value::Null);
+    v["slo_attainment"] = json!(attainment);
+    v
+}
