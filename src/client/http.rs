@@ -328,7 +328,7 @@ fn apply_chunk(
         }
     }
     if chunk.timings.is_some() {
-        rec.server_timings = chunk.timings;
+        rec.server_timings = chunk.timings.map(Box::new);
     }
     if let Some(u) = chunk.usage {
         if let Some(c) = u.completion_tokens {

@@ -81,7 +81,7 @@ pub struct RequestRecord {
     pub error: Option<RequestError>,
     /// The server's own account of this request (llama.cpp's `timings`, sent
     /// with its final chunk), to check client TTFT/TPOT against.
-    pub server_timings: Option<Timings>,
+    pub server_timings: Option<Box<Timings>>,
     /// The ITL gaps moved into the run's [`crate::metrics::fold::ItlFold`]
     /// (a long run without per-request detail); `itl` is then empty.
     pub itl_folded: bool,

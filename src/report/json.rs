@@ -210,7 +210,7 @@ fn kneecap(r: &RunResult, detailed: bool) -> Value {
                 .records
                 .iter()
                 .map(|x| {
-                    x.server_timings.map(|t| {
+                    x.server_timings.as_deref().map(|t| {
                         json!({
                             "prompt_n": t.prompt_n,
                             "prompt_ms": t.prompt_ms,
@@ -257,12 +257,12 @@ mod tests {
     #[test]
     fn detailed_json_keeps_the_servers_own_timings_per_request() {
         let timed = RequestRecord {
-            server_timings: Some(Timings {
+            server_timings: Some(Box::new(Timings {
                 prompt_n: Some(64),
                 prompt_ms: Some(310.5),
                 predicted_n: Some(32),
                 predicted_ms: Some(340.0),
-            }),
+            })),
             ..Default::default()
         };
         let r = result(vec![timed, RequestRecord::default()]);
