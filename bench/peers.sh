@@ -15,7 +15,7 @@
 # tool with a 1-request run).
 # Prints a table per run and a summary (bench/peers_report.py).
 #
-# Usage: bench/peers.sh [SECS_PER_LEVEL]        (default 15; ~10 minutes)
+# Usage: bench/peers.sh [SECS_PER_LEVEL]        (default 12)
 # Environment:
 #   PEERS_DIR    where the peers' venvs live (created with pip if missing;
 #                default ~/.cache/kneecap/peers): $PEERS_DIR/{vllm,guidellm,aiperf}
@@ -27,7 +27,7 @@
 # PyPI / crates.io the first time (venvs, tiktoken-rs for AIPerf's tokenizer).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SECS="${1:-15}"
+SECS="${1:-12}"
 RATES="${PEERS_RATES:-50 200 800}"
 TOOLS="${PEERS_TOOLS:-kneecap vllm guidellm aiperf}"
 PEERS_DIR="${PEERS_DIR:-$HOME/.cache/kneecap/peers}"
