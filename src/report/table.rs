@@ -55,7 +55,7 @@ pub fn units_caption(r: &SweepResult) -> String {
 /// One table row for a step, cells already formatted (console and HTML).
 pub fn row(s: &StepResult) -> Vec<String> {
     vec![
-        num(s.load, 1),
+        load_label(s.load),
         num(s.achieved_rate, 1),
         num(s.goodput, 1),
         dist_ms(&s.ttft_ms, |d| d.p50),
@@ -96,15 +96,28 @@ pub fn opt_num(v: Option<f64>, prec: usize) -> String {
     v.map_or_else(|| "-".into(), |v| num(v, prec))
 }
 
-/// A load bound without a needless `.0` (`64`, `2.5`), `-` when not finite.
+/// A load bound without a needless `.0` (`64`, `2.5`; below 1, two
+/// significant digits: `0.25`), `-` when not finite.
 pub fn compact(v: f64) -> String {
     if !v.is_finite() {
         "-".into()
     } else if v.fract() == 0.0 && v.abs() < 1e12 {
         format!("{v:.0}")
     } else {
-        format!("{v:.1}")
+        load_label(v)
     }
+}
+
+/// A load as the table and knee lines print it: one decimal from 1 up
+/// (`32.0`, `2.5`), two significant digits below 1 (`0.25`, `0.033`), so
+/// small loads do not all read `0.0`.
+pub fn load_label(v: f64) -> String {
+    if !v.is_finite() || v.abs() >= 1.0 || v == 0.0 {
+        return format!("{v:.1}");
+    }
+    let magnitude = v.abs().log10().floor() as i64;
+    let prec = (1 - magnitude).clamp(1, 6) as usize;
+    format!("{v:.prec$}")
 }
 
 /// A percentile of a distribution in ms, `-` when it holds no samples.
@@ -165,7 +178,8 @@ pub fn knee_lines(r: &SweepResult) -> Vec<String> {
     let k = &r.knee;
     let mut lines = vec![match (k.last_pass, k.first_fail) {
         (Some(p), Some(f)) => {
-            format!("knee: between {p:.1} and {f:.1} {unit} (last pass {p:.1}, first fail {f:.1})")
+            let (p, f) = (load_label(p), load_label(f));
+            format!("knee: between {p} and {f} {unit} (last pass {p}, first fail {f})")
         }
         (None, Some(f)) => format!(
             "knee: below {} {unit} (the lowest step failed; lower the starting load)",
@@ -228,13 +242,17 @@ pub fn summary_lines(r: &SweepResult) -> Vec<String> {
     let mut lines = knee_lines(r);
     if let (Some(g), Some(p)) = (r.knee.goodput_at_knee, r.knee.last_pass) {
         lines.push(format!(
-            "goodput at the knee: {} req/s (at {p:.1} {unit})",
-            num(g, 1)
+            "goodput at the knee: {} req/s (at {} {unit})",
+            num(g, 1),
+            load_label(p)
         ));
     }
     lines.push(mu_line(r));
     lines.push(match r.queue_onset_load {
-        Some(q) => format!("queue onset: {q:.1} {unit} (the waiting queue first left zero)"),
+        Some(q) => format!(
+            "queue onset: {} {unit} (the waiting queue first left zero)",
+            load_label(q)
+        ),
         None => "queue onset: not observed".into(),
     });
     lines.push(slo_line(r));
@@ -300,6 +318,20 @@ pub(crate) mod fixture;
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn small_loads_keep_two_significant_digits() {
+        assert_eq!(load_label(0.25), "0.25");
+        assert_eq!(load_label(0.8371), "0.84");
+        assert_eq!(load_label(0.0333), "0.033");
+        assert_eq!(load_label(16.43), "16.4");
+        assert_eq!(load_label(32.0), "32.0");
+        assert_eq!(compact(0.30000000000000004), "0.30");
+        assert_eq!(compact(2.5), "2.5");
+        assert_eq!(compact(64.0), "64");
+        assert_eq!(compact(f64::INFINITY), "-");
+    }
+
     use super::fixture::{sweep, sweep_with};
     use super::*;
 
