@@ -60,7 +60,7 @@ impl ItlFold {
                 let mut t = first;
                 self.count_event(t);
                 for gap in &rec.itl {
-                    self.itl.record_us(micros(*gap));
+                    self.itl.record_duration(*gap);
                     t = t.saturating_add(*gap);
                     self.count_event(t);
                 }
@@ -96,10 +96,6 @@ impl ItlFold {
         }
         buckets
     }
-}
-
-fn micros(d: Duration) -> u64 {
-    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

@@ -107,6 +107,11 @@ impl LatencyHist {
         self.record_us(us);
     }
 
+    /// Record one duration (truncated to the microsecond, clamped to 1 h).
+    pub fn record_duration(&mut self, d: std::time::Duration) {
+        self.record_us(u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
+    }
+
     /// Record one value in microseconds (clamped to 1 h).
     pub fn record_us(&mut self, us: u64) {
         let us = us.min(HIGHEST_US);
@@ -161,27 +166,8 @@ impl LatencyHist {
     /// Percentile `p` (0–100) in ms by NumPy's linear rule on bucket midpoints
     /// (see the module docs); 0 when empty.
     pub fn percentile_ms(&self, p: f64) -> f64 {
-        let n = self.count();
-        if n == 0 {
-            return 0.0;
-        }
-        let q = if p.is_nan() {
-            0.0
-        } else {
-            (p / 100.0).clamp(0.0, 1.0)
-        };
-        let rank = (n - 1) as f64 * q;
-        let below = (rank.floor() as u64).min(n - 1);
-        let above = (below + 1).min(n - 1);
-        let fraction = rank - below as f64;
-        let (a, b) = (self.nth_us(below), self.nth_us(above));
-        let diff = b - a;
-        let us = if fraction >= 0.5 {
-            b - diff * (1.0 - fraction)
-        } else {
-            a + diff * fraction
-        };
-        us / 1e3
+        let n = usize::try_from(self.count()).unwrap_or(usize::MAX);
+        crate::metrics::stats::distribution::percentile_by(n, p, |k| self.nth_us(k as u64)) / 1e3
     }
 
     /// The `k`-th smallest sample (0-based) in ms, as its bucket midpoint

@@ -162,7 +162,7 @@ fn oversized_head_is_refused_not_buffered_forever() {
 fn request_bytes_carry_prefix_id_and_length() {
     let prefix = request_prefix(
         "/v1/completions",
-        "127.0.0.1:8000",
+        "server.test:8000",
         &[("authorization".into(), "Bearer k".into())],
     );
     let raw = request_bytes(&prefix, "bench-7", b"{\"a\":1}");
@@ -180,7 +180,7 @@ fn request_bytes_carry_prefix_id_and_length() {
             .find(|h| h.name.eq_ignore_ascii_case(name))
             .map(|h| h.value.to_vec())
     };
-    assert_eq!(get("host").unwrap(), b"127.0.0.1:8000");
+    assert_eq!(get("host").unwrap(), b"server.test:8000");
     assert_eq!(get("x-request-id").unwrap(), b"bench-7");
     assert_eq!(get("content-length").unwrap(), b"7");
     assert_eq!(&raw[n..], b"{\"a\":1}");

@@ -63,7 +63,12 @@ pub fn median(sorted: &[f64]) -> f64 {
 /// when the fraction is ≥ 0.5) so results agree to the last bit. `p` outside
 /// [0, 100] is clamped, NaN counts as 0, and an empty slice gives 0.
 pub fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let n = sorted.len();
+    percentile_by(sorted.len(), p, |k| sorted[k])
+}
+
+/// [`percentile`] over `n` ascending values read through `nth` (0-based), for
+/// sources that are not a slice (a histogram's buckets). Same rule, same `_lerp`.
+pub fn percentile_by(n: usize, p: f64, nth: impl Fn(usize) -> f64) -> f64 {
     if n == 0 {
         return 0.0;
     }
@@ -76,7 +81,7 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     let below = (rank.floor() as usize).min(n - 1);
     let above = (below + 1).min(n - 1);
     let fraction = rank - below as f64;
-    let (a, b) = (sorted[below], sorted[above]);
+    let (a, b) = (nth(below), nth(above));
     let diff = b - a;
     if fraction >= 0.5 {
         b - diff * (1.0 - fraction)

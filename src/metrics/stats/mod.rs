@@ -108,9 +108,7 @@ pub fn summarize_folded(
     if fold.is_active() {
         let mut itl = fold.itl.clone();
         for r in successful(records).filter(|r| !r.itl_folded) {
-            for gap in &r.itl {
-                itl.record_us(u64::try_from(gap.as_micros()).unwrap_or(u64::MAX));
-            }
+            r.itl.iter().for_each(|gap| itl.record_duration(*gap));
         }
         s.itl = itl.distribution(&opts.percentiles);
         s.max_output_tokens_per_s = max_output_tokens_per_s_folded(records, fold);
