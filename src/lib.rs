@@ -27,19 +27,17 @@
 //! sweep's slo/steady/health/knee, sim::model) never read a clock or touch a socket: time and seeded
 //! randomness are passed in.
 
-pub mod app;
 pub mod cli;
 pub mod client;
+pub mod cmd;
 pub mod compare;
 pub mod config;
 pub mod engine;
 pub mod merge;
 pub mod metrics;
 pub mod report;
-pub mod run;
 pub mod schedule;
 pub mod shard;
 pub mod sim;
 pub mod sweep;
-pub mod target;
 pub mod workload;

@@ -24,7 +24,18 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match runtime.block_on(kneecap::app::run(cli)) {
+    let outcome = runtime.block_on(async {
+        let (interrupt, abort) = kneecap::cmd::interrupts();
+        tokio::select! {
+            outcome = kneecap::cmd::dispatch(cli, interrupt) => outcome,
+            Ok(()) = abort => {
+                // A second Ctrl-C: stop now, without waiting for in-flight work.
+                eprintln!("kneecap: aborted");
+                std::process::exit(2);
+            }
+        }
+    });
+    match outcome {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");

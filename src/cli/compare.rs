@@ -1,7 +1,5 @@
 //! `kneecap compare` arguments: two sweeps or two runs, A = baseline, B = candidate.
 
-use crate::compare::command::CompareRequest;
-use crate::compare::Format;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 
@@ -14,16 +12,6 @@ pub enum CompareFormat {
     Markdown,
     /// The comparison and the --fail-if outcomes as JSON.
     Json,
-}
-
-impl From<CompareFormat> for Format {
-    fn from(f: CompareFormat) -> Self {
-        match f {
-            CompareFormat::Text => Format::Text,
-            CompareFormat::Markdown => Format::Markdown,
-            CompareFormat::Json => Format::Json,
-        }
-    }
 }
 
 #[derive(Debug, Clone, Args)]
@@ -42,16 +30,4 @@ pub struct CompareArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     pub format: CompareFormat,
-}
-
-impl CompareArgs {
-    /// The clap-free request.
-    pub fn to_request(&self) -> CompareRequest {
-        CompareRequest {
-            baseline: self.baseline.clone(),
-            candidate: self.candidate.clone(),
-            fail_if: self.fail_if.clone(),
-            format: self.format.into(),
-        }
-    }
 }

@@ -1,5 +1,5 @@
-//! CLI: clap definitions only (syntax). Validation and cross-field checks live
-//! in [`crate::config`]; nothing below `config` imports clap.
+//! CLI: clap definitions only (syntax). The command layer turns the parsed
+//! arguments into validated configs (`cmd::args`); nothing else imports clap.
 
 pub mod compare;
 pub mod merge;

@@ -1,7 +1,5 @@
 //! `kneecap report` arguments: re-render a saved sweep or run JSON.
 
-use crate::compare::command::ReportRequest;
-use crate::compare::Format;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 
@@ -18,17 +16,6 @@ pub enum ReportFormat {
     Json,
 }
 
-impl From<ReportFormat> for Format {
-    fn from(f: ReportFormat) -> Self {
-        match f {
-            ReportFormat::Text => Format::Text,
-            ReportFormat::Markdown => Format::Markdown,
-            ReportFormat::Csv => Format::Csv,
-            ReportFormat::Json => Format::Json,
-        }
-    }
-}
-
 #[derive(Debug, Clone, Args)]
 pub struct ReportArgs {
     /// A sweep JSON (`kneecap sweep -o`) or a run JSON (kneecap's or vLLM's).
@@ -40,15 +27,4 @@ pub struct ReportArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     pub format: ReportFormat,
-}
-
-impl ReportArgs {
-    /// The clap-free request.
-    pub fn to_request(&self) -> ReportRequest {
-        ReportRequest {
-            file: self.file.clone(),
-            html: self.html.clone(),
-            format: self.format.into(),
-        }
-    }
 }

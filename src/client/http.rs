@@ -240,7 +240,7 @@ fn fail_exchange(rec: &mut RequestRecord, status: Option<u16>, e: H1Error) {
         H1Error::Io(io) => classify_io(io),
     };
     let message = match (&e, status) {
-        (H1Error::Connect(io), _) => match crate::engine::limits::explain_fd_exhaustion(io) {
+        (H1Error::Connect(io), _) => match crate::client::limits::explain_fd_exhaustion(io) {
             Some(explained) => format!("cannot connect: {explained}"),
             None => e.to_string(),
         },

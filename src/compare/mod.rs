@@ -1,8 +1,8 @@
 //! Compare: `kneecap report` (re-render one saved result) and `kneecap
 //! compare` (two results side by side, with significance and `--fail-if`).
 //!
-//! Everything here is pure except [`command`], which reads the files, prints
-//! and writes the HTML report:
+//! Everything here is pure; the command layer reads the files, prints and
+//! writes the HTML report:
 //!
 //! - [`input`]: lenient loading of a sweep JSON or a vLLM-style run JSON.
 //! - [`render`]: `report`'s text / Markdown / CSV / JSON renderings.
@@ -11,7 +11,6 @@
 //! - [`rule`]: `--fail-if` parsing and judging.
 //! - [`layout`]: the small text / Markdown / CSV table shared by all of them.
 
-pub mod command;
 pub mod input;
 pub mod layout;
 pub mod render;

@@ -3,7 +3,6 @@
 //! one [`RequestRecord`] per request. No statistics here.
 
 pub mod dispatch;
-pub mod limits;
 pub mod probe;
 
 use crate::client::http::HttpClient;

@@ -1,14 +1,14 @@
 //! Merge: recombine the results of a sharded load (`--shard i/N`) into one
 //! exact result. This module owns the merge conditions (same workload
 //! fingerprint, seed, shard count and start; every index present exactly once)
-//! and the addition of counters and histograms. PURE: [`command`] reads and
-//! writes the files; [`run`] rebuilds a [`crate::report::RunResult`].
+//! and the addition of counters and histograms. PURE: the command layer reads
+//! and writes the files; [`run`] rebuilds a [`crate::report::RunResult`] and
+//! [`sweep`] a [`crate::report::sweep::SweepResult`].
 //!
 //! Counters add; histograms add bucket by bucket (exact: one configuration);
 //! percentiles are read from the merged histograms and never averaged across
 //! shards. Rates divide by the *common* window — the earliest start to the
 //! latest end over all shards.
-pub mod command;
 pub mod run;
 pub mod sweep;
 

@@ -3,11 +3,11 @@
 //! summary come from the same renderers. PURE: works on parsed JSON values.
 
 use super::{check_set, combine, ShardFile};
-use crate::config::MetricName;
 use crate::metrics::stats::{Distribution, Summary};
+use crate::metrics::MetricName;
+use crate::metrics::KNEECAP_PERCENTILES;
 use crate::report::shard::{ShardIdentity, ShardPart};
 use crate::report::{GeneratorVerdict, KneecapInfo, RunResult};
-use crate::run::KNEECAP_PERCENTILES;
 use serde_json::{json, Value};
 
 /// One shard's run result, parsed.
@@ -168,7 +168,7 @@ fn header(first: &Value, shards: &[RunShard], total: &ShardPart) -> RunResult {
                 .collect(),
             warmups_ok: None,
             generator: Some(GeneratorVerdict {
-                health: crate::sweep::GeneratorHealth {
+                health: crate::metrics::health::GeneratorHealth {
                     limited: total.generator_limited,
                     reasons: limited,
                     ..Default::default()

@@ -13,14 +13,15 @@
 //! logic runs on the merged verdicts. A step that started after its slot on
 //! some shard carries a warning naming it.
 use super::{check_set, combine, ShardFile};
+use crate::metrics::health::{self, GeneratorHealth};
 use crate::metrics::stats::Distribution;
+use crate::metrics::KNEECAP_PERCENTILES;
 use crate::report::shard::{ShardIdentity, ShardPart};
 use crate::report::sweep::{self as model, StepResult, SweepResult};
-use crate::sweep::drive::STEP_PERCENTILES;
 use crate::sweep::knee::StepPoint;
 use crate::sweep::rows::{dist, finish, point, queue_stats, slo_row, steady_row, verdict_name};
 use crate::sweep::slo_hist::{evaluate_hist, Attainment};
-use crate::sweep::{health, judge, steady, GeneratorHealth, Slo, StepVerdictInput};
+use crate::sweep::{judge, steady, Slo, StepVerdictInput};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -157,7 +158,7 @@ fn merge_step(
     }
     let c = &total.counters;
     let h = &total.hists;
-    let lateness = h.lateness.distribution(&STEP_PERCENTILES);
+    let lateness = h.lateness.distribution(&KNEECAP_PERCENTILES);
     let generator = merged_generator(steps, &lateness);
     let outcomes: Vec<_> = slos
         .iter()
@@ -197,7 +198,7 @@ fn merge_step(
     }
     let interrupted = total.interrupted || steps.iter().any(|(_, st)| st.verdict == "interrupted");
     let (mean_waiting, max_waiting, mean_running) = queue_stats(&queue, window.0, window.1);
-    let d = |x: &crate::metrics::hist::LatencyHist| dist(&x.distribution(&STEP_PERCENTILES));
+    let d = |x: &crate::metrics::hist::LatencyHist| dist(&x.distribution(&KNEECAP_PERCENTILES));
     let step = StepResult {
         load: first.load,
         verdict: if interrupted {

@@ -4,8 +4,11 @@
 //! Nothing here does I/O.
 
 pub mod fold;
+pub mod health;
 pub mod hist;
+pub mod name;
 pub mod record;
 pub mod stats;
 
+pub use name::{MetricName, KNEECAP_PERCENTILES};
 pub use record::{ErrorKind, RequestError, RequestRecord};

@@ -1,8 +1,21 @@
 //! RequestRecord: everything the engine observed about one request, as
 //! offsets from the run's start instant. No statistics here.
 
-pub use crate::client::openai::Timings;
 use std::time::Duration;
+
+/// llama.cpp's own per-request `timings` (sent with its final chunk), for
+/// checking our TTFT/TPOT against the server's numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Timings {
+    /// Prompt tokens processed (not counting cached ones).
+    pub prompt_n: Option<u32>,
+    /// Prompt processing time, milliseconds.
+    pub prompt_ms: Option<f64>,
+    /// Tokens generated.
+    pub predicted_n: Option<u32>,
+    /// Generation time, milliseconds.
+    pub predicted_ms: Option<f64>,
+}
 
 /// Failure classes. These are counted in reports, so keep them stable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -2,8 +2,8 @@
 //! followed by kneecap's own block. Pure: returns a String.
 
 use super::RunResult;
-use crate::config::MetricName;
 use crate::metrics::stats::Distribution;
+use crate::metrics::MetricName;
 use std::fmt::Write;
 
 /// Render the summary printed at the end of a run.

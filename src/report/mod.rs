@@ -11,8 +11,8 @@ pub mod shard;
 pub mod sweep;
 pub mod table;
 
-use crate::config::MetricName;
 use crate::metrics::stats::Summary;
+use crate::metrics::MetricName;
 use crate::metrics::RequestRecord;
 
 /// Everything a run produced; every output renders from this.
@@ -73,7 +73,7 @@ pub struct KneecapInfo {
 /// The load generator's self-check for a run.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct GeneratorVerdict {
-    pub health: crate::sweep::health::GeneratorHealth,
+    pub health: crate::metrics::health::GeneratorHealth,
     /// False with `--request-rate inf` or a closed loop, where lateness is not a generator property.
     pub lateness_judged: bool,
     pub cpu_busy_fraction: Option<f64>,

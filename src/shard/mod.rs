@@ -2,8 +2,9 @@
 //! they agree on a common start (`--start-at`). Owns the arrival selection,
 //! the concurrency split, the workload fingerprint, the start-time rules and
 //! the sweep's wall-clock step slots. PURE: the current time is passed in;
-//! nothing here reads a clock, sleeps or touches a socket — except [`apply`],
-//! which applies the selection to a run and waits for the common start.
+//! nothing here reads a clock, sleeps or touches a socket. [`apply`] applies
+//! the selection to the engine's releases; the command layer waits for the
+//! common start.
 //!
 //! **Selection.** Every shard builds the same seeded *global* schedule and
 //! keeps arrival `j` when `splitmix64(seed ⊕ splitmix64(j)) mod N = i`. The

@@ -192,58 +192,6 @@ pub fn explain(cfg: &SimConfig, input_len: u32, output_len: u32) -> String {
     s
 }
 
-/// Runs the `kneecap sim` command: prints the explanation, or serves until
-/// Ctrl-C / SIGTERM and then shuts down gracefully.
-pub async fn run(opts: SimOptions) -> anyhow::Result<()> {
-    let cfg = opts.config;
-    cfg.validate()?;
-    if let Some((input_len, output_len)) = opts.explain {
-        print!("{}", explain(&cfg, input_len, output_len));
-        return Ok(());
-    }
-    let bind = format!("{}:{}", opts.host, opts.port);
-    let listener = tokio::net::TcpListener::bind(&bind)
-        .await
-        .with_context(|| format!("binding --host/--port {bind}"))?;
-    let preset = cfg.preset.clone();
-    let handle = start(cfg, listener).await?;
-    eprintln!(
-        "kneecap sim: serving preset {preset} on http://{} (simulated)",
-        handle.addr()
-    );
-    wait_for_signal().await?;
-    let lag = handle.max_step_lag();
-    let realtime = handle.metrics().engine_realtime;
-    handle.shutdown().await?;
-    eprintln!(
-        "kneecap sim: stopped; max step-clock lag {:.3} ms (engine thread {})",
-        lag * 1e3,
-        if realtime {
-            "SCHED_FIFO"
-        } else {
-            "normal priority"
-        }
-    );
-    Ok(())
-}
-
-async fn wait_for_signal() -> anyhow::Result<()> {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut term = signal(SignalKind::terminate()).context("installing SIGTERM handler")?;
-        tokio::select! {
-            r = tokio::signal::ctrl_c() => r.context("waiting for Ctrl-C")?,
-            _ = term.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    tokio::signal::ctrl_c()
-        .await
-        .context("waiting for Ctrl-C")?;
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,18 +9,15 @@
 //! generator was limited is [`StepVerdict::GeneratorLimited`] whatever else
 //! happened: a step that failed only because the generator fell behind is
 //! never the server's knee.
-pub mod drive;
-pub mod health;
 pub mod knee;
-pub(crate) mod rows;
-mod sharded;
+pub mod rows;
 pub mod slo;
 pub mod slo_hist;
 pub mod steady;
 #[cfg(test)]
 mod testing;
 
-pub use health::{generator_health, GeneratorHealth};
+pub use crate::metrics::health::{self, generator_health, GeneratorHealth};
 pub use knee::{
     knee, next_load, queue_onset, service_rate_estimate, Knee, LoadUnit, SearchPlan, StepPoint,
     StepVerdict,

@@ -6,6 +6,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use crate::metrics::record::Timings;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
@@ -16,20 +17,6 @@ pub struct Usage {
     pub prompt_tokens: Option<u32>,
     /// `usage.completion_tokens`: the output length used for TPOT/throughput.
     pub completion_tokens: Option<u32>,
-}
-
-/// llama.cpp's own per-request `timings` (sent with its final chunk), for
-/// checking our TTFT/TPOT against the server's numbers.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct Timings {
-    /// Prompt tokens processed (not counting cached ones).
-    pub prompt_n: Option<u32>,
-    /// Prompt processing time, milliseconds.
-    pub prompt_ms: Option<f64>,
-    /// Tokens generated.
-    pub predicted_n: Option<u32>,
-    /// Generation time, milliseconds.
-    pub predicted_ms: Option<f64>,
 }
 
 /// What one SSE data payload carried.

@@ -1,5 +1,6 @@
 //! Tests for `openai.rs` (kept apart to keep the module short).
 use super::*;
+use crate::metrics::record::Timings;
 use crate::workload::Prompt;
 use serde_json::Value;
 use std::borrow::Cow;

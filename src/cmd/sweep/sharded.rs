@@ -16,20 +16,20 @@
 //! verdict, and the exact counts of goodput-form SLOs
 //! ([`super::slo_hist::Attainment`]). The scraped queue series stays in the
 //! step as in any sweep.
-use super::drive::{self, Ctx, Evidence};
-use super::knee::{SearchPlan, StepPoint};
-use super::rows::{due_times, goodput_slo};
-use super::slo_hist::Attainment;
-use super::steady::{self, SteadyThresholds};
-use crate::cli::sweep::SweepMode;
+use super::{self as drive, Ctx, Evidence};
+use crate::cmd::clock;
+use crate::cmd::prepare::Level;
 use crate::config::sweep::{StepTiming, SweepConfig};
 use crate::engine::EngineOutput;
 use crate::metrics::hist::RunHists;
 use crate::metrics::RequestRecord;
 use crate::report::shard::{ShardCounters, ShardIdentity, ShardPart};
 use crate::report::sweep::SweepResult;
-use crate::run::Level;
 use crate::shard::{self, apply, Shard, StartAt};
+use crate::sweep::knee::{LoadUnit, SearchPlan, StepPoint};
+use crate::sweep::rows::{due_times, goodput_slo};
+use crate::sweep::slo_hist::Attainment;
+use crate::sweep::steady::{self, SteadyThresholds};
 use anyhow::{bail, Result};
 use serde_json::{json, Value};
 use std::path::Path;
@@ -65,14 +65,14 @@ pub(super) async fn run(
     let mut history: Vec<StepPoint> = Vec::new();
     for (k, (&load, slot)) in loads.iter().zip(&slots).enumerate() {
         let at = StartAt(start.0 + slot.as_nanos() as i128);
-        let overran_ms = apply::wait_for_slot(at).await;
+        let overran_ms = clock::wait_for_slot(at).await;
         if let Some(ms) = overran_ms {
             eprintln!("kneecap sweep: shard {me}: step {k} starts {ms:.0} ms after its slot (the previous step overran it)");
         }
         let (releases, length, cap) = drive::step_releases(cfg, &timing, k, load);
         let flag = match cfg.mode {
-            SweepMode::Rate => "--max-concurrency",
-            SweepMode::Concurrency => "--concurrencies",
+            LoadUnit::Rate => "--max-concurrency",
+            LoadUnit::Concurrency => "--concurrencies",
         };
         let cap = cap
             .map(|c| me.concurrency(c, flag))
@@ -126,8 +126,8 @@ fn fixed_loads(plan: &SearchPlan) -> Result<Vec<f64>> {
 
 fn step_length(cfg: &SweepConfig, timing: &StepTiming, load: f64) -> Duration {
     match cfg.mode {
-        SweepMode::Rate => timing.length_for_rate(load),
-        SweepMode::Concurrency => timing.length_closed(),
+        LoadUnit::Rate => timing.length_for_rate(load),
+        LoadUnit::Concurrency => timing.length_closed(),
     }
 }
 
@@ -154,7 +154,7 @@ fn identity(
     ];
     ShardIdentity {
         shard: me,
-        fingerprint: apply::run_fingerprint(&cfg.run, model, &extra),
+        fingerprint: crate::config::run_fingerprint(&cfg.run, model, &extra),
         seed: cfg.run.load.seed,
         start_at: Some(start),
     }
@@ -182,7 +182,7 @@ fn step_block(
         .filter(|r| r.due >= w0 && r.due < w1)
         .cloned()
         .collect();
-    let start = apply::unix_s(out.started_at);
+    let start = clock::unix_s(out.started_at);
     let part = ShardPart {
         start_lateness_ms: Some((start - slot.at.unix_s()) * 1e3),
         window_start_unix_s: start + w0.as_secs_f64(),

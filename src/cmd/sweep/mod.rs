@@ -2,22 +2,28 @@
 //! keep the evidence (client records, server queue gauges, generator health),
 //! and rewrite the sweep JSON after every step so an interruption loses nothing.
 
-use super::knee::{self, StepPoint, StepVerdict};
-use super::rows::{
-    dist, due_times, exit_code, finish, goodput_slo, mean, point, queue_stats, slo_row, steady_row,
-    step_line, verdict_name,
-};
-use super::{health, slo, steady, StepVerdictInput};
-use crate::cli::sweep::{SweepArgs, SweepMode};
+mod sharded;
+
+use super::args::sweep::sweep_config;
+use super::clock;
+use super::prepare::{self as runner, Level, Prepared};
+use super::target::{self, Server};
+use crate::cli::sweep::SweepArgs;
 use crate::client::scrape::{QueueSample, Scraper};
 use crate::config::sweep::{StepTiming, SweepConfig};
 use crate::engine::{self, probe, Releases};
+use crate::metrics::health;
 use crate::metrics::stats::{self, StatsOptions};
 use crate::metrics::RequestRecord;
+use crate::metrics::KNEECAP_PERCENTILES;
 use crate::report::sweep::{self as model, StepResult, SweepResult};
-use crate::run::{self as runner, Level, Prepared};
 use crate::schedule::{self, Arrival};
-use crate::target::{self, Server};
+use crate::sweep::knee::{self, LoadUnit, StepPoint, StepVerdict};
+use crate::sweep::rows::{
+    dist, due_times, exit_code, finish, goodput_slo, mean, point, queue_stats, slo_row, steady_row,
+    step_line, verdict_name,
+};
+use crate::sweep::{slo, steady, StepVerdictInput};
 use anyhow::Result;
 use rand::{rngs::StdRng, SeedableRng};
 use std::path::{Path, PathBuf};
@@ -25,27 +31,24 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
-/// Percentiles every step computes.
-pub(crate) const STEP_PERCENTILES: [f64; 4] = [50.0, 90.0, 99.0, 99.9];
 /// Queue gauge sampling period.
 const SCRAPE_EVERY: Duration = Duration::from_millis(250);
 /// Event-loop lag probe period.
 const LAG_EVERY: Duration = Duration::from_millis(10);
 
 /// Everything a step needs.
-pub(super) struct Ctx<'a> {
-    pub(super) cfg: &'a SweepConfig,
-    pub(super) server: &'a Server,
-    pub(super) prepared: Prepared,
-    pub(super) scraper: Option<Scraper>,
+pub(crate) struct Ctx<'a> {
+    pub(crate) cfg: &'a SweepConfig,
+    pub(crate) server: &'a Server,
+    pub(crate) prepared: Prepared,
+    pub(crate) scraper: Option<Scraper>,
 }
 
 /// Run `kneecap sweep`.
 pub async fn execute(args: &SweepArgs, interrupt: watch::Receiver<bool>) -> Result<ExitCode> {
-    let cfg = SweepConfig::try_from(args)?;
+    let cfg = sweep_config(args)?;
     if let Some(start) = cfg.run.start_at {
-        crate::shard::wait_for_start(start, crate::shard::apply::now())
-            .map_err(anyhow::Error::msg)?;
+        crate::shard::wait_for_start(start, clock::now()).map_err(anyhow::Error::msg)?;
     }
     runner::check_os_limits(&cfg.run)?;
     check_sweep_concurrency(&cfg)?;
@@ -81,7 +84,7 @@ pub async fn execute(args: &SweepArgs, interrupt: watch::Receiver<bool>) -> Resu
 /// A closed-loop sweep may go up to its largest concurrency: check it fits
 /// under the open-file limit before the first step, not at the last.
 fn check_sweep_concurrency(cfg: &SweepConfig) -> Result<()> {
-    if cfg.mode != SweepMode::Concurrency {
+    if cfg.mode != LoadUnit::Concurrency {
         return Ok(());
     }
     let top = match &cfg.plan {
@@ -89,8 +92,8 @@ fn check_sweep_concurrency(cfg: &SweepConfig) -> Result<()> {
         knee::SearchPlan::Auto { max_load, .. } => *max_load,
     };
     let sim = matches!(cfg.run.target, crate::config::Target::Sim { .. });
-    let limit = crate::engine::limits::raise_open_file_limit();
-    crate::engine::limits::check_concurrency(top.ceil() as usize, sim, limit).map_err(|e| {
+    let limit = crate::client::limits::raise_open_file_limit();
+    crate::client::limits::check_concurrency(top.ceil() as usize, sim, limit).map_err(|e| {
         anyhow::anyhow!("{e} (the sweep may reach {top} streams; see --max-load / --concurrencies)")
     })
 }
@@ -123,11 +126,11 @@ async fn sweep(
     announce(&ctx, &result);
     if cfg.run.shard.is_none() {
         if let Some(start) = cfg.run.start_at {
-            crate::shard::apply::wait_until(start).await?;
+            clock::wait_until(start).await?;
         }
     }
     if cfg.run.shard.is_some() {
-        super::sharded::run(&ctx, &mut result, out, interrupt).await?;
+        sharded::run(&ctx, &mut result, out, interrupt).await?;
     } else {
         search(&ctx, &mut result, out, interrupt).await?;
     }
@@ -157,7 +160,7 @@ async fn search(
 /// Add a finished step to the result and save it; false when the sweep must
 /// stop (interrupted: a step cut short proves nothing — its data is kept, not
 /// its verdict).
-pub(super) fn keep_step(
+pub(crate) fn keep_step(
     result: &mut SweepResult,
     history: &mut Vec<StepPoint>,
     mut step: StepResult,
@@ -186,8 +189,8 @@ fn new_result(ctx: &Ctx<'_>) -> SweepResult {
     let specs = &ctx.prepared.specs;
     let n = specs.len().max(1) as f64;
     let mode = match cfg.mode {
-        SweepMode::Rate => "rate",
-        SweepMode::Concurrency => "concurrency",
+        LoadUnit::Rate => "rate",
+        LoadUnit::Concurrency => "concurrency",
     };
     let sim_service_rate = ctx.server.sim_config.as_ref().map(|s| {
         let (i, o) = (
@@ -226,10 +229,10 @@ fn new_result(ctx: &Ctx<'_>) -> SweepResult {
 
 fn arrival_name(cfg: &SweepConfig) -> String {
     match cfg.mode {
-        SweepMode::Concurrency => "closed loop (fixed concurrency)".into(),
-        SweepMode::Rate if cfg.run.load.burstiness.is_infinite() => "constant spacing".into(),
-        SweepMode::Rate if cfg.run.load.burstiness == 1.0 => "poisson".into(),
-        SweepMode::Rate => format!("gamma (burstiness {})", cfg.run.load.burstiness),
+        LoadUnit::Concurrency => "closed loop (fixed concurrency)".into(),
+        LoadUnit::Rate if cfg.run.load.burstiness.is_infinite() => "constant spacing".into(),
+        LoadUnit::Rate if cfg.run.load.burstiness == 1.0 => "poisson".into(),
+        LoadUnit::Rate => format!("gamma (burstiness {})", cfg.run.load.burstiness),
     }
 }
 
@@ -292,15 +295,15 @@ async fn run_step(
 
 /// What running one step left: the engine's records, the generator's
 /// self-check and the server's queue gauges.
-pub(super) struct Measured {
-    pub(super) out: engine::EngineOutput,
-    pub(super) check: probe::SelfCheck,
-    pub(super) source: Option<String>,
-    pub(super) queue: Vec<QueueSample>,
+pub(crate) struct Measured {
+    pub(crate) out: engine::EngineOutput,
+    pub(crate) check: probe::SelfCheck,
+    pub(crate) source: Option<String>,
+    pub(crate) queue: Vec<QueueSample>,
 }
 
 /// Run one load level while scraping the server's queue gauges.
-pub(super) async fn measure(
+pub(crate) async fn measure(
     ctx: &Ctx<'_>,
     level: Level,
     interrupt: watch::Receiver<bool>,
@@ -331,14 +334,14 @@ pub(super) async fn measure(
 
 /// Releases for one step: a Poisson/gamma schedule at `load` req/s, or a
 /// closed loop of `load` streams. Seeded per step so reruns are identical.
-pub(super) fn step_releases(
+pub(crate) fn step_releases(
     cfg: &SweepConfig,
     timing: &StepTiming,
     index: usize,
     load: f64,
 ) -> (Releases, Duration, Option<usize>) {
     match cfg.mode {
-        SweepMode::Rate => {
+        LoadUnit::Rate => {
             let length = timing.length_for_rate(load);
             let burstiness = cfg.run.load.burstiness;
             let arrival = if burstiness.is_infinite() {
@@ -357,7 +360,7 @@ pub(super) fn step_releases(
                 cfg.run.load.max_concurrency,
             )
         }
-        SweepMode::Concurrency => {
+        LoadUnit::Concurrency => {
             let length = timing.length_closed();
             (
                 Releases::ClosedFor(length),
@@ -369,15 +372,15 @@ pub(super) fn step_releases(
 }
 
 /// What a step left behind.
-pub(super) struct Evidence<'a> {
-    pub(super) records: &'a [RequestRecord],
-    pub(super) window: (Duration, Duration),
-    pub(super) queue: Vec<QueueSample>,
-    pub(super) source: Option<String>,
-    pub(super) check: probe::SelfCheck,
+pub(crate) struct Evidence<'a> {
+    pub(crate) records: &'a [RequestRecord],
+    pub(crate) window: (Duration, Duration),
+    pub(crate) queue: Vec<QueueSample>,
+    pub(crate) source: Option<String>,
+    pub(crate) check: probe::SelfCheck,
 }
 
-pub(super) fn judge_step(cfg: &SweepConfig, load: f64, e: Evidence<'_>) -> StepResult {
+pub(crate) fn judge_step(cfg: &SweepConfig, load: f64, e: Evidence<'_>) -> StepResult {
     let (w0, w1) = e.window;
     let in_window: Vec<RequestRecord> = e
         .records
@@ -386,7 +389,7 @@ pub(super) fn judge_step(cfg: &SweepConfig, load: f64, e: Evidence<'_>) -> StepR
         .cloned()
         .collect();
     let opts = StatsOptions {
-        percentiles: STEP_PERCENTILES.to_vec(),
+        percentiles: KNEECAP_PERCENTILES.to_vec(),
         goodput: goodput_slo(&cfg.slos),
     };
     let summary = stats::summarize(&in_window, w1 - w0, &opts);
@@ -402,7 +405,7 @@ pub(super) fn judge_step(cfg: &SweepConfig, load: f64, e: Evidence<'_>) -> StepR
         steadiness.reasons.push(trend.reason());
         steadiness.steady = false;
     }
-    let offered = if cfg.mode == SweepMode::Rate {
+    let offered = if cfg.mode == LoadUnit::Rate {
         load
     } else {
         steadiness.offered_rate
@@ -426,7 +429,7 @@ pub(super) fn judge_step(cfg: &SweepConfig, load: f64, e: Evidence<'_>) -> StepR
         steadiness: &steadiness,
         generator: &generator,
     };
-    let (verdict, reasons) = super::judge(&input);
+    let (verdict, reasons) = crate::sweep::judge(&input);
     let (mean_waiting, max_waiting, mean_running) = queue_stats(&e.queue, w0, w1);
     let mut warnings: Vec<String> = outcomes.iter().filter_map(|o| o.warning.clone()).collect();
     warnings.extend(generator.warnings.iter().cloned());
@@ -492,7 +495,7 @@ pub(super) fn judge_step(cfg: &SweepConfig, load: f64, e: Evidence<'_>) -> StepR
     }
 }
 
-pub(super) fn save(r: &SweepResult, path: &Path) -> Result<()> {
+pub(crate) fn save(r: &SweepResult, path: &Path) -> Result<()> {
     let text = serde_json::to_vec_pretty(r)?;
     crate::report::save::write_atomic(path, &text)
 }

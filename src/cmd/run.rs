@@ -2,42 +2,36 @@
 //! to saved result. Reads like a table of contents; the work is in the
 //! modules it calls.
 
-use crate::cli::run::{Backend, RampUp, RunArgs};
-use crate::client::http::{ClientConfig, HttpClient};
-use crate::client::openai::{self, BodyOptions};
-use crate::config::{LoadConfig, RunConfig};
-use crate::engine::{self, LoadPlan, Releases};
+use super::args::run::run_config;
+use super::clock;
+use super::prepare::{check_os_limits, prepare, progress_bar, run_level_with, Level, Prepared};
+use super::target::{self, Server};
+use crate::cli::run::RunArgs;
+use crate::config::{self, LoadConfig, RunConfig};
+use crate::engine::{self, Releases};
 use crate::metrics::hist::RunHists;
 use crate::metrics::stats::{self, Summary};
-use crate::metrics::RequestRecord;
+use crate::metrics::KNEECAP_PERCENTILES;
 use crate::report::shard::{ShardCounters, ShardIdentity, ShardPart, ShardRun};
 use crate::report::{self, GeneratorVerdict, KneecapInfo, RunResult};
 use crate::schedule::{self, Arrival};
 use crate::shard;
-use crate::target::{self, Server};
-use crate::workload::{dataset, tokenizer::TokenCounter, RequestSpec};
-use anyhow::{bail, Context, Result};
-use indicatif::{ProgressBar, ProgressStyle};
-use rand::{rngs::StdRng, Rng, SeedableRng};
+use anyhow::Result;
+use rand::{rngs::StdRng, SeedableRng};
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
-/// Percentiles kneecap always computes for its own block.
-pub const KNEECAP_PERCENTILES: [f64; 4] = [50.0, 90.0, 99.0, 99.9];
 /// Runtime scheduling-lag probe period.
 const LAG_PROBE_EVERY: Duration = Duration::from_millis(10);
-/// Time in-flight requests get to finish after Ctrl-C.
-const GRACE: Duration = Duration::from_secs(5);
 /// How many failure messages the summary and JSON keep.
 const FIRST_ERRORS: usize = 10;
 
 /// Run `kneecap run` / `kneecap bench serve`.
 pub async fn execute(args: &RunArgs, interrupt: watch::Receiver<bool>) -> Result<ExitCode> {
-    let cfg = RunConfig::try_from(args)?;
+    let cfg = run_config(args)?;
     if let Some(start) = cfg.start_at {
-        shard::wait_for_start(start, shard::apply::now()).map_err(anyhow::Error::msg)?;
+        shard::wait_for_start(start, clock::now()).map_err(anyhow::Error::msg)?;
     }
     check_os_limits(&cfg)?;
     if cfg.output.save_result {
@@ -56,116 +50,6 @@ pub async fn execute(args: &RunArgs, interrupt: watch::Receiver<bool>) -> Result
     })
 }
 
-/// Raise the open-file limit and refuse a concurrency the OS cannot hold.
-pub fn check_os_limits(cfg: &RunConfig) -> Result<()> {
-    let limit = engine::limits::raise_open_file_limit();
-    let sim = matches!(cfg.target, crate::config::Target::Sim { .. });
-    match cfg.load.max_concurrency {
-        Some(n) => engine::limits::check_concurrency(n, sim, limit),
-        None => Ok(()),
-    }
-}
-
-/// What a run needs once the target answered: client, model, workload.
-pub struct Prepared {
-    pub client: Arc<HttpClient>,
-    pub specs: Arc<Vec<RequestSpec>>,
-    pub tokenizer: Option<TokenCounter>,
-    pub model_id: String,
-    pub request_id_prefix: String,
-    pub warmups_ok: Option<(usize, usize)>,
-    /// `--save-detailed`: keep every ITL gap (no folding).
-    pub save_detailed: bool,
-}
-
-/// Connect, resolve the model, build the workload, ready-check and warm up.
-pub async fn prepare(cfg: &RunConfig, server: &Server) -> Result<Prepared> {
-    let mut client = HttpClient::new(client_config(cfg, &server.base_url))?;
-    let (served, model_id) = resolve_model(&client, cfg, &server.base_url).await?;
-    client.set_body_options(BodyOptions {
-        model: served,
-        ..cfg.body.clone()
-    });
-    let client = Arc::new(client);
-    let tokenizer = cfg
-        .tokenizer
-        .as_deref()
-        .map(TokenCounter::from_path)
-        .transpose()?;
-    let specs = dataset::load(&cfg.dataset, tokenizer.as_ref())?;
-    if specs.is_empty() {
-        bail!("the dataset produced no requests (check --dataset-path and --num-prompts)");
-    }
-    let request_id_prefix = request_id_prefix(cfg);
-    ready_check(&client, &specs[0], cfg.load.ready_check_timeout).await?;
-    let warmups_ok = warm_up(&client, &specs[0], cfg, &request_id_prefix).await;
-    Ok(Prepared {
-        save_detailed: cfg.output.save_detailed,
-        client,
-        specs: Arc::new(specs),
-        tokenizer,
-        model_id,
-        request_id_prefix,
-        warmups_ok,
-    })
-}
-
-/// Run one load level with prepared state; output counts resolved (vLLM §2.3).
-pub async fn run_level(
-    p: &Prepared,
-    releases: Releases,
-    max_concurrency: Option<usize>,
-    cancel_at: Option<Duration>,
-    progress: ProgressBar,
-    interrupt: watch::Receiver<bool>,
-) -> engine::EngineOutput {
-    let specs = p.specs.clone();
-    let level = Level {
-        releases,
-        specs,
-        max_concurrency,
-        cancel_at,
-    };
-    run_level_with(p, level, progress, interrupt).await
-}
-
-/// One load level's releases, prompts and limits.
-pub struct Level {
-    pub releases: Releases,
-    /// Request k uses `specs[k % len]` (a shard passes its reordered prompts).
-    pub specs: Arc<Vec<RequestSpec>>,
-    pub max_concurrency: Option<usize>,
-    pub cancel_at: Option<Duration>,
-}
-
-/// [`run_level`] with explicit prompts (a shard's share of the workload).
-pub async fn run_level_with(
-    p: &Prepared,
-    level: Level,
-    progress: ProgressBar,
-    interrupt: watch::Receiver<bool>,
-) -> engine::EngineOutput {
-    let Level {
-        releases,
-        specs,
-        max_concurrency,
-        cancel_at,
-    } = level;
-    let plan = LoadPlan {
-        specs,
-        releases,
-        max_concurrency,
-        request_id_prefix: p.request_id_prefix.clone(),
-        grace: GRACE,
-        // A sweep step (cancel_at set) slices records by time: keep them whole.
-        fold_itl: cancel_at.is_none() && !p.save_detailed,
-        cancel_at,
-    };
-    let mut out = engine::run(p.client.clone(), plan, progress, interrupt).await;
-    resolve_output_counts(&mut out.records, p.tokenizer.as_ref());
-    out
-}
-
 async fn run_against(
     cfg: &RunConfig,
     server: &Server,
@@ -179,7 +63,7 @@ async fn run_against(
     let scheduled =
         matches!(&level.releases, Releases::Scheduled(_)) && cfg.load.request_rate.is_finite();
     if let Some(start) = cfg.start_at {
-        shard::apply::wait_until(start).await?;
+        clock::wait_until(start).await?;
     }
     let level = run_level_with(&p, level, progress, interrupt);
     let (mut out, check) = engine::probe::self_checked(level, LAG_PROBE_EVERY).await;
@@ -238,7 +122,7 @@ fn shard_run(
     out: &engine::EngineOutput,
     limited: bool,
 ) -> ShardRun {
-    let start = shard::apply::unix_s(out.started_at);
+    let start = clock::unix_s(out.started_at);
     let part = ShardPart {
         start_lateness_ms: cfg.start_at.map(|a| (start - a.unix_s()) * 1e3),
         window_start_unix_s: start,
@@ -250,7 +134,7 @@ fn shard_run(
     };
     let id = ShardIdentity {
         shard: s,
-        fingerprint: shard::apply::run_fingerprint(cfg, model_id, &[]),
+        fingerprint: config::run_fingerprint(cfg, model_id, &[]),
         seed: cfg.load.seed,
         start_at: cfg.start_at,
     };
@@ -266,7 +150,7 @@ fn generator_verdict(
     scheduled: bool,
     check: &engine::probe::SelfCheck,
 ) -> GeneratorVerdict {
-    use crate::sweep::health;
+    use crate::metrics::health;
     let lag_p99 = check.lag_p99_ms();
     let rate = cfg.load.request_rate;
     let health = if scheduled {
@@ -288,55 +172,6 @@ fn generator_verdict(
     }
 }
 
-pub fn client_config(cfg: &RunConfig, base_url: &str) -> ClientConfig {
-    ClientConfig {
-        base_url: base_url.to_string(),
-        endpoint: cfg.endpoint.clone(),
-        api: cfg.api,
-        body: cfg.body.clone(),
-        headers: cfg.headers.clone(),
-        api_key: cfg.api_key.clone(),
-        request_timeout: cfg.request_timeout,
-        connect_timeout: cfg.connect_timeout,
-        keep_text: cfg.tokenizer.is_some() || cfg.output.save_detailed,
-    }
-}
-
-/// `--model`, or the first entry of `GET /v1/models` (its `id` goes in bodies,
-/// its `root` names the model). The GET doubles as a reachability check.
-async fn resolve_model(
-    client: &HttpClient,
-    cfg: &RunConfig,
-    base_url: &str,
-) -> Result<(String, String)> {
-    let probe = client.get("/v1/models").await;
-    let body = match probe {
-        Err(e) => bail!("cannot reach the server at {base_url} ({e:#}); is it running? Check --base-url / --host / --port"),
-        Ok((200, body)) => Some(body),
-        Ok(_) => None,
-    };
-    if let Some(model) = &cfg.model {
-        let served = cfg
-            .served_model_name
-            .clone()
-            .unwrap_or_else(|| model.clone());
-        return Ok((served, model.clone()));
-    }
-    let body = body.with_context(|| {
-        format!("GET {base_url}/v1/models did not answer 200; give the model name with --model")
-    })?;
-    let models = openai::parse_models(&body).map_err(|e| {
-        anyhow::anyhow!("GET {base_url}/v1/models: {e}; give the model name with --model")
-    })?;
-    let first = models
-        .into_iter()
-        .next()
-        .with_context(|| format!("GET {base_url}/v1/models listed no model; give --model"))?;
-    let root = first.root.clone().unwrap_or_else(|| first.id.clone());
-    let served = cfg.served_model_name.clone().unwrap_or(first.id);
-    Ok((served, root))
-}
-
 /// Due offsets (open loop) or a closed loop for a fixed time.
 fn releases(load: &LoadConfig, n_specs: usize) -> Result<Releases> {
     let mut rng = StdRng::seed_from_u64(load.seed);
@@ -352,66 +187,6 @@ fn releases(load: &LoadConfig, n_specs: usize) -> Result<Releases> {
             Releases::Scheduled(schedule::offsets(n, arrival, &mut rng))
         }
     })
-}
-
-/// `--request-id-prefix`, or vLLM's `bench-<8 random hex>-`.
-/// A shard adds `s<i>-` so request ids stay unique across shards.
-fn request_id_prefix(cfg: &RunConfig) -> String {
-    let prefix = cfg.request_id_prefix.clone().unwrap_or_else(|| {
-        let n: u32 = rand::rng().random();
-        format!("bench-{n:08x}-")
-    });
-    match cfg.shard {
-        Some(s) => format!("{prefix}s{}-", s.index),
-        None => prefix,
-    }
-}
-
-/// vLLM's `--ready-check-timeout-sec`: retry the first request every 5 s.
-async fn ready_check(
-    client: &Arc<HttpClient>,
-    spec: &RequestSpec,
-    timeout: Duration,
-) -> Result<()> {
-    if timeout.is_zero() {
-        return Ok(());
-    }
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        let mut rec = RequestRecord::default();
-        client
-            .stream(spec, "ready-check", std::time::Instant::now(), &mut rec)
-            .await;
-        match rec.error {
-            None => return Ok(()),
-            Some(e) if tokio::time::Instant::now() + Duration::from_secs(5) > deadline => {
-                bail!("--ready-check-timeout-sec {}: the server never answered the first request ({})", timeout.as_secs(), e.message)
-            }
-            Some(_) => tokio::time::sleep(Duration::from_secs(5)).await,
-        }
-    }
-}
-
-async fn warm_up(
-    client: &Arc<HttpClient>,
-    first: &RequestSpec,
-    cfg: &RunConfig,
-    prefix: &str,
-) -> Option<(usize, usize)> {
-    let n = cfg.load.num_warmups;
-    if n == 0 {
-        return None;
-    }
-    eprintln!("kneecap: warming up with {n} request(s)");
-    let ok = engine::warm_up(
-        client.clone(),
-        first.clone(),
-        n,
-        cfg.load.max_concurrency,
-        prefix,
-    )
-    .await;
-    Some((ok, n))
 }
 
 fn announce(cfg: &RunConfig, server: &Server, model_id: &str, releases: &Releases) {
@@ -430,33 +205,6 @@ fn announce(cfg: &RunConfig, server: &Server, model_id: &str, releases: &Release
         cfg.endpoint,
         describe_arrival(&cfg.load)
     );
-}
-
-/// A progress bar on stderr (hidden when disabled or not a terminal).
-pub fn progress_bar(enabled: bool, releases: &Releases) -> ProgressBar {
-    if !enabled {
-        return ProgressBar::hidden();
-    }
-    let pb = match releases {
-        Releases::Scheduled(d) => ProgressBar::new(d.len() as u64),
-        Releases::ClosedFor(_) => ProgressBar::new_spinner(),
-    };
-    let style = ProgressStyle::with_template(
-        "{bar:40} {pos}/{len} [{elapsed_precise}<{eta_precise}, {per_sec}]",
-    )
-    .unwrap_or_else(|_| ProgressStyle::default_bar());
-    pb.with_style(style)
-}
-
-/// vLLM §2.3: server usage if non-zero; else re-encode the text with the
-/// tokenizer; else 1 per successful request.
-fn resolve_output_counts(records: &mut [RequestRecord], tokenizer: Option<&TokenCounter>) {
-    for r in records
-        .iter_mut()
-        .filter(|r| r.is_ok() && r.output_tokens == 0)
-    {
-        r.output_tokens = tokenizer.map(|t| t.count(&r.generated_text)).unwrap_or(1);
-    }
 }
 
 fn summarize(out: &engine::EngineOutput, cfg: &RunConfig) -> Summary {
@@ -495,7 +243,7 @@ fn build_result(
     let started: chrono::DateTime<chrono::Local> = out.started_at.into();
     RunResult {
         date: started.format("%Y%m%d-%H%M%S").to_string(),
-        backend: backend_name(cfg.backend).into(),
+        backend: cfg.backend.name().into(),
         label: cfg.output.label.clone(),
         model_id,
         tokenizer_id: cfg.tokenizer.as_ref().map(|p| p.display().to_string()),
@@ -533,18 +281,10 @@ fn build_result(
     }
 }
 
-fn backend_name(b: Backend) -> &'static str {
-    match b {
-        Backend::Vllm => "vllm",
-        Backend::Openai => "openai",
-        Backend::OpenaiChat => "openai-chat",
-    }
-}
-
-fn ramp_name(r: RampUp) -> &'static str {
+fn ramp_name(r: schedule::RampStrategy) -> &'static str {
     match r {
-        RampUp::Linear => "linear",
-        RampUp::Exponential => "exponential",
+        schedule::RampStrategy::Linear => "linear",
+        schedule::RampStrategy::Exponential => "exponential",
     }
 }
 

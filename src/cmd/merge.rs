@@ -1,5 +1,5 @@
-//! `kneecap merge`: read the shard files, merge them (see [`super`]), write
-//! the merged result and print its summary. The only I/O of the merge.
+//! `kneecap merge`: read the shard files, merge them (the pure
+//! [`crate::merge`]), write the merged result and print its summary.
 
 use crate::cli::merge::MergeArgs;
 use crate::report::{console, json, save};
@@ -39,11 +39,11 @@ pub fn execute(args: &MergeArgs) -> Result<ExitCode> {
 fn merge_runs(docs: Vec<(String, Value)>, args: &MergeArgs) -> Result<ExitCode> {
     let shards = docs
         .into_iter()
-        .map(|(name, v)| super::run::read(&name, v))
+        .map(|(name, v)| crate::merge::run::read(&name, v))
         .collect::<Result<Vec<_>, String>>()
         .map_err(anyhow::Error::msg)?;
     let n = shards.len();
-    let result = super::run::merge(shards).map_err(anyhow::Error::msg)?;
+    let result = crate::merge::run::merge(shards).map_err(anyhow::Error::msg)?;
     print!("{}", console::render(&result));
     if let Some(o) = &args.output {
         let text = serde_json::to_vec(&json::render(&result, false))?;
@@ -66,10 +66,10 @@ fn merge_sweeps(docs: Vec<(String, Value)>, args: &MergeArgs) -> Result<ExitCode
             Ok(_) => bail!("{name}: not a kneecap sweep"),
             Err(e) => bail!("{name}: {e}"),
         };
-        shards.push(super::sweep::read(&name, result).map_err(anyhow::Error::msg)?);
+        shards.push(crate::merge::sweep::read(&name, result).map_err(anyhow::Error::msg)?);
     }
     let n = shards.len();
-    let result = super::sweep::merge(shards).map_err(anyhow::Error::msg)?;
+    let result = crate::merge::sweep::merge(shards).map_err(anyhow::Error::msg)?;
     print!("{}", crate::report::table::render(&result));
     println!("{}", crate::report::chart::render(&result, 100));
     if let Some(o) = &args.output {

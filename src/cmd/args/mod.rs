@@ -1,0 +1,8 @@
+//! Arguments to configs: each command's parsed clap arguments become its
+//! validated, clap-free config here, once. Every cross-field rule lives in
+//! these files, each with a message naming the flag and the fix, and each
+//! with a unit test.
+
+pub mod run;
+pub mod sim;
+pub mod sweep;

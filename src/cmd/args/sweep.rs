@@ -1,0 +1,167 @@
+//! Sweep arguments to [`SweepConfig`]: the SLOs, the search plan and the
+//! step timing on top of the run's config, with every cross-field rule of
+//! `kneecap sweep` (each message names the flag and the fix).
+
+use super::run::run_config;
+use crate::cli::sweep::{SweepArgs, SweepMode};
+use crate::config::sweep::{StepTiming, SweepConfig};
+use crate::config::{RunConfig, Target};
+use crate::sweep::knee::{LoadUnit, SearchPlan};
+use crate::sweep::slo::{self, Slo};
+use anyhow::{bail, Result};
+use std::str::FromStr;
+use std::time::Duration;
+
+/// Validate `kneecap sweep`'s arguments into a [`SweepConfig`].
+pub fn sweep_config(a: &SweepArgs) -> Result<SweepConfig> {
+    let run = run_config(&a.run)?;
+    let sim = matches!(run.target, Target::Sim { .. });
+    if !(0.0..=1.0).contains(&a.max_error_rate) {
+        bail!(
+            "--max-error-rate: {} must be between 0 and 1 (e.g. 0.01 for 1%)",
+            a.max_error_rate
+        );
+    }
+    if !(a.tolerance > 0.0 && a.tolerance < 1.0) {
+        bail!(
+            "--tolerance: {} must be between 0 and 1 (e.g. 0.1 for 10%)",
+            a.tolerance
+        );
+    }
+    let timing = timing(a, sim)?;
+    let plan = plan(a, sim)?;
+    check_shard(&run, &plan, a.mode)?;
+    Ok(SweepConfig {
+        slos: slos(a)?,
+        max_error_rate: a.max_error_rate,
+        mode: unit(a.mode),
+        plan,
+        timing,
+        metrics_url: a.metrics_url.clone(),
+        max_lateness_ms: positive(a.max_lateness_ms, "--max-lateness-ms")?,
+        output: a.output.clone(),
+        html: a.html.clone(),
+        run,
+    })
+}
+
+/// `--shard` on a sweep: a fixed step list (with the automatic search each
+/// shard would judge steps on its own share of the load, and the shards'
+/// searches would drift apart), a common `--start-at` (the step slots count
+/// from it), and at least one stream per shard at every listed concurrency.
+fn check_shard(run: &RunConfig, plan: &SearchPlan, mode: SweepMode) -> Result<()> {
+    let Some(shard) = run.shard else {
+        return Ok(());
+    };
+    let SearchPlan::List(loads) = plan else {
+        bail!("--shard {shard}: a sharded sweep needs a fixed step list (--rates a,b,c or --mode concurrency --concurrencies a,b,c); with the automatic search each shard would judge steps on its share of the load and the shards would drift apart");
+    };
+    if run.start_at.is_none() {
+        bail!("--shard {shard}: a sharded sweep needs --start-at (a common start a few seconds ahead): every shard runs step k in the same wall-clock slot counted from it");
+    }
+    if mode == SweepMode::Concurrency {
+        for &c in loads {
+            shard
+                .concurrency(c.round() as usize, "--concurrencies")
+                .map_err(anyhow::Error::msg)?;
+        }
+    }
+    Ok(())
+}
+
+fn positive(v: Option<f64>, flag: &str) -> Result<Option<f64>> {
+    match v {
+        Some(x) if !(x.is_finite() && x > 0.0) => bail!("{flag}: {x} must be a positive number"),
+        _ => Ok(v),
+    }
+}
+
+fn slos(a: &SweepArgs) -> Result<Vec<Slo>> {
+    let mut out = Vec::new();
+    for s in &a.slos {
+        out.push(Slo::from_str(s).map_err(|e| anyhow::anyhow!("--slo: {e}"))?);
+    }
+    for item in a.run.goodput.iter().flat_map(|g| g.split_whitespace()) {
+        out.push(
+            slo::from_goodput(item, a.goodput_ratio)
+                .map_err(|e| anyhow::anyhow!("--goodput: {e}"))?,
+        );
+    }
+    Ok(out)
+}
+
+/// Step timing; the built-in simulator gets short steps so a sweep takes about a minute.
+fn timing(a: &SweepArgs, sim: bool) -> Result<StepTiming> {
+    let (warmup, measured, requests) = if sim {
+        (Duration::from_secs(1), Duration::from_secs(4), 80)
+    } else {
+        (Duration::from_secs(3), Duration::from_secs(15), 200)
+    };
+    let t = StepTiming {
+        warmup: a.step_warmup.unwrap_or(warmup),
+        min_measured: a.step_duration.unwrap_or(measured),
+        min_requests: a.step_min_requests.unwrap_or(requests),
+        max_total: a.step_max_duration,
+        drain: a.step_drain,
+        refine_factor: a.step_refine_factor,
+    };
+    if !(1.0..=20.0).contains(&t.refine_factor) {
+        bail!(
+            "--step-refine-factor: {} must be between 1 and 20",
+            t.refine_factor
+        );
+    }
+    if t.min_measured.is_zero() {
+        bail!("--step-duration must be greater than 0");
+    }
+    Ok(t)
+}
+
+fn plan(a: &SweepArgs, sim: bool) -> Result<SearchPlan> {
+    let (unit, list): (LoadUnit, Vec<f64>) = match a.mode {
+        SweepMode::Rate => {
+            if !a.concurrencies.is_empty() {
+                bail!("--concurrencies needs --mode concurrency (use --rates for request rates)");
+            }
+            (LoadUnit::Rate, a.rates.clone())
+        }
+        SweepMode::Concurrency => {
+            if !a.rates.is_empty() {
+                bail!("--rates needs --mode rate (use --concurrencies with --mode concurrency)");
+            }
+            (
+                LoadUnit::Concurrency,
+                a.concurrencies.iter().map(|&c| c as f64).collect(),
+            )
+        }
+    };
+    let plan = if list.is_empty() {
+        let start = a.start.unwrap_or(if sim && unit == LoadUnit::Rate {
+            4.0
+        } else {
+            1.0
+        });
+        SearchPlan::Auto {
+            start,
+            factor: 2.0,
+            tolerance: a.tolerance,
+            max_load: a.max_load,
+            max_steps: a.max_steps,
+            unit,
+        }
+    } else {
+        SearchPlan::List(list)
+    };
+    plan.validate().map_err(|e| match &plan {
+        SearchPlan::List(_) => anyhow::anyhow!("--rates/--concurrencies: {e}"),
+        SearchPlan::Auto { .. } => anyhow::anyhow!("--start/--max-load/--max-steps: {e}"),
+    })?;
+    Ok(plan)
+}
+
+fn unit(mode: SweepMode) -> LoadUnit {
+    match mode {
+        SweepMode::Rate => LoadUnit::Rate,
+        SweepMode::Concurrency => LoadUnit::Concurrency,
+    }
+}

@@ -1,0 +1,248 @@
+//! Preparing and running one load level, shared by `kneecap run` and each
+//! step of `kneecap sweep`: check OS limits, connect, resolve the model,
+//! build the workload, ready-check and warm up, then drive the engine over
+//! one level's releases and resolve output token counts (vLLM §2.3).
+
+use super::target::Server;
+use crate::client::http::{ClientConfig, HttpClient};
+use crate::client::openai::{self, BodyOptions};
+use crate::config::{RunConfig, Target};
+use crate::engine::{self, LoadPlan, Releases};
+use crate::metrics::RequestRecord;
+use crate::workload::{dataset, tokenizer::TokenCounter, RequestSpec};
+use anyhow::{bail, Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use rand::Rng;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// Time in-flight requests get to finish after Ctrl-C.
+const GRACE: Duration = Duration::from_secs(5);
+
+/// Raise the open-file limit and refuse a concurrency the OS cannot hold.
+pub fn check_os_limits(cfg: &RunConfig) -> Result<()> {
+    let limit = crate::client::limits::raise_open_file_limit();
+    let sim = matches!(cfg.target, Target::Sim { .. });
+    match cfg.load.max_concurrency {
+        Some(n) => crate::client::limits::check_concurrency(n, sim, limit),
+        None => Ok(()),
+    }
+}
+
+/// What a run needs once the target answered: client, model, workload.
+pub struct Prepared {
+    pub client: Arc<HttpClient>,
+    pub specs: Arc<Vec<RequestSpec>>,
+    pub tokenizer: Option<TokenCounter>,
+    pub model_id: String,
+    pub request_id_prefix: String,
+    pub warmups_ok: Option<(usize, usize)>,
+    /// `--save-detailed`: keep every ITL gap (no folding).
+    pub save_detailed: bool,
+}
+
+/// Connect, resolve the model, build the workload, ready-check and warm up.
+pub async fn prepare(cfg: &RunConfig, server: &Server) -> Result<Prepared> {
+    let mut client = HttpClient::new(client_config(cfg, &server.base_url))?;
+    let (served, model_id) = resolve_model(&client, cfg, &server.base_url).await?;
+    client.set_body_options(BodyOptions {
+        model: served,
+        ..cfg.body.clone()
+    });
+    let client = Arc::new(client);
+    let tokenizer = cfg
+        .tokenizer
+        .as_deref()
+        .map(TokenCounter::from_path)
+        .transpose()?;
+    let specs = dataset::load(&cfg.dataset, tokenizer.as_ref())?;
+    if specs.is_empty() {
+        bail!("the dataset produced no requests (check --dataset-path and --num-prompts)");
+    }
+    let request_id_prefix = request_id_prefix(cfg);
+    ready_check(&client, &specs[0], cfg.load.ready_check_timeout).await?;
+    let warmups_ok = warm_up(&client, &specs[0], cfg, &request_id_prefix).await;
+    Ok(Prepared {
+        save_detailed: cfg.output.save_detailed,
+        client,
+        specs: Arc::new(specs),
+        tokenizer,
+        model_id,
+        request_id_prefix,
+        warmups_ok,
+    })
+}
+
+/// One load level's releases, prompts and limits.
+pub struct Level {
+    pub releases: Releases,
+    /// Request k uses `specs[k % len]` (a shard passes its reordered prompts).
+    pub specs: Arc<Vec<RequestSpec>>,
+    pub max_concurrency: Option<usize>,
+    pub cancel_at: Option<Duration>,
+}
+
+/// Run one load level with prepared state; output counts resolved (vLLM §2.3).
+pub async fn run_level_with(
+    p: &Prepared,
+    level: Level,
+    progress: ProgressBar,
+    interrupt: watch::Receiver<bool>,
+) -> engine::EngineOutput {
+    let Level {
+        releases,
+        specs,
+        max_concurrency,
+        cancel_at,
+    } = level;
+    let plan = LoadPlan {
+        specs,
+        releases,
+        max_concurrency,
+        request_id_prefix: p.request_id_prefix.clone(),
+        grace: GRACE,
+        // A sweep step (cancel_at set) slices records by time: keep them whole.
+        fold_itl: cancel_at.is_none() && !p.save_detailed,
+        cancel_at,
+    };
+    let mut out = engine::run(p.client.clone(), plan, progress, interrupt).await;
+    resolve_output_counts(&mut out.records, p.tokenizer.as_ref());
+    out
+}
+
+pub fn client_config(cfg: &RunConfig, base_url: &str) -> ClientConfig {
+    ClientConfig {
+        base_url: base_url.to_string(),
+        endpoint: cfg.endpoint.clone(),
+        api: cfg.api,
+        body: cfg.body.clone(),
+        headers: cfg.headers.clone(),
+        api_key: cfg.api_key.clone(),
+        request_timeout: cfg.request_timeout,
+        connect_timeout: cfg.connect_timeout,
+        keep_text: cfg.tokenizer.is_some() || cfg.output.save_detailed,
+    }
+}
+
+/// `--model`, or the first entry of `GET /v1/models` (its `id` goes in bodies,
+/// its `root` names the model). The GET doubles as a reachability check.
+async fn resolve_model(
+    client: &HttpClient,
+    cfg: &RunConfig,
+    base_url: &str,
+) -> Result<(String, String)> {
+    let probe = client.get("/v1/models").await;
+    let body = match probe {
+        Err(e) => bail!("cannot reach the server at {base_url} ({e:#}); is it running? Check --base-url / --host / --port"),
+        Ok((200, body)) => Some(body),
+        Ok(_) => None,
+    };
+    if let Some(model) = &cfg.model {
+        let served = cfg
+            .served_model_name
+            .clone()
+            .unwrap_or_else(|| model.clone());
+        return Ok((served, model.clone()));
+    }
+    let body = body.with_context(|| {
+        format!("GET {base_url}/v1/models did not answer 200; give the model name with --model")
+    })?;
+    let models = openai::parse_models(&body).map_err(|e| {
+        anyhow::anyhow!("GET {base_url}/v1/models: {e}; give the model name with --model")
+    })?;
+    let first = models
+        .into_iter()
+        .next()
+        .with_context(|| format!("GET {base_url}/v1/models listed no model; give --model"))?;
+    let root = first.root.clone().unwrap_or_else(|| first.id.clone());
+    let served = cfg.served_model_name.clone().unwrap_or(first.id);
+    Ok((served, root))
+}
+
+/// `--request-id-prefix`, or vLLM's `bench-<8 random hex>-`.
+/// A shard adds `s<i>-` so request ids stay unique across shards.
+fn request_id_prefix(cfg: &RunConfig) -> String {
+    let prefix = cfg.request_id_prefix.clone().unwrap_or_else(|| {
+        let n: u32 = rand::rng().random();
+        format!("bench-{n:08x}-")
+    });
+    match cfg.shard {
+        Some(s) => format!("{prefix}s{}-", s.index),
+        None => prefix,
+    }
+}
+
+/// vLLM's `--ready-check-timeout-sec`: retry the first request every 5 s.
+async fn ready_check(
+    client: &Arc<HttpClient>,
+    spec: &RequestSpec,
+    timeout: Duration,
+) -> Result<()> {
+    if timeout.is_zero() {
+        return Ok(());
+    }
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let mut rec = RequestRecord::default();
+        client
+            .stream(spec, "ready-check", std::time::Instant::now(), &mut rec)
+            .await;
+        match rec.error {
+            None => return Ok(()),
+            Some(e) if tokio::time::Instant::now() + Duration::from_secs(5) > deadline => {
+                bail!("--ready-check-timeout-sec {}: the server never answered the first request ({})", timeout.as_secs(), e.message)
+            }
+            Some(_) => tokio::time::sleep(Duration::from_secs(5)).await,
+        }
+    }
+}
+
+async fn warm_up(
+    client: &Arc<HttpClient>,
+    first: &RequestSpec,
+    cfg: &RunConfig,
+    prefix: &str,
+) -> Option<(usize, usize)> {
+    let n = cfg.load.num_warmups;
+    if n == 0 {
+        return None;
+    }
+    eprintln!("kneecap: warming up with {n} request(s)");
+    let ok = engine::warm_up(
+        client.clone(),
+        first.clone(),
+        n,
+        cfg.load.max_concurrency,
+        prefix,
+    )
+    .await;
+    Some((ok, n))
+}
+
+/// A progress bar on stderr (hidden when disabled or not a terminal).
+pub fn progress_bar(enabled: bool, releases: &Releases) -> ProgressBar {
+    if !enabled {
+        return ProgressBar::hidden();
+    }
+    let pb = match releases {
+        Releases::Scheduled(d) => ProgressBar::new(d.len() as u64),
+        Releases::ClosedFor(_) => ProgressBar::new_spinner(),
+    };
+    let style = ProgressStyle::with_template(
+        "{bar:40} {pos}/{len} [{elapsed_precise}<{eta_precise}, {per_sec}]",
+    )
+    .unwrap_or_else(|_| ProgressStyle::default_bar());
+    pb.with_style(style)
+}
+
+/// vLLM §2.3: server usage if non-zero; else re-encode the text with the
+/// tokenizer; else 1 per successful request.
+fn resolve_output_counts(records: &mut [RequestRecord], tokenizer: Option<&TokenCounter>) {
+    for r in records
+        .iter_mut()
+        .filter(|r| r.is_ok() && r.output_tokens == 0)
+    {
+        r.output_tokens = tokenizer.map(|t| t.count(&r.generated_text)).unwrap_or(1);
+    }
+}
