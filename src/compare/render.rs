@@ -97,7 +97,7 @@ fn step_row(s: &StepResult, raw: bool) -> Vec<String> {
     };
     vec![
         n(s.load, 1),
-        s.verdict.clone(),
+        s.verdict.name().to_string(),
         n(s.offered_rate, 2),
         n(s.achieved_rate, 2),
         n(s.goodput, 2),

@@ -6,7 +6,7 @@
 use super::layout::{change_pct, fmt_change, fmt_opt, Table};
 use super::rule::{Metric, Pair, Stat};
 use super::stats::KneeInterval;
-use crate::report::sweep::{Dist, StepResult, SweepResult};
+use crate::report::sweep::{Dist, StepResult, SweepResult, Verdict};
 use serde::Serialize;
 use std::fmt::Write;
 
@@ -52,7 +52,7 @@ pub struct Level {
 /// What the table shows for one side at one level.
 #[derive(Debug, Clone, Serialize)]
 pub struct LevelStats {
-    pub verdict: String,
+    pub verdict: Verdict,
     pub achieved_rate: f64,
     pub ttft_p50_ms: Option<f64>,
     pub ttft_p99_ms: Option<f64>,
@@ -127,7 +127,7 @@ fn common_levels(a: &SweepResult, b: &SweepResult) -> Vec<Level> {
     let stats = |s: &StepResult| {
         let some = |d: &Dist, v: f64| (d.count > 0).then_some(v);
         LevelStats {
-            verdict: s.verdict.clone(),
+            verdict: s.verdict,
             achieved_rate: s.achieved_rate,
             ttft_p50_ms: some(&s.ttft_ms, s.ttft_ms.p50),
             ttft_p99_ms: some(&s.ttft_ms, s.ttft_ms.p99),
@@ -153,7 +153,7 @@ fn mismatches(a: &SweepResult, b: &SweepResult) -> Vec<String> {
             diffs.push(format!("{name} '{x}' vs '{y}'"));
         }
     };
-    text("mode", &a.mode, &b.mode);
+    text("mode", a.mode.name(), b.mode.name());
     text("dataset", &wa.dataset, &wb.dataset);
     text("arrival", &wa.arrival, &wb.arrival);
     let mut num = |name: &str, x: f64, y: f64| {
@@ -413,8 +413,8 @@ fn levels_table(c: &SweepComparison) -> Table {
         t.push(vec![
             fmt_opt(Some(l.load), 1),
             arrow(
-                crate::report::table::verdict_label(&a.verdict),
-                crate::report::table::verdict_label(&b.verdict),
+                crate::report::table::verdict_label(a.verdict),
+                crate::report::table::verdict_label(b.verdict),
             ),
             arrow(
                 fmt_opt(Some(a.achieved_rate), 1),

@@ -10,18 +10,22 @@
 //! gauge is the server's, the same on every shard: the lowest shard with a
 //! series is used); the step is generator-limited if any shard's generator
 //! was (named). [`crate::sweep::judge`] gives the verdict and the pure knee
-//! logic runs on the merged verdicts. A step that started after its slot on
+//! logic runs on the merged verdicts. The verdict and the step row come from
+//! the same judge as a live step ([`crate::sweep::step::judge_step`]). A step that started after its slot on
 //! some shard carries a warning naming it.
 use super::{check_set, combine, ShardFile};
 use crate::metrics::health::{self, GeneratorHealth};
+use crate::metrics::hist::{LatencyHist, RunHists};
 use crate::metrics::stats::Distribution;
 use crate::metrics::KNEECAP_PERCENTILES;
 use crate::report::shard::{ShardIdentity, ShardPart};
-use crate::report::sweep::{self as model, StepResult, SweepResult};
+use crate::report::sweep::{StepResult, SweepResult, Verdict};
 use crate::sweep::knee::StepPoint;
-use crate::sweep::rows::{dist, finish, point, queue_stats, slo_row, steady_row, verdict_name};
+use crate::sweep::rows::{finish, point};
+use crate::sweep::slo::SloOutcome;
 use crate::sweep::slo_hist::{evaluate_hist, Attainment};
-use crate::sweep::{judge, steady, Slo, StepVerdictInput};
+use crate::sweep::step::{judge_step, StepCounts, StepDists, StepEvidence};
+use crate::sweep::{steady, Slo};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -102,7 +106,7 @@ pub fn merge(mut shards: Vec<SweepShard>) -> Result<SweepResult, String> {
             shards.iter().map(|s| (s, &s.result.steps[k])).collect();
         let (step, aligned) = merge_step(&slos, &merged, k, &steps)?;
         alignment.push(aligned);
-        if step.verdict == "interrupted" {
+        if step.verdict == Verdict::Interrupted {
             merged.steps.push(step);
             merged.interrupted = true;
             break;
@@ -135,126 +139,8 @@ fn merge_step(
         blocks.push(step_block(&s.file.name, k, step)?);
     }
     let total = combine(blocks.iter().map(|b| &b.part))?;
-    let span = first.window_end_s - first.window_start_s;
-    let th = steady::SteadyThresholds::default();
-    let parts: Vec<steady::Steadiness> = blocks.iter().map(|b| b.steadiness.clone()).collect();
-    let mut steadiness = steady::combine(&parts, span, &th);
-    let with_queue = steps
-        .iter()
-        .map(|(_, st)| *st)
-        .find(|st| st.queue_source.is_some());
-    let queue = with_queue.map(|st| st.queue.clone()).unwrap_or_default();
-    let waiting: Vec<(f64, f64)> = queue
-        .iter()
-        .filter_map(|q| q.waiting.map(|w| (q.t_s, w)))
-        .collect();
-    let window = (
-        Duration::from_secs_f64(first.window_start_s.max(0.0)),
-        Duration::from_secs_f64(first.window_end_s.max(0.0)),
-    );
-    if let Some(trend) = steady::queue_trend(&waiting, window).filter(|t| t.growing()) {
-        steadiness.reasons.push(trend.reason());
-        steadiness.steady = false;
-    }
-    let c = &total.counters;
-    let h = &total.hists;
-    let lateness = h.lateness.distribution(&KNEECAP_PERCENTILES);
-    let generator = merged_generator(steps, &lateness);
-    let outcomes: Vec<_> = slos
-        .iter()
-        .enumerate()
-        .map(|(i, slo)| {
-            let counts = blocks.iter().try_fold(Attainment::default(), |mut acc, b| {
-                acc.add(b.attainment.get(i).copied().flatten().as_ref()?);
-                Some(acc)
-            });
-            evaluate_hist(slo, h, counts)
-        })
-        .collect();
-    let n = c.planned as usize;
-    let error_rate = if n == 0 {
-        0.0
-    } else {
-        c.failed as f64 / n as f64
-    };
-    let input = StepVerdictInput {
-        slo_outcomes: &outcomes,
-        error_rate,
-        max_error_rate: sweep.max_error_rate,
-        steadiness: &steadiness,
-        generator: &generator,
-    };
-    let (verdict, reasons) = judge(&input);
-    let per_s = |x: f64| if span > 0.0 { x / span } else { 0.0 };
-    let mut warnings: Vec<String> = outcomes.iter().filter_map(|o| o.warning.clone()).collect();
-    warnings.extend(generator.warnings.iter().cloned());
-    for ((s, _), b) in steps.iter().zip(&blocks) {
-        if let Some(ms) = b.overran_ms {
-            warnings.push(format!(
-                "shard {} started this step {ms:.0} ms after its slot (its previous step overran): the combined load at the step's start was low",
-                s.file.id.shard
-            ));
-        }
-    }
-    let interrupted = total.interrupted || steps.iter().any(|(_, st)| st.verdict == "interrupted");
-    let (mean_waiting, max_waiting, mean_running) = queue_stats(&queue, window.0, window.1);
-    let d = |x: &crate::metrics::hist::LatencyHist| dist(&x.distribution(&KNEECAP_PERCENTILES));
-    let step = StepResult {
-        load: first.load,
-        verdict: if interrupted {
-            "interrupted".into()
-        } else {
-            verdict_name(verdict).into()
-        },
-        reasons,
-        warnings,
-        window_start_s: first.window_start_s,
-        window_end_s: first.window_end_s,
-        n_requests: n,
-        completed: c.completed as usize,
-        failed: c.failed as usize,
-        error_rate,
-        offered_rate: steadiness.offered_rate,
-        achieved_rate: steadiness.achieved_rate,
-        goodput: per_s(c.good.unwrap_or(c.completed) as f64),
-        output_token_rate: per_s(c.total_output_tokens as f64),
-        mean_input_tokens: ratio(c.total_input_tokens, c.completed),
-        mean_output_tokens: ratio(c.total_output_tokens, c.completed),
-        ttft_ms: d(&h.ttft),
-        tpot_ms: d(&h.tpot),
-        itl_ms: d(&h.itl),
-        e2el_ms: d(&h.e2el),
-        ttft_from_due_ms: d(&h.ttft_from_due),
-        lateness_ms: dist(&lateness),
-        slo_outcomes: outcomes.iter().map(slo_row).collect(),
-        steady: steady_row(&steadiness),
-        generator: model::GeneratorRow {
-            limited: generator.limited,
-            lateness_p50_ms: lateness.median_ms,
-            lateness_p99_ms: health::p99_ms(&lateness),
-            lateness_max_ms: lateness.max_ms,
-            cpu_busy_fraction: max_of(steps.iter().map(|(_, st)| st.generator.cpu_busy_fraction)),
-            event_loop_lag_p99_ms: max_of(
-                steps
-                    .iter()
-                    .map(|(_, st)| st.generator.event_loop_lag_p99_ms),
-            ),
-            reasons: generator.reasons.clone(),
-        },
-        queue_source: with_queue.and_then(|st| st.queue_source.clone()),
-        queue,
-        mean_waiting,
-        max_waiting,
-        mean_running,
-        errors_by_kind: c.errors_by_kind.clone(),
-        first_errors: steps
-            .iter()
-            .flat_map(|(_, st)| st.first_errors.iter().cloned())
-            .take(5)
-            .collect(),
-        due_times_s: Vec::new(),
-        shard: None,
-    };
+    let evidence = evidence(slos, steps, &blocks, &total);
+    let step = judge_step(evidence, sweep.max_error_rate);
     let aligned = json!({
         "load": first.load,
         "start_lateness_ms": blocks.iter().map(|b| b.part.start_lateness_ms).collect::<Vec<_>>(),
@@ -263,6 +149,110 @@ fn merge_step(
         "window_end_unix_s": total.window_end_unix_s,
     });
     Ok((step, aligned))
+}
+
+/// The merged step's evidence: counters add, distributions come from the
+/// merged histograms, SLOs are re-evaluated on them, steadiness is the
+/// single-process check on the summed flows, the queue is the server's.
+fn evidence(
+    slos: &[Slo],
+    steps: &[(&SweepShard, &StepResult)],
+    blocks: &[StepBlock],
+    total: &ShardPart,
+) -> StepEvidence {
+    let first = steps[0].1;
+    let span = first.window_end_s - first.window_start_s;
+    let parts: Vec<steady::Steadiness> = blocks.iter().map(|b| b.steadiness.clone()).collect();
+    let steadiness = steady::combine(&parts, span, &steady::SteadyThresholds::default());
+    let with_queue = steps
+        .iter()
+        .map(|(_, st)| *st)
+        .find(|st| st.queue_source.is_some());
+    let h = &total.hists;
+    let d = |x: &LatencyHist| x.distribution(&KNEECAP_PERCENTILES);
+    let lateness = d(&h.lateness);
+    StepEvidence {
+        load: first.load,
+        window: (
+            Duration::from_secs_f64(first.window_start_s.max(0.0)),
+            Duration::from_secs_f64(first.window_end_s.max(0.0)),
+        ),
+        counts: counts(steps, total, span),
+        slo_outcomes: outcomes(slos, blocks, h),
+        steadiness,
+        queue: with_queue.map(|st| st.queue.clone()).unwrap_or_default(),
+        queue_source: with_queue.and_then(|st| st.queue_source.clone()),
+        generator: merged_generator(steps, &lateness),
+        cpu_busy_fraction: max_of(steps.iter().map(|(_, st)| st.generator.cpu_busy_fraction)),
+        event_loop_lag_p99_ms: max_of(
+            steps
+                .iter()
+                .map(|(_, st)| st.generator.event_loop_lag_p99_ms),
+        ),
+        dists: StepDists {
+            ttft: d(&h.ttft),
+            tpot: d(&h.tpot),
+            itl: d(&h.itl),
+            e2el: d(&h.e2el),
+            ttft_from_due: d(&h.ttft_from_due),
+            lateness,
+        },
+        extra_warnings: late_slot_warnings(steps, blocks),
+        interrupted: total.interrupted
+            || steps
+                .iter()
+                .any(|(_, st)| st.verdict == Verdict::Interrupted),
+    }
+}
+
+/// Every SLO re-evaluated on the merged histograms; goodput-form SLOs from
+/// the shards' exact attainment counts when every shard has them.
+fn outcomes(slos: &[Slo], blocks: &[StepBlock], h: &RunHists) -> Vec<SloOutcome> {
+    slos.iter()
+        .enumerate()
+        .map(|(i, slo)| {
+            let counts = blocks.iter().try_fold(Attainment::default(), |mut acc, b| {
+                acc.add(b.attainment.get(i).copied().flatten().as_ref()?);
+                Some(acc)
+            });
+            evaluate_hist(slo, h, counts)
+        })
+        .collect()
+}
+
+/// The summed counters as the step's counts and rates over its window.
+fn counts(steps: &[(&SweepShard, &StepResult)], total: &ShardPart, span: f64) -> StepCounts {
+    let c = &total.counters;
+    let per_s = |x: f64| if span > 0.0 { x / span } else { 0.0 };
+    StepCounts {
+        n_requests: c.planned as usize,
+        completed: c.completed as usize,
+        failed: c.failed as usize,
+        goodput: per_s(c.good.unwrap_or(c.completed) as f64),
+        output_token_rate: per_s(c.total_output_tokens as f64),
+        mean_input_tokens: ratio(c.total_input_tokens, c.completed),
+        mean_output_tokens: ratio(c.total_output_tokens, c.completed),
+        errors_by_kind: c.errors_by_kind.clone(),
+        first_errors: steps
+            .iter()
+            .flat_map(|(_, st)| st.first_errors.iter().cloned())
+            .take(5)
+            .collect(),
+    }
+}
+
+/// A shard that started the step after its slot (its previous step overran).
+fn late_slot_warnings(steps: &[(&SweepShard, &StepResult)], blocks: &[StepBlock]) -> Vec<String> {
+    steps
+        .iter()
+        .zip(blocks)
+        .filter_map(|((s, _), b)| {
+            b.overran_ms.map(|ms| format!(
+                "shard {} started this step {ms:.0} ms after its slot (its previous step overran): the combined load at the step's start was low",
+                s.file.id.shard
+            ))
+        })
+        .collect()
 }
 
 /// Limited if any shard's generator was, each reason named by its shard.

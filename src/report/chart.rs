@@ -431,7 +431,7 @@ mod tests {
     fn y_equals_x_reference_is_drawn_only_in_rate_mode() {
         let mut r = sweep();
         assert!(render(&r, 80).contains("y = x"));
-        r.mode = "concurrency".into();
+        r.mode = crate::report::sweep::LoadUnit::Concurrency;
         let out = render(&r, 80);
         assert!(!out.contains("y = x"), "{out}");
         assert!(

@@ -7,7 +7,7 @@
 //! Pure: `render(&SweepResult) -> String`; every user string is HTML-escaped.
 
 use super::chart::{fmt_ms, latency_panels, LatencyPanel};
-use super::sweep::{StepResult, SweepResult};
+use super::sweep::{StepResult, SweepResult, Verdict};
 use super::table::{self, compact, headers, knee_lines, row, summary_lines, units_caption};
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
@@ -104,9 +104,7 @@ fn headline(out: &mut String, r: &SweepResult) {
     };
     let _ = writeln!(out, "<h1>{}{badge}</h1>", escape(&title));
     let mut meta: Vec<String> = vec![w.target.clone()];
-    if !r.mode.is_empty() {
-        meta.push(format!("{} mode", r.mode));
-    }
+    meta.push(format!("{} mode", r.mode.name()));
     if !r.started_at.is_empty() {
         meta.push(format!("started {}", r.started_at));
     }
@@ -420,7 +418,7 @@ fn queue_series(out: &mut String, r: &SweepResult) {
             "{} {} · {}",
             compact(s.load),
             r.load_unit(),
-            table::verdict_label(&s.verdict)
+            table::verdict_label(s.verdict)
         );
         let _ = writeln!(
             out,
@@ -499,7 +497,7 @@ fn step_table(out: &mut String, r: &SweepResult) {
         for (i, c) in cells.iter().enumerate() {
             let class = match i {
                 _ if i + 1 == n => "reason",
-                _ if i + 2 == n => verdict_class(&s.verdict),
+                _ if i + 2 == n => verdict_class(s.verdict),
                 _ if i + 3 == n => "l",
                 _ => "",
             };
@@ -516,11 +514,11 @@ fn step_table(out: &mut String, r: &SweepResult) {
     out.push_str("</tbody></table></section>\n");
 }
 
-fn verdict_class(v: &str) -> &'static str {
+fn verdict_class(v: Verdict) -> &'static str {
     match v {
-        "pass" => "l pass",
-        "fail" => "l fail",
-        _ => "l gen",
+        Verdict::Pass => "l pass",
+        Verdict::Fail => "l fail",
+        Verdict::GeneratorLimited | Verdict::Interrupted => "l gen",
     }
 }
 

@@ -8,6 +8,73 @@ use serde::{Deserialize, Serialize};
 /// Schema version of the sweep JSON.
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// What a load number means (the sweep JSON's `mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum LoadUnit {
+    /// Open loop: requests per second (real numbers).
+    #[default]
+    Rate,
+    /// Closed loop: concurrent requests (integers ≥ 1).
+    Concurrency,
+}
+
+impl LoadUnit {
+    /// The JSON name: `rate` or `concurrency`.
+    pub fn name(self) -> &'static str {
+        match self {
+            LoadUnit::Rate => "rate",
+            LoadUnit::Concurrency => "concurrency",
+        }
+    }
+
+    /// Unit of the load axis: `req/s` or `streams`.
+    pub fn axis(self) -> &'static str {
+        match self {
+            LoadUnit::Rate => "req/s",
+            LoadUnit::Concurrency => "streams",
+        }
+    }
+}
+
+/// A step's verdict as written in the sweep JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Every SLO held, errors within bound, steady, generator healthy.
+    Pass,
+    /// Something the server is responsible for did not hold (the default:
+    /// a step is not a pass until it is shown to be one).
+    #[default]
+    Fail,
+    /// The load generator fell behind: never the server's knee.
+    GeneratorLimited,
+    /// Cut short by a signal: its data is kept, its verdict is not used.
+    Interrupted,
+}
+
+impl Verdict {
+    /// The JSON name: `pass`, `fail`, `generator_limited`, `interrupted`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "fail",
+            Verdict::GeneratorLimited => "generator_limited",
+            Verdict::Interrupted => "interrupted",
+        }
+    }
+
+    /// The console label: `PASS`, `FAIL`, `GEN-LIMITED`, `INTERRUPTED`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Verdict::Pass => "PASS",
+            Verdict::Fail => "FAIL",
+            Verdict::GeneratorLimited => "GEN-LIMITED",
+            Verdict::Interrupted => "INTERRUPTED",
+        }
+    }
+}
+
 /// The whole sweep.
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 pub struct SweepResult {
@@ -21,7 +88,7 @@ pub struct SweepResult {
     pub slos: Vec<String>,
     pub max_error_rate: f64,
     /// `rate` (open loop, req/s) or `concurrency` (closed loop, streams).
-    pub mode: String,
+    pub mode: LoadUnit,
     /// Every step in the order it ran.
     pub steps: Vec<StepResult>,
     pub knee: KneeSummary,
@@ -86,7 +153,7 @@ pub struct StepResult {
     /// Offered load: req/s (rate mode) or streams (concurrency mode).
     pub load: f64,
     /// `pass`, `fail`, `generator_limited`, or `interrupted` (cut short by a signal; not used for the knee).
-    pub verdict: String,
+    pub verdict: Verdict,
     pub reasons: Vec<String>,
     pub warnings: Vec<String>,
     /// Measurement window (s from the step start).
@@ -177,7 +244,7 @@ pub struct GeneratorRow {
 
 impl StepResult {
     pub fn passed(&self) -> bool {
-        self.verdict == "pass"
+        self.verdict == Verdict::Pass
     }
 }
 
@@ -191,10 +258,6 @@ impl SweepResult {
 
     /// Unit of the load axis.
     pub fn load_unit(&self) -> &'static str {
-        if self.mode == "concurrency" {
-            "streams"
-        } else {
-            "req/s"
-        }
+        self.mode.axis()
     }
 }

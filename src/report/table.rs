@@ -5,7 +5,7 @@
 //! The knee wording ([`knee_lines`]) and the small number formatters are
 //! shared with the HTML report so both say the same thing.
 
-use super::sweep::{Dist, StepResult, SweepResult};
+use super::sweep::{Dist, StepResult, SweepResult, Verdict};
 use std::fmt::Write;
 
 /// Longest reason shown in the table's last column (characters).
@@ -63,7 +63,7 @@ pub fn row(s: &StepResult) -> Vec<String> {
         dist_ms(&s.tpot_ms, |d| d.p99),
         opt_num(s.mean_waiting, 1),
         if s.steady.steady { "yes" } else { "no" }.into(),
-        verdict_label(&s.verdict),
+        verdict_label(s.verdict),
         truncate(
             s.reasons.first().map(String::as_str).unwrap_or(""),
             REASON_WIDTH,
@@ -71,15 +71,9 @@ pub fn row(s: &StepResult) -> Vec<String> {
     ]
 }
 
-/// `PASS`, `FAIL`, `GEN-LIMITED`, or the raw verdict upper-cased.
-pub fn verdict_label(v: &str) -> String {
-    match v {
-        "pass" => "PASS".into(),
-        "fail" => "FAIL".into(),
-        "generator_limited" => "GEN-LIMITED".into(),
-        "" => "-".into(),
-        other => other.to_uppercase(),
-    }
+/// `PASS`, `FAIL`, `GEN-LIMITED` or `INTERRUPTED`.
+pub fn verdict_label(v: Verdict) -> String {
+    v.label().into()
 }
 
 /// A finite number with `prec` decimals, `-` otherwise.
@@ -217,7 +211,7 @@ fn generator_line(r: &SweepResult) -> Option<String> {
     let limited = r
         .steps_by_load()
         .into_iter()
-        .find(|s| s.verdict == "generator_limited" || s.generator.limited)
+        .find(|s| s.verdict == Verdict::GeneratorLimited || s.generator.limited)
         .map(|s| s.load);
     if !r.knee.bounded_by_generator && limited.is_none() {
         return None;
@@ -464,7 +458,7 @@ mod tests {
     #[test]
     fn concurrency_mode_labels_loads_in_streams() {
         let mut r = sweep();
-        r.mode = "concurrency".into();
+        r.mode = crate::report::sweep::LoadUnit::Concurrency;
         let out = render(&r);
         assert!(out.contains("load in streams"), "{out}");
         assert!(out.contains("between 32.0 and 36.0 streams"), "{out}");

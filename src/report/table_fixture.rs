@@ -4,7 +4,9 @@
 //! explodes; the waiting queue is empty, then climbs).
 
 use crate::client::scrape::QueueSample;
-use crate::report::sweep::{Dist, KneeSummary, StepResult, SweepResult, Workload};
+use crate::report::sweep::{
+    Dist, KneeSummary, LoadUnit, StepResult, SweepResult, Verdict, Workload,
+};
 
 /// Service rate of the fixture server (req/s).
 pub const MU: f64 = 40.0;
@@ -40,10 +42,12 @@ pub fn step(load: f64, verdict: &str, offered: f64, mu: f64) -> StepResult {
             kv_cache_usage: Some(rho.min(1.0) * 0.9),
         })
         .collect();
-    let pass = verdict == "pass";
+    let verdict: Verdict =
+        serde_json::from_value(serde_json::Value::from(verdict)).expect("a verdict name");
+    let pass = verdict == Verdict::Pass;
     StepResult {
         load,
-        verdict: verdict.into(),
+        verdict,
         reasons: if pass {
             vec![]
         } else {
@@ -100,7 +104,7 @@ pub fn sweep_with(passes: &[f64], fails: &[f64]) -> SweepResult {
         },
         slos: vec!["p99_ttft_ms<=500".into(), "p99_tpot_ms<=50".into()],
         max_error_rate: 0.01,
-        mode: "rate".into(),
+        mode: LoadUnit::Rate,
         steps,
         knee: KneeSummary {
             last_pass,

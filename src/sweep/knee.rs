@@ -28,14 +28,7 @@ pub const SATURATED_RATIO: f64 = 0.9;
 /// The server queue has formed once the mean waiting gauge reaches this.
 pub const QUEUE_ONSET_WAITING: f64 = 0.5;
 
-/// What a load number means.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum LoadUnit {
-    /// Open loop: requests per second (real numbers).
-    Rate,
-    /// Closed loop: concurrent requests (integers ≥ 1).
-    Concurrency,
-}
+pub use crate::report::sweep::LoadUnit;
 
 /// Which loads a sweep measures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

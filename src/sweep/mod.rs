@@ -1,8 +1,11 @@
 //! Sweep: the pure core of `kneecap sweep`. It owns SLO parsing and
 //! evaluation ([`slo`]), the steady-state check ([`steady`]), the generator
-//! health check ([`health`]), the knee search ([`mod@knee`]) and the verdict on one
-//! step ([`judge`]). PURE: the caller runs the steps, scrapes `/metrics` and
-//! writes output; nothing here reads a clock, a socket or a file.
+//! health check ([`health`], from [`crate::metrics`]), the knee search
+//! ([`mod@knee`]), the verdict on one step ([`judge`]) and the one step judge
+//! shared by the live sweep and `kneecap merge` ([`step`]); [`rows`] turns
+//! verdicts into the rows of a [`crate::report::sweep::SweepResult`]. PURE:
+//! the command layer runs the steps, scrapes `/metrics` and writes output;
+//! nothing here reads a clock, a socket or a file.
 //!
 //! A step **passes** only when every SLO holds, the error rate is within its
 //! bound, the step was steady, and the generator was healthy. A step where the
@@ -14,6 +17,7 @@ pub mod rows;
 pub mod slo;
 pub mod slo_hist;
 pub mod steady;
+pub mod step;
 #[cfg(test)]
 mod testing;
 

@@ -8,13 +8,15 @@ use super::knee::{self, StepPoint, StepVerdict};
 use super::{slo, steady};
 use crate::client::scrape::QueueSample;
 use crate::metrics::stats::{self, Distribution};
-use crate::report::sweep::{self as model, Dist, KneeSummary, StepResult, SweepResult};
+use crate::report::sweep::{
+    self as model, Dist, KneeSummary, LoadUnit, StepResult, SweepResult, Verdict,
+};
 use std::process::ExitCode;
 use std::time::Duration;
 
 /// vLLM-style goodput counts requests meeting every per-request SLO; built
 /// from the SLOs that have a per-request meaning (TTFT, TPOT, E2EL bounds).
-pub(crate) fn goodput_slo(slos: &[slo::Slo]) -> Option<stats::GoodputSlo> {
+pub fn goodput_slo(slos: &[slo::Slo]) -> Option<stats::GoodputSlo> {
     let mut g = stats::GoodputSlo::default();
     for s in slos {
         match s.metric {
@@ -33,7 +35,7 @@ pub(crate) fn goodput_slo(slos: &[slo::Slo]) -> Option<stats::GoodputSlo> {
     (g != stats::GoodputSlo::default()).then_some(g)
 }
 
-pub(crate) fn queue_stats(
+pub fn queue_stats(
     q: &[QueueSample],
     w0: Duration,
     w1: Duration,
@@ -52,7 +54,7 @@ pub(crate) fn queue_stats(
     )
 }
 
-pub(crate) fn mean(it: impl Iterator<Item = f64>) -> f64 {
+pub fn mean(it: impl Iterator<Item = f64>) -> f64 {
     let (sum, n) = it.fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
     if n == 0 {
         0.0
@@ -61,7 +63,7 @@ pub(crate) fn mean(it: impl Iterator<Item = f64>) -> f64 {
     }
 }
 
-pub(crate) fn dist(d: &Distribution) -> Dist {
+pub fn dist(d: &Distribution) -> Dist {
     let p = |q: f64| d.percentile_ms(q).unwrap_or(0.0);
     Dist {
         count: d.count,
@@ -74,7 +76,7 @@ pub(crate) fn dist(d: &Distribution) -> Dist {
     }
 }
 
-pub(crate) fn slo_row(o: &slo::SloOutcome) -> model::SloOutcomeRow {
+pub fn slo_row(o: &slo::SloOutcome) -> model::SloOutcomeRow {
     model::SloOutcomeRow {
         slo: o.slo.to_string(),
         observed_ms: o.observed_ms.unwrap_or(f64::NAN),
@@ -85,7 +87,7 @@ pub(crate) fn slo_row(o: &slo::SloOutcome) -> model::SloOutcomeRow {
     }
 }
 
-pub(crate) fn steady_row(s: &steady::Steadiness) -> model::SteadyRow {
+pub fn steady_row(s: &steady::Steadiness) -> model::SteadyRow {
     model::SteadyRow {
         steady: s.steady,
         throughput_ratio: s.throughput_ratio,
@@ -98,19 +100,20 @@ pub(crate) fn steady_row(s: &steady::Steadiness) -> model::SteadyRow {
     }
 }
 
-pub(crate) fn verdict_name(v: StepVerdict) -> &'static str {
+/// The search's verdict as the result writes it.
+pub fn verdict_name(v: StepVerdict) -> Verdict {
     match v {
-        StepVerdict::Pass => "pass",
-        StepVerdict::Fail => "fail",
-        StepVerdict::GeneratorLimited => "generator_limited",
+        StepVerdict::Pass => Verdict::Pass,
+        StepVerdict::Fail => Verdict::Fail,
+        StepVerdict::GeneratorLimited => Verdict::GeneratorLimited,
     }
 }
 
-pub(crate) fn point(s: &StepResult) -> StepPoint {
-    let verdict = match s.verdict.as_str() {
-        "pass" => StepVerdict::Pass,
-        "generator_limited" => StepVerdict::GeneratorLimited,
-        _ => StepVerdict::Fail,
+pub fn point(s: &StepResult) -> StepPoint {
+    let verdict = match s.verdict {
+        Verdict::Pass => StepVerdict::Pass,
+        Verdict::GeneratorLimited => StepVerdict::GeneratorLimited,
+        Verdict::Fail | Verdict::Interrupted => StepVerdict::Fail,
     };
     StepPoint {
         load: s.load,
@@ -124,7 +127,7 @@ pub(crate) fn point(s: &StepResult) -> StepPoint {
 }
 
 /// Recompute the knee, μ and queue onset from the steps so far.
-pub(crate) fn finish(r: &mut SweepResult, history: &[StepPoint]) {
+pub fn finish(r: &mut SweepResult, history: &[StepPoint]) {
     let k = knee::knee(history);
     r.knee = KneeSummary {
         last_pass: k.last_pass,
@@ -136,20 +139,15 @@ pub(crate) fn finish(r: &mut SweepResult, history: &[StepPoint]) {
     // Open loop: an overloaded step's throughput is μ. Closed loop never
     // overloads the client's way; there the server's own queue says when the
     // batch was full and throughput had reached μ.
-    r.service_rate_estimate = match r.mode.as_str() {
-        "concurrency" => knee::service_rate_from_queue(history),
-        _ => knee::service_rate_estimate(history),
+    r.service_rate_estimate = match r.mode {
+        LoadUnit::Concurrency => knee::service_rate_from_queue(history),
+        LoadUnit::Rate => knee::service_rate_estimate(history),
     };
     r.queue_onset_load = knee::queue_onset(history);
 }
 
-pub(crate) fn step_line(s: &StepResult, unit: &str) -> String {
-    let verdict = match s.verdict.as_str() {
-        "pass" => "PASS",
-        "fail" => "FAIL",
-        "interrupted" => "INTERRUPTED",
-        _ => "GEN-LIMITED",
-    };
+pub fn step_line(s: &StepResult, unit: &str) -> String {
+    let verdict = s.verdict.label();
     let why = s
         .reasons
         .first()
@@ -161,7 +159,7 @@ pub(crate) fn step_line(s: &StepResult, unit: &str) -> String {
     )
 }
 
-pub(crate) fn exit_code(r: &SweepResult) -> ExitCode {
+pub fn exit_code(r: &SweepResult) -> ExitCode {
     if r.interrupted {
         ExitCode::from(2)
     } else if r.knee.last_pass.is_none() {
@@ -173,7 +171,7 @@ pub(crate) fn exit_code(r: &SweepResult) -> ExitCode {
 
 /// The due offsets (s from the step start) of a step's requests, sorted:
 /// the intended schedule, written with `--save-detailed`.
-pub(crate) fn due_times(records: &[crate::metrics::RequestRecord]) -> Vec<f64> {
+pub fn due_times(records: &[crate::metrics::RequestRecord]) -> Vec<f64> {
     let mut due: Vec<f64> = records.iter().map(|r| r.due.as_secs_f64()).collect();
     due.sort_by(f64::total_cmp);
     due

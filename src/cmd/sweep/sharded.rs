@@ -16,7 +16,8 @@
 //! verdict, and the exact counts of goodput-form SLOs
 //! ([`super::slo_hist::Attainment`]). The scraped queue series stays in the
 //! step as in any sweep.
-use super::{self as drive, Ctx, Evidence};
+use super::step::{self as drive, Evidence};
+use super::{keep_step, Ctx};
 use crate::cmd::clock;
 use crate::cmd::prepare::Level;
 use crate::config::sweep::{StepTiming, SweepConfig};
@@ -102,7 +103,7 @@ pub(super) async fn run(
         if cfg.run.output.save_detailed {
             step.due_times_s = due_times(&m.out.records);
         }
-        if !drive::keep_step(result, &mut history, step, interrupted, out)? {
+        if !keep_step(result, &mut history, step, interrupted, out)? {
             break;
         }
     }

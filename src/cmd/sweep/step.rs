@@ -1,0 +1,222 @@
+//! One live sweep step: its releases (seeded per step), running it while the
+//! server's queue gauges are scraped and the generator checks itself, and
+//! turning the records into the evidence the one step judge
+//! ([`crate::sweep::step`]) weighs.
+
+use super::Ctx;
+use crate::client::scrape::QueueSample;
+use crate::cmd::prepare::{self as runner, Level};
+use crate::config::sweep::{StepTiming, SweepConfig};
+use crate::engine::{self, probe, Releases};
+use crate::metrics::health;
+use crate::metrics::stats::{self, StatsOptions};
+use crate::metrics::{RequestRecord, KNEECAP_PERCENTILES};
+use crate::report::sweep::StepResult;
+use crate::schedule::{self, Arrival};
+use crate::sweep::knee::LoadUnit;
+use crate::sweep::rows::{due_times, goodput_slo, mean};
+use crate::sweep::step::{judge_step as judge_step_evidence, StepCounts, StepDists, StepEvidence};
+use crate::sweep::{slo, steady};
+use rand::{rngs::StdRng, SeedableRng};
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+/// Queue gauge sampling period.
+const SCRAPE_EVERY: Duration = Duration::from_millis(250);
+/// Event-loop lag probe period.
+const LAG_EVERY: Duration = Duration::from_millis(10);
+
+/// Run one step at `load` and judge it.
+pub(crate) async fn run_step(
+    ctx: &Ctx<'_>,
+    index: usize,
+    load: f64,
+    refining: bool,
+    interrupt: watch::Receiver<bool>,
+) -> StepResult {
+    let cfg = ctx.cfg;
+    let timing = if refining {
+        cfg.timing.refined()
+    } else {
+        cfg.timing.clone()
+    };
+    let (releases, length, cap) = step_releases(cfg, &timing, index, load);
+    let level = Level {
+        releases,
+        specs: ctx.prepared.specs.clone(),
+        max_concurrency: cap,
+        cancel_at: Some(length + timing.drain),
+    };
+    let m = measure(ctx, level, interrupt).await;
+    let evidence = Evidence {
+        records: &m.out.records,
+        window: (timing.warmup, length),
+        queue: m.queue,
+        source: m.source,
+        check: m.check,
+    };
+    let mut step = judge_step(cfg, load, evidence);
+    if cfg.run.output.save_detailed {
+        step.due_times_s = due_times(&m.out.records);
+    }
+    step
+}
+
+/// What running one step left: the engine's records, the generator's
+/// self-check and the server's queue gauges.
+pub(crate) struct Measured {
+    pub(crate) out: engine::EngineOutput,
+    pub(crate) check: probe::SelfCheck,
+    pub(crate) source: Option<String>,
+    pub(crate) queue: Vec<QueueSample>,
+}
+
+/// Run one load level while scraping the server's queue gauges.
+pub(crate) async fn measure(
+    ctx: &Ctx<'_>,
+    level: Level,
+    interrupt: watch::Receiver<bool>,
+) -> Measured {
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let t0 = Instant::now();
+    let scrape = async {
+        match &ctx.scraper {
+            Some(s) => s.series(t0, SCRAPE_EVERY, stop_rx.clone()).await,
+            None => (None, Vec::new()),
+        }
+    };
+    let progress = runner::progress_bar(ctx.cfg.run.output.progress, &level.releases);
+    let run = async {
+        let level = runner::run_level_with(&ctx.prepared, level, progress, interrupt);
+        let out = probe::self_checked(level, LAG_EVERY).await;
+        let _ = stop_tx.send(true);
+        out
+    };
+    let ((out, check), (source, queue)) = tokio::join!(run, scrape);
+    Measured {
+        out,
+        check,
+        source: source.map(|s| format!("{s:?}").to_lowercase()),
+        queue,
+    }
+}
+
+/// Releases for one step: a Poisson/gamma schedule at `load` req/s, or a
+/// closed loop of `load` streams. Seeded per step so reruns are identical.
+pub(crate) fn step_releases(
+    cfg: &SweepConfig,
+    timing: &StepTiming,
+    index: usize,
+    load: f64,
+) -> (Releases, Duration, Option<usize>) {
+    match cfg.mode {
+        LoadUnit::Rate => {
+            let length = timing.length_for_rate(load);
+            let burstiness = cfg.run.load.burstiness;
+            let arrival = if burstiness.is_infinite() {
+                Arrival::Constant { rate: load }
+            } else {
+                Arrival::Gamma {
+                    rate: load,
+                    burstiness,
+                }
+            };
+            let mut rng = StdRng::seed_from_u64(cfg.run.load.seed.wrapping_add(index as u64));
+            let offsets = schedule::offsets_until(length, &arrival, &mut rng);
+            (
+                Releases::Scheduled(offsets),
+                length,
+                cfg.run.load.max_concurrency,
+            )
+        }
+        LoadUnit::Concurrency => {
+            let length = timing.length_closed();
+            (
+                Releases::ClosedFor(length),
+                length,
+                Some(load.round().max(1.0) as usize),
+            )
+        }
+    }
+}
+
+/// What a step left behind.
+pub(crate) struct Evidence<'a> {
+    pub(crate) records: &'a [RequestRecord],
+    pub(crate) window: (Duration, Duration),
+    pub(crate) queue: Vec<QueueSample>,
+    pub(crate) source: Option<String>,
+    pub(crate) check: probe::SelfCheck,
+}
+
+/// Judge a step from its records: the window's stats, SLOs, steadiness and
+/// generator health become [`StepEvidence`] for the one step judge.
+pub(crate) fn judge_step(cfg: &SweepConfig, load: f64, e: Evidence<'_>) -> StepResult {
+    let (w0, w1) = e.window;
+    let in_window: Vec<RequestRecord> = e
+        .records
+        .iter()
+        .filter(|r| r.due >= w0 && r.due < w1)
+        .cloned()
+        .collect();
+    let opts = StatsOptions {
+        percentiles: KNEECAP_PERCENTILES.to_vec(),
+        goodput: goodput_slo(&cfg.slos),
+    };
+    let summary = stats::summarize(&in_window, w1 - w0, &opts);
+    let ok: Vec<RequestRecord> = in_window.iter().filter(|r| r.is_ok()).cloned().collect();
+    let steadiness = steady::assess(e.records, e.window, &steady::SteadyThresholds::default());
+    let offered = match cfg.mode {
+        LoadUnit::Rate => load,
+        LoadUnit::Concurrency => steadiness.offered_rate,
+    };
+    let (cpu, lag_p99) = (e.check.cpu_busy_fraction, e.check.lag_p99_ms());
+    let bound = cfg
+        .max_lateness_ms
+        .unwrap_or_else(|| health::lateness_bound_ms(offered));
+    let evidence = StepEvidence {
+        load,
+        window: e.window,
+        counts: counts(&in_window, &summary),
+        slo_outcomes: cfg.slos.iter().map(|s| slo::evaluate(s, &ok)).collect(),
+        steadiness,
+        generator: health::generator_health_with_bound(&summary.lateness, bound, cpu, lag_p99),
+        dists: StepDists {
+            ttft: summary.ttft,
+            tpot: summary.tpot,
+            itl: summary.itl,
+            e2el: summary.e2el,
+            ttft_from_due: summary.ttft_from_due,
+            lateness: summary.lateness,
+        },
+        queue: e.queue,
+        queue_source: e.source,
+        cpu_busy_fraction: cpu,
+        event_loop_lag_p99_ms: lag_p99,
+        ..StepEvidence::default()
+    };
+    judge_step_evidence(evidence, cfg.max_error_rate)
+}
+
+/// A window's counts and rates from its records and their summary.
+fn counts(in_window: &[RequestRecord], summary: &stats::Summary) -> StepCounts {
+    let ok = || in_window.iter().filter(|r| r.is_ok());
+    StepCounts {
+        n_requests: in_window.len(),
+        completed: summary.completed,
+        failed: summary.failed,
+        goodput: summary
+            .request_goodput
+            .unwrap_or(summary.request_throughput),
+        output_token_rate: summary.output_throughput,
+        mean_input_tokens: mean(ok().map(|r| r.prompt_len as f64)),
+        mean_output_tokens: mean(ok().map(|r| r.output_tokens as f64)),
+        errors_by_kind: summary.errors_by_kind.clone(),
+        first_errors: in_window
+            .iter()
+            .filter_map(|r| r.error.as_ref())
+            .take(5)
+            .map(|x| x.message.clone()) // redacted by the client at the source
+            .collect(),
+    }
+}

@@ -1,0 +1,165 @@
+//! Step: the one judge of a sweep step. The live sweep (from its request
+//! records) and `kneecap merge` (from the shards' summed counters and merged
+//! histograms) each gather a step's [`StepEvidence`]; [`judge_step`] adds the
+//! server's queue trend to the steady-state check, weighs SLOs, errors,
+//! steadiness and generator health, and assembles the [`StepResult`] both
+//! write. PURE: no clock, no I/O.
+
+use super::rows::{dist, queue_stats, slo_row, steady_row, verdict_name};
+use super::slo::SloOutcome;
+use super::steady::{self, Steadiness};
+use super::{judge, StepVerdictInput};
+use crate::client::scrape::QueueSample;
+use crate::metrics::health::{self, GeneratorHealth};
+use crate::metrics::stats::Distribution;
+use crate::report::sweep::{GeneratorRow, StepResult, Verdict};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// The latency distributions of a step's measurement window.
+#[derive(Debug, Clone, Default)]
+pub struct StepDists {
+    pub ttft: Distribution,
+    pub tpot: Distribution,
+    pub itl: Distribution,
+    pub e2el: Distribution,
+    pub ttft_from_due: Distribution,
+    /// Dispatch lateness (sent − due).
+    pub lateness: Distribution,
+}
+
+/// The counts and rates of a step's measurement window.
+#[derive(Debug, Clone, Default)]
+pub struct StepCounts {
+    /// Requests due in the window (the error rate's denominator).
+    pub n_requests: usize,
+    pub completed: usize,
+    pub failed: usize,
+    /// Requests meeting every per-request SLO, per second.
+    pub goodput: f64,
+    pub output_token_rate: f64,
+    pub mean_input_tokens: f64,
+    pub mean_output_tokens: f64,
+    pub errors_by_kind: BTreeMap<String, u64>,
+    /// The first few failure messages (redacted by the client at the source).
+    pub first_errors: Vec<String>,
+}
+
+/// Everything one step left behind, in the form both the live sweep and
+/// `kneecap merge` can produce.
+#[derive(Debug, Clone, Default)]
+pub struct StepEvidence {
+    pub load: f64,
+    /// The measurement window (from the step start).
+    pub window: (Duration, Duration),
+    pub counts: StepCounts,
+    pub dists: StepDists,
+    /// One outcome per configured SLO.
+    pub slo_outcomes: Vec<SloOutcome>,
+    /// The client-side steady-state check (the queue trend is added here).
+    pub steadiness: Steadiness,
+    /// The server's queue gauges over the step, and where they came from.
+    pub queue: Vec<QueueSample>,
+    pub queue_source: Option<String>,
+    pub generator: GeneratorHealth,
+    pub cpu_busy_fraction: Option<f64>,
+    pub event_loop_lag_p99_ms: Option<f64>,
+    /// Warnings beyond the SLOs' and the generator's (e.g. a shard late to its slot).
+    pub extra_warnings: Vec<String>,
+    /// Cut short by a signal (on some shard): the verdict is `interrupted`.
+    pub interrupted: bool,
+}
+
+/// Judge one step and assemble its row of the sweep result.
+pub fn judge_step(e: StepEvidence, max_error_rate: f64) -> StepResult {
+    let (w0, w1) = e.window;
+    let steadiness = with_queue_trend(e.steadiness, &e.queue, e.window);
+    let c = &e.counts;
+    let error_rate = if c.n_requests == 0 {
+        0.0
+    } else {
+        c.failed as f64 / c.n_requests as f64
+    };
+    let input = StepVerdictInput {
+        slo_outcomes: &e.slo_outcomes,
+        error_rate,
+        max_error_rate,
+        steadiness: &steadiness,
+        generator: &e.generator,
+    };
+    let (verdict, reasons) = judge(&input);
+    let mut warnings: Vec<String> = e
+        .slo_outcomes
+        .iter()
+        .filter_map(|o| o.warning.clone())
+        .collect();
+    warnings.extend(e.generator.warnings.iter().cloned());
+    warnings.extend(e.extra_warnings.iter().cloned());
+    let (mean_waiting, max_waiting, mean_running) = queue_stats(&e.queue, w0, w1);
+    let d = &e.dists;
+    StepResult {
+        load: e.load,
+        verdict: if e.interrupted {
+            Verdict::Interrupted
+        } else {
+            verdict_name(verdict)
+        },
+        reasons,
+        warnings,
+        window_start_s: w0.as_secs_f64(),
+        window_end_s: w1.as_secs_f64(),
+        n_requests: c.n_requests,
+        completed: c.completed,
+        failed: c.failed,
+        error_rate,
+        offered_rate: steadiness.offered_rate,
+        achieved_rate: steadiness.achieved_rate,
+        goodput: c.goodput,
+        output_token_rate: c.output_token_rate,
+        mean_input_tokens: c.mean_input_tokens,
+        mean_output_tokens: c.mean_output_tokens,
+        ttft_ms: dist(&d.ttft),
+        tpot_ms: dist(&d.tpot),
+        itl_ms: dist(&d.itl),
+        e2el_ms: dist(&d.e2el),
+        ttft_from_due_ms: dist(&d.ttft_from_due),
+        lateness_ms: dist(&d.lateness),
+        slo_outcomes: e.slo_outcomes.iter().map(slo_row).collect(),
+        steady: steady_row(&steadiness),
+        generator: GeneratorRow {
+            limited: e.generator.limited,
+            lateness_p50_ms: d.lateness.median_ms,
+            lateness_p99_ms: health::p99_ms(&d.lateness),
+            lateness_max_ms: d.lateness.max_ms,
+            cpu_busy_fraction: e.cpu_busy_fraction,
+            event_loop_lag_p99_ms: e.event_loop_lag_p99_ms,
+            reasons: e.generator.reasons.clone(),
+        },
+        queue_source: e.queue_source,
+        queue: e.queue,
+        mean_waiting,
+        max_waiting,
+        mean_running,
+        errors_by_kind: e.counts.errors_by_kind,
+        first_errors: e.counts.first_errors,
+        due_times_s: Vec::new(),
+        shard: None,
+    }
+}
+
+/// The step is not steady when the server's waiting queue grew over the window.
+fn with_queue_trend(
+    mut s: Steadiness,
+    queue: &[QueueSample],
+    window: (Duration, Duration),
+) -> Steadiness {
+    let waiting: Vec<(f64, f64)> = queue
+        .iter()
+        .filter_map(|q| q.waiting.map(|w| (q.t_s, w)))
+        .collect();
+    if let Some(trend) = steady::queue_trend(&waiting, window).filter(|t| t.growing()) {
+        s.reasons.push(trend.reason());
+        s.steady = false;
+    }
+    s
+}
