@@ -1,31 +1,35 @@
 //! kneecap: load-test an OpenAI-compatible LLM inference server and find its knee.
 //!
 //! # Layout
-//! The folders follow the pipeline a run takes:
+//! One floor per concern; imports point down, never up (`docs/ARCHITECTURE.md`
+//! has the picture and a walk of one `kneecap run`):
 //!
-//! - [`cli`]: clap definitions only (syntax), no validation beyond parsing.
-//! - [`config`]: validated, clap-free configuration built from the CLI.
-//! - [`workload`]: datasets turned into [`workload::RequestSpec`]s (pure, seeded).
-//! - [`schedule`]: arrival offsets for open-loop load (pure, seeded).
-//! - [`shard`]: splitting one load over N processes (`--shard i/N`) and the
-//!   common start (`--start-at`) (pure); [`merge`] recombines their results.
-//! - [`client`]: the sans-IO SSE decoder, OpenAI chunk parsing, and the one
-//!   HTTP client that talks to the server.
-//! - [`engine`]: the dispatcher that releases requests on time and collects
-//!   [`metrics::RequestRecord`]s.
-//! - [`metrics`]: the records and the one stats module (vLLM's definitions).
+//! - [`cmd`]: the command layer, one file per subcommand. The only place that
+//!   sequences I/O: start the target, prepare the client, drive the engine,
+//!   save results. `main` calls it; nothing imports it back.
+//! - [`cli`]: clap definitions only (syntax); imported by `main` and [`cmd`] alone.
+//! - [`config`]: validated, clap-free configuration made of domain types.
+//! - [`merge`]: recombining the results of a sharded load (pure).
+//! - [`compare`]: `kneecap report` / `kneecap compare` over saved results (pure).
+//! - [`sweep`]: SLOs, the steady-state check, the one step judge and the knee
+//!   search (pure).
 //! - [`report`]: the result types ([`report::RunResult`], [`report::sweep::SweepResult`])
 //!   and their renderings (console, JSON, table, charts, HTML).
-//! - [`sweep`]: SLOs, the steady-state check, generator health and the knee
-//!   search (pure); [`sweep::drive`] runs a sweep step by step.
-//! - [`compare`]: `kneecap report` / `kneecap compare` over saved results.
+//! - [`shard`]: splitting one load over N processes (`--shard i/N`) and the
+//!   common start (`--start-at`) (pure).
+//! - [`engine`]: the dispatcher that releases requests on time and collects
+//!   [`metrics::RequestRecord`]s.
+//! - [`client`]: the sans-IO SSE decoder, OpenAI chunk parsing, and the one
+//!   HTTP client that talks to the server.
+//! - [`metrics`]: the records, the one stats module (vLLM's definitions), and
+//!   the shared vocabulary (metric names, percentile set, generator health).
+//! - [`workload`], [`schedule`]: datasets turned into [`workload::RequestSpec`]s
+//!   and arrival offsets (pure, seeded).
 //! - [`sim`]: the built-in continuous-batching server model and its HTTP server.
-//! - [`run`], [`target`], [`app`]: orchestration of `kneecap run`, the server a
-//!   run talks to (a URL or the embedded simulator), and command dispatch.
 //!
-//! Pure modules (schedule, shard, metrics::hist, client::sse, client::openai, metrics::stats,
-//! sweep's slo/steady/health/knee, sim::model) never read a clock or touch a socket: time and seeded
-//! randomness are passed in.
+//! Pure modules (schedule, shard, merge, compare, sweep, metrics, client::sse,
+//! client::openai, sim::model) never read a clock or touch a socket: time and
+//! seeded randomness are passed in.
 
 pub mod cli;
 pub mod client;

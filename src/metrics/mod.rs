@@ -1,6 +1,8 @@
 //! Metrics: per-request records (what the engine observed), the one stats
-//! module that turns them into vLLM-defined numbers, and the mergeable
-//! histograms of [`hist`], and [`fold`], which bounds a long run's memory.
+//! module that turns them into vLLM-defined numbers, the mergeable
+//! histograms of [`hist`], [`fold`], which bounds a long run's memory, and
+//! the shared vocabulary every layer above uses: metric names and the
+//! percentile set ([`name`]) and the generator's health verdict ([`health`]).
 //! Nothing here does I/O.
 
 pub mod fold;

@@ -1,7 +1,8 @@
 //! Rows: how one step's pure verdicts become the rows of a [`SweepResult`]
 //! (distributions, SLO outcomes, steadiness, the step line on the console),
-//! and the knee summary recomputed from the steps. Shared by the sweep driver
-//! and `kneecap merge` of sharded sweeps, so both write the same format.
+//! and the knee summary recomputed from the steps. Shared by the live sweep
+//! (the command layer) and `kneecap merge` of sharded sweeps, so both write
+//! the same format.
 //! PURE: no clock, no I/O.
 
 use super::knee::{self, StepPoint, StepVerdict};

@@ -27,9 +27,9 @@ fn extra(json: &str) -> Option<serde_json::Map<String, Value>> {
     }
 }
 
-#[test]
-fn request_bodies_match_vllm_key_order() {
-    let full = BodyOptions {
+/// Every body option set, extra body overriding some of them.
+fn full_options() -> BodyOptions {
+    BodyOptions {
         model: "served".into(),
         ignore_eos: true,
         sampling: vec![
@@ -39,7 +39,11 @@ fn request_bodies_match_vllm_key_order() {
         ],
         logprobs: Some(3),
         extra_body: extra(r#"{"top_k": 5, "min_tokens": 10, "stream": false}"#),
-    };
+    }
+}
+
+#[test]
+fn completion_request_bodies_match_vllm_key_order() {
     let cases: Vec<(&str, Api, BodyOptions, Prompt, u32, &str)> = vec![
         (
             "completions, defaults",
@@ -60,11 +64,33 @@ fn request_bodies_match_vllm_key_order() {
         (
             "completions, everything set",
             Api::Completions,
-            full.clone(),
+            full_options(),
             text("p"),
             8,
             r#"{"model":"served","prompt":"p","repetition_penalty":1.1,"max_tokens":8,"logprobs":3,"stream":false,"stream_options":{"include_usage":true},"ignore_eos":true,"temperature":0.5,"top_k":5,"min_tokens":10}"#,
         ),
+        (
+            "extra body overrides model, max_tokens and stream_options",
+            Api::Completions,
+            BodyOptions {
+                extra_body: extra(
+                    r#"{"model":"x","max_tokens":1,"stream_options":{"include_usage":false,"continuous_usage_stats":true}}"#,
+                ),
+                ..opts()
+            },
+            text(""),
+            9,
+            r#"{"model":"x","prompt":"","repetition_penalty":1.0,"max_tokens":1,"logprobs":null,"stream":true,"stream_options":{"include_usage":false,"continuous_usage_stats":true}}"#,
+        ),
+    ];
+    for (name, api, opts, prompt, max, want) in cases {
+        assert_eq!(body(api, &opts, &prompt, max), want, "{name}");
+    }
+}
+
+#[test]
+fn chat_request_bodies_match_vllm_key_order() {
+    let cases: Vec<(&str, Api, BodyOptions, Prompt, u32, &str)> = vec![
         (
             "chat, defaults",
             Api::Chat,
@@ -76,7 +102,7 @@ fn request_bodies_match_vllm_key_order() {
         (
             "chat, everything set",
             Api::Chat,
-            full,
+            full_options(),
             text("p"),
             8,
             r#"{"model":"served","messages":[{"role":"user","content":[{"type":"text","text":"p"}]}],"max_completion_tokens":8,"stream":false,"stream_options":{"include_usage":true},"ignore_eos":true,"temperature":0.5,"top_k":5,"repetition_penalty":1.1,"min_tokens":10}"#,
@@ -99,19 +125,6 @@ fn request_bodies_match_vllm_key_order() {
             text("q"),
             2,
             r#"{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"q"}]}],"max_completion_tokens":2,"stream":true,"n":1}"#,
-        ),
-        (
-            "extra body overrides model, max_tokens and stream_options",
-            Api::Completions,
-            BodyOptions {
-                extra_body: extra(
-                    r#"{"model":"x","max_tokens":1,"stream_options":{"include_usage":false,"continuous_usage_stats":true}}"#,
-                ),
-                ..opts()
-            },
-            text(""),
-            9,
-            r#"{"model":"x","prompt":"","repetition_penalty":1.0,"max_tokens":1,"logprobs":null,"stream":true,"stream_options":{"include_usage":false,"continuous_usage_stats":true}}"#,
         ),
     ];
     for (name, api, opts, prompt, max, want) in cases {
@@ -142,7 +155,7 @@ fn token(text: Option<&str>) -> ChunkInfo {
 }
 
 #[test]
-fn parses_chunks_from_known_servers() {
+fn parses_token_and_usage_chunks_from_known_servers() {
     let cases: Vec<(&str, &str, ChunkInfo)> = vec![
         (
             "vllm completions token",
@@ -206,6 +219,15 @@ fn parses_chunks_from_known_servers() {
                 ..ChunkInfo::default()
             },
         ),
+    ];
+    for (name, data, want) in cases {
+        assert_eq!(ok(data), want, "{name}");
+    }
+}
+
+#[test]
+fn parses_odd_and_error_chunks_from_known_servers() {
+    let cases: Vec<(&str, &str, ChunkInfo)> = vec![
         (
             "usage with missing and odd fields",
             r#"{"usage":{"completion_tokens":"3","prompt_tokens":-1}}"#,

@@ -12,11 +12,11 @@
 //! only. Beside each step it writes a `shard` block that `kneecap merge` adds
 //! up: the counters and histograms of a sharded run over the step's window,
 //! its start lateness against the slot, the steady-state inputs
-//! ([`super::steady::Steadiness`]: they add across shards), the generator
+//! ([`crate::sweep::steady::Steadiness`]: they add across shards), the generator
 //! verdict, and the exact counts of goodput-form SLOs
-//! ([`super::slo_hist::Attainment`]). The scraped queue series stays in the
+//! ([`crate::sweep::slo_hist::Attainment`]). The scraped queue series stays in the
 //! step as in any sweep.
-use super::step::{self as drive, Evidence};
+use super::step::{self as live, Evidence};
 use super::{keep_step, Ctx};
 use crate::cmd::clock;
 use crate::cmd::prepare::Level;
@@ -70,7 +70,7 @@ pub(super) async fn run(
         if let Some(ms) = overran_ms {
             eprintln!("kneecap sweep: shard {me}: step {k} starts {ms:.0} ms after its slot (the previous step overran it)");
         }
-        let (releases, length, cap) = drive::step_releases(cfg, &timing, k, load);
+        let (releases, length, cap) = live::step_releases(cfg, &timing, k, load);
         let flag = match cfg.mode {
             LoadUnit::Rate => "--max-concurrency",
             LoadUnit::Concurrency => "--concurrencies",
@@ -86,7 +86,7 @@ pub(super) async fn run(
             max_concurrency: cap,
             cancel_at: Some(length + timing.drain),
         };
-        let m = drive::measure(ctx, level, interrupt.clone()).await;
+        let m = live::measure(ctx, level, interrupt.clone()).await;
         let interrupted = *interrupt.borrow();
         let window = (timing.warmup, length);
         let evidence = Evidence {
@@ -96,7 +96,7 @@ pub(super) async fn run(
             source: m.source,
             check: m.check,
         };
-        let mut step = drive::judge_step(cfg, load, evidence);
+        let mut step = live::judge_step(cfg, load, evidence);
         let slot_info = Slot { at, overran_ms };
         let flags = (step.generator.limited, interrupted);
         step.shard = Some(step_block(cfg, &m.out, window, slot_info, flags));
