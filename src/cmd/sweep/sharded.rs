@@ -23,7 +23,6 @@ use crate::cmd::prepare::Level;
 use crate::config::sweep::{StepTiming, SweepConfig};
 use crate::engine::EngineOutput;
 use crate::metrics::hist::RunHists;
-use crate::metrics::RequestRecord;
 use crate::report::shard::{ShardCounters, ShardIdentity, ShardPart};
 use crate::report::sweep::SweepResult;
 use crate::shard::{self, apply, Shard, StartAt};
@@ -177,12 +176,7 @@ fn step_block(
     flags: (bool, bool),
 ) -> Value {
     let (w0, w1) = window;
-    let in_window: Vec<RequestRecord> = out
-        .records
-        .iter()
-        .filter(|r| r.due >= w0 && r.due < w1)
-        .cloned()
-        .collect();
+    let in_window = live::due_in(&out.records, window);
     let start = clock::unix_s(out.started_at);
     let part = ShardPart {
         start_lateness_ms: Some((start - slot.at.unix_s()) * 1e3),

@@ -153,12 +153,7 @@ pub(crate) struct Evidence<'a> {
 /// generator health become [`StepEvidence`] for the one step judge.
 pub(crate) fn judge_step(cfg: &SweepConfig, load: f64, e: Evidence<'_>) -> StepResult {
     let (w0, w1) = e.window;
-    let in_window: Vec<RequestRecord> = e
-        .records
-        .iter()
-        .filter(|r| r.due >= w0 && r.due < w1)
-        .cloned()
-        .collect();
+    let in_window = due_in(e.records, e.window);
     let opts = StatsOptions {
         percentiles: KNEECAP_PERCENTILES.to_vec(),
         goodput: goodput_slo(&cfg.slos),
@@ -219,4 +214,16 @@ fn counts(in_window: &[RequestRecord], summary: &stats::Summary) -> StepCounts {
             .map(|x| x.message.clone()) // redacted by the client at the source
             .collect(),
     }
+}
+
+/// The records due in the measurement window (warm-up and drain excluded).
+pub(super) fn due_in(
+    records: &[RequestRecord],
+    (w0, w1): (Duration, Duration),
+) -> Vec<RequestRecord> {
+    records
+        .iter()
+        .filter(|r| r.due >= w0 && r.due < w1)
+        .cloned()
+        .collect()
 }
