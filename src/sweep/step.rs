@@ -163,3 +163,100 @@ fn with_queue_trend(
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn steady_evidence() -> StepEvidence {
+        StepEvidence {
+            load: 10.0,
+            window: (Duration::from_secs(1), Duration::from_secs(11)),
+            counts: StepCounts {
+                n_requests: 100,
+                completed: 100,
+                ..StepCounts::default()
+            },
+            steadiness: Steadiness {
+                steady: true,
+                offered_rate: 10.0,
+                achieved_rate: 10.0,
+                ..Steadiness::default()
+            },
+            ..StepEvidence::default()
+        }
+    }
+
+    fn queue(waiting: impl Fn(f64) -> f64) -> Vec<QueueSample> {
+        (0..12)
+            .map(|i| QueueSample {
+                t_s: i as f64,
+                waiting: Some(waiting(i as f64)),
+                running: Some(4.0),
+                kv_cache_usage: None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_steady_step_with_a_flat_queue_passes_with_its_window_and_queue_means() {
+        let e = StepEvidence {
+            queue: queue(|_| 0.0),
+            ..steady_evidence()
+        };
+        let step = judge_step(e, 0.01);
+        assert_eq!(step.verdict, Verdict::Pass, "{:?}", step.reasons);
+        assert_eq!((step.window_start_s, step.window_end_s), (1.0, 11.0));
+        assert_eq!(step.mean_waiting, Some(0.0));
+        assert_eq!(step.mean_running, Some(4.0));
+    }
+
+    #[test]
+    fn a_growing_server_queue_makes_a_client_steady_step_fail_as_not_steady() {
+        let e = StepEvidence {
+            queue: queue(|t| 10.0 * t),
+            ..steady_evidence()
+        };
+        let step = judge_step(e, 0.01);
+        assert_eq!(step.verdict, Verdict::Fail);
+        assert!(!step.steady.steady);
+        assert!(
+            step.reasons.iter().any(|r| r.starts_with("not steady:")),
+            "{:?}",
+            step.reasons
+        );
+    }
+
+    #[test]
+    fn the_error_rate_counts_failures_over_every_request_due_in_the_window() {
+        let mut e = steady_evidence();
+        e.counts.failed = 3;
+        e.counts.completed = 97;
+        let step = judge_step(e, 0.01);
+        assert_eq!(step.error_rate, 0.03);
+        assert_eq!(step.verdict, Verdict::Fail);
+    }
+
+    #[test]
+    fn an_interrupted_step_keeps_its_data_but_not_a_verdict() {
+        let e = StepEvidence {
+            interrupted: true,
+            ..steady_evidence()
+        };
+        let step = judge_step(e, 0.01);
+        assert_eq!(step.verdict, Verdict::Interrupted);
+        assert_eq!(step.n_requests, 100);
+    }
+
+    #[test]
+    fn warnings_gather_the_generators_and_the_callers() {
+        let mut e = steady_evidence();
+        e.generator.warnings.push("CPU 85% busy".into());
+        e.extra_warnings.push("shard 1/2 started late".into());
+        let step = judge_step(e, 0.01);
+        assert_eq!(
+            step.warnings,
+            vec!["CPU 85% busy", "shard 1/2 started late"]
+        );
+    }
+}
