@@ -84,7 +84,7 @@ pub struct Level {
 }
 
 /// Run one load level with prepared state; output counts resolved (vLLM §2.3).
-pub async fn run_level_with(
+pub async fn run_level(
     p: &Prepared,
     level: Level,
     progress: ProgressBar,
@@ -106,7 +106,7 @@ pub async fn run_level_with(
         fold_itl: cancel_at.is_none() && !p.save_detailed,
         cancel_at,
     };
-    let mut out = engine::run(p.client.clone(), plan, progress, interrupt).await;
+    let mut out = engine::run_level(p.client.clone(), plan, progress, interrupt).await;
     resolve_output_counts(&mut out.records, p.tokenizer.as_ref());
     out
 }

@@ -4,7 +4,7 @@
 
 use super::args::run::run_config;
 use super::clock;
-use super::prepare::{check_os_limits, prepare, progress_bar, run_level_with, Level, Prepared};
+use super::prepare::{check_os_limits, prepare, progress_bar, run_level, Level, Prepared};
 use super::target::{self, Server};
 use crate::cli::run::RunArgs;
 use crate::config::{self, LoadConfig, RunConfig};
@@ -65,7 +65,7 @@ async fn run_against(
     if let Some(start) = cfg.start_at {
         clock::wait_until(start).await?;
     }
-    let level = run_level_with(&p, level, progress, interrupt);
+    let level = run_level(&p, level, progress, interrupt);
     let (mut out, check) = engine::probe::self_checked(level, LAG_PROBE_EVERY).await;
     if let Some(s) = cfg.shard {
         shard::apply::renumber(s, &mut out.records, globals.as_deref());

@@ -1,6 +1,6 @@
 //! Lenient loading of a saved result: a kneecap sweep JSON or a vLLM-style run
 //! JSON (kneecap's or vLLM's own). PURE: text in, [`Input`] out; reading the
-//! file happens in [`super::command`].
+//! file happens in the command layer (`cmd::report`).
 //!
 //! Leniency, because old vLLM files are not strict JSON: bare `Infinity`,
 //! `-Infinity` and `NaN` tokens become `"inf"`, `"-inf"` and `null`; a key

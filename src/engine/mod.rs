@@ -86,7 +86,7 @@ struct Ctx {
 }
 
 /// Run one load level to completion (or interruption).
-pub async fn run(
+pub async fn run_level(
     client: Arc<HttpClient>,
     plan: LoadPlan,
     progress: ProgressBar,

@@ -21,7 +21,7 @@
 //!   [`SimHandle::addr`], [`SimHandle::shutdown`] (graceful, flushes the trace),
 //!   [`SimHandle::max_step_lag`].
 //! - [`service_rate`] (μ in req/s) and [`explain`] (the derivation as text).
-//! - [`run`]`(SimOptions)` is the whole `kneecap sim` command.
+//! - `SimOptions` is what `kneecap sim` validated; the command layer serves it.
 //!
 //! # Timing and capacity (measured on the 2-core dev VM, release build)
 //! The engine thread releases each step at its model time: sleep with 1 ns

@@ -117,7 +117,7 @@ async fn sweep(
         }
     }
     if cfg.run.shard.is_some() {
-        sharded::run(&ctx, &mut result, out, interrupt).await?;
+        sharded::run_all_steps(&ctx, &mut result, out, interrupt).await?;
     } else {
         search(&ctx, &mut result, out, interrupt).await?;
     }

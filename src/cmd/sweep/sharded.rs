@@ -37,7 +37,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 /// Run the fixed step list in slots, keeping a shard block per step.
-pub(super) async fn run(
+pub(super) async fn run_all_steps(
     ctx: &Ctx<'_>,
     result: &mut SweepResult,
     out: &Path,

@@ -87,7 +87,7 @@ pub(crate) async fn measure(
     };
     let progress = runner::progress_bar(ctx.cfg.run.output.progress, &level.releases);
     let run = async {
-        let level = runner::run_level_with(&ctx.prepared, level, progress, interrupt);
+        let level = runner::run_level(&ctx.prepared, level, progress, interrupt);
         let out = probe::self_checked(level, LAG_EVERY).await;
         let _ = stop_tx.send(true);
         out
