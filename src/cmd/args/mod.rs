@@ -6,3 +6,6 @@
 pub mod run;
 pub mod sim;
 pub mod sweep;
+
+#[cfg(test)]
+mod tests_support;

@@ -407,3 +407,7 @@ fn parse_pairs(items: &[String], sep: char, flag: &str) -> Result<Vec<(String, S
         })
         .collect()
 }
+
+#[cfg(test)]
+#[path = "run_tests.rs"]
+mod tests;

@@ -89,6 +89,7 @@ fn positive_duration(flag: &str, secs: f64) -> anyhow::Result<Duration> {
 mod tests {
     use super::*;
     use crate::cli::sim::SimArgs;
+    use crate::cmd::args::tests_support::{argv, assert_rows_rejected};
     use clap::Parser;
 
     #[derive(Parser)]
@@ -145,5 +146,78 @@ mod tests {
             let err = format!("{:#}", parse(args).unwrap_err());
             assert!(err.contains(flag), "{args:?}: {err}");
         }
+    }
+
+    #[test]
+    fn every_engine_override_replaces_the_preset_value() {
+        let line = "--max-num-seqs 3 --max-num-batched-tokens 512 --kv-cache-tokens 9000 \
+                    --max-model-len 2048 --step-base-ms 1 --prefill-token-us 0 --decode-seq-us 7";
+        let o = parse(&argv(line)).unwrap();
+        let want = crate::sim::model::ModelParams {
+            max_num_seqs: 3,
+            max_num_batched_tokens: 512,
+            kv_cache_tokens: 9000,
+            max_model_len: 2048,
+            step_base: Duration::from_millis(1),
+            per_prefill_token: Duration::ZERO,
+            per_decode_seq: Duration::from_micros(7),
+        };
+        assert_eq!(o.config.params, want);
+    }
+
+    #[test]
+    fn sim_rules_name_their_flag() {
+        assert_rows_rejected(
+            &[
+                "--max-num-batched-tokens 0 => --max-num-batched-tokens must be at least 1",
+                // A zero step cost is refused here, naming the flag.
+                "--step-base-ms 0 => --step-base-ms must be greater than 0",
+                "--prefill-token-us=-1 => --prefill-token-us must be a non-negative number",
+                "--decode-seq-us=-1 => --decode-seq-us must be a non-negative number",
+                "--fault-stall=-1 => --fault-stall must be a non-negative number",
+                // One request of --max-model-len must fit in the KV cache.
+                "--max-model-len 9000 --kv-cache-tokens 8999 => \
+                 --kv-cache-tokens (8999) must be at least --max-model-len (9000)",
+                // The message names the field, not the flag (parameter validation).
+                "--max-model-len 1 --kv-cache-tokens 1 => must be at least 2",
+                // A stall rate needs a stall length.
+                "--fault-stall-rate 0.5 => --fault-stall-rate needs --fault-stall SECONDS",
+                // --explain needs a real shape.
+                "--explain --input-len 0 => --input-len and --output-len must be at least 1",
+                "--explain --output-len 0 => --input-len and --output-len must be at least 1",
+                "--served-model-name= => --served-model-name must not be empty",
+                // Fault rates are fractions.
+                "--fault-http-429 1.5 => --fault-http-429 must be a fraction",
+                "--fault-cut-stream 1.5 => --fault-cut-stream must be a fraction",
+                "--fault-malformed 1.5 => --fault-malformed must be a fraction",
+                "--fault-error-event 1.5 => --fault-error-event must be a fraction",
+                "--fault-stall-rate 1.5 --fault-stall 1 => --fault-stall-rate must be a fraction",
+            ],
+            parse,
+        );
+    }
+
+    #[test]
+    fn edge_values_the_rules_allow_are_accepted() {
+        parse(&argv("--max-model-len 9000 --kv-cache-tokens 9000")).unwrap();
+        let o = parse(&argv("--fault-stall-rate 0.5 --fault-stall 2")).unwrap();
+        let f = &o.config.faults;
+        assert_eq!((f.stall, f.stall_rate), (Duration::from_secs(2), 0.5));
+    }
+
+    #[test]
+    fn no_realtime_turns_the_realtime_engine_off() {
+        assert!(parse(&[]).unwrap().config.realtime_engine);
+        assert!(!parse(&["--no-realtime"]).unwrap().config.realtime_engine);
+    }
+
+    #[test]
+    fn server_settings_pass_through() {
+        let line = "--host 0.0.0.0 --port 0 --served-model-name m --seed 7 --trace t.jsonl";
+        let o = parse(&argv(line)).unwrap();
+        assert_eq!((o.host.as_str(), o.port), ("0.0.0.0", 0));
+        let c = &o.config;
+        assert_eq!((c.served_model_name.as_str(), c.seed), ("m", 7));
+        assert_eq!(c.trace.as_deref(), Some(std::path::Path::new("t.jsonl")));
     }
 }
