@@ -12,8 +12,9 @@ use crate::engine::{self, Releases};
 use crate::metrics::hist::RunHists;
 use crate::metrics::stats::{self, Summary};
 use crate::metrics::KNEECAP_PERCENTILES;
+use crate::report::assemble::{RunHeader, RunOutcome};
 use crate::report::shard::{ShardCounters, ShardIdentity, ShardPart, ShardRun};
-use crate::report::{self, GeneratorVerdict, KneecapInfo, RunResult};
+use crate::report::{self, GeneratorVerdict, RunResult};
 use crate::schedule::{self, Arrival};
 use crate::shard;
 use anyhow::Result;
@@ -72,13 +73,19 @@ async fn run_against(
     }
     let summary = summarize(&out, cfg);
     let generator = generator_verdict(&summary, cfg, scheduled, &check);
-    let shard_run = cfg
-        .shard
-        .map(|s| shard_run(cfg, s, &p.model_id, &out, generator.health.limited));
-    let mut result = build_result(cfg, server, p.model_id, summary, out, p.warmups_ok);
-    result.kneecap.generator = Some(generator);
-    result.kneecap.shard = shard_run;
-    Ok(result)
+    let outcome = RunOutcome {
+        started: Some(out.started_at.into()),
+        interrupted: out.interrupted,
+        first_errors: first_errors(&out.records),
+        warmups_ok: p.warmups_ok,
+        shard: cfg
+            .shard
+            .map(|s| shard_run(cfg, s, &p.model_id, &out, generator.health.limited)),
+        generator: Some(generator),
+        merged: None,
+    };
+    let header = run_header(cfg, server, p.model_id);
+    Ok(RunResult::assemble(header, summary, out.records, outcome))
 }
 
 /// The whole load, or this shard's part of it (`--shard`): releases, prompts
@@ -225,24 +232,9 @@ fn summarize(out: &engine::EngineOutput, cfg: &RunConfig) -> Summary {
     s
 }
 
-fn build_result(
-    cfg: &RunConfig,
-    server: &Server,
-    model_id: String,
-    summary: Summary,
-    out: engine::EngineOutput,
-    warmups_ok: Option<(usize, usize)>,
-) -> RunResult {
-    let first_errors = out
-        .records
-        .iter()
-        .filter_map(|r| r.error.as_ref())
-        .take(FIRST_ERRORS)
-        .map(|e| e.message.clone()) // redacted by the client at the source
-        .collect();
-    let started: chrono::DateTime<chrono::Local> = out.started_at.into();
-    RunResult {
-        date: started.format("%Y%m%d-%H%M%S").to_string(),
+/// What this run was asked to do: vLLM's header and kneecap's identity.
+fn run_header(cfg: &RunConfig, server: &Server, model_id: String) -> RunHeader {
+    RunHeader {
         backend: cfg.backend.name().into(),
         label: cfg.output.label.clone(),
         model_id,
@@ -256,29 +248,27 @@ fn build_result(
             .load
             .ramp_up
             .map(|(s, a, b)| (ramp_name(s).into(), a, b)),
-        summary,
         percentile_metrics: cfg.output.percentile_metrics.clone(),
         percentiles: cfg.stats.percentiles.clone(),
-        kneecap: KneecapInfo {
-            version: env!("CARGO_PKG_VERSION").into(),
-            target: server.base_url.clone(),
-            simulated: server.simulated,
-            sim_preset: server.preset.clone(),
-            endpoint: cfg.endpoint.clone(),
-            dataset: cfg.dataset_name.into(),
-            arrival: describe_arrival(&cfg.load),
-            seed: cfg.load.seed,
-            duration_bound_s: cfg.load.duration.map(|d| d.as_secs_f64()),
-            interrupted: out.interrupted,
-            started_at: started.to_rfc3339(),
-            first_errors,
-            warmups_ok,
-            generator: None,
-            shard: None,
-            merged: None,
-        },
-        records: out.records,
+        target: server.base_url.clone(),
+        simulated: server.simulated,
+        sim_preset: server.preset.clone(),
+        endpoint: cfg.endpoint.clone(),
+        dataset: cfg.dataset_name.into(),
+        arrival: describe_arrival(&cfg.load),
+        seed: cfg.load.seed,
+        duration_bound_s: cfg.load.duration.map(|d| d.as_secs_f64()),
     }
+}
+
+/// The first failure messages (redacted by the client at the source).
+fn first_errors(records: &[crate::metrics::RequestRecord]) -> Vec<String> {
+    records
+        .iter()
+        .filter_map(|r| r.error.as_ref())
+        .take(FIRST_ERRORS)
+        .map(|e| e.message.clone())
+        .collect()
 }
 
 fn ramp_name(r: schedule::RampStrategy) -> &'static str {

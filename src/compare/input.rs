@@ -1,16 +1,20 @@
 //! Lenient loading of a saved result: a kneecap sweep JSON or a vLLM-style run
-//! JSON (kneecap's or vLLM's own). PURE: text in, [`Input`] out; reading the
-//! file happens in the command layer (`cmd::report`).
+//! JSON (kneecap's or vLLM's own, read as [`RunJson`] like `kneecap merge`
+//! reads it). PURE: text in, [`Input`] out; reading the file happens in the
+//! command layer.
 //!
 //! Leniency, because old vLLM files are not strict JSON: bare `Infinity`,
 //! `-Infinity` and `NaN` tokens become `"inf"`, `"-inf"` and `null`; a key
-//! with a stray trailing colon (`"request_goodput:"`) loses it; missing keys
-//! are simply absent (in a sweep they take their defaults, as does a `null`
-//! where a number belongs); `request_rate` may be a number or `"inf"`; a
-//! JSON-lines file (`--append-result`) yields its last object.
+//! with a stray trailing colon (`"request_goodput:"`) loses it; in a sweep,
+//! missing keys take their defaults, as does a `null` where a number belongs;
+//! in a run, a float the file lacks (or holds as `null`) stays absent and a
+//! missing count is 0 (see [`crate::report::json::lenient`]);
+//! `request_rate` may be a number or `"inf"`; a JSON-lines file
+//! (`--append-result`) yields its last object.
 
 use super::stats::Sample;
 use crate::client::scrape::QueueSample;
+use crate::report::json::RunJson;
 use crate::report::sweep::{SloOutcomeRow, StepResult, SweepResult};
 use serde_json::{Map, Value};
 
@@ -105,7 +109,7 @@ pub fn parse(text: &str) -> Result<Input, String> {
         return sweep(obj).map(|s| Input::Sweep(Box::new(s)));
     }
     if obj.contains_key("completed") || obj.contains_key("request_throughput") {
-        return Ok(Input::Run(Box::new(run(&obj))));
+        return run(obj).map(|r| Input::Run(Box::new(r)));
     }
     Err(
         "unknown shape: neither a kneecap sweep (\"kind\": \"kneecap_sweep\") \
@@ -230,34 +234,40 @@ fn bare(template: &Value) -> Value {
     }
 }
 
-fn run(obj: &Map<String, Value>) -> RunData {
+/// A run file read as the one run JSON type, [`RunJson`], then reduced.
+fn run(obj: Map<String, Value>) -> Result<RunData, String> {
+    let json: RunJson = serde_json::from_value(Value::Object(obj))
+        .map_err(|e| format!("a run result, but not one this version can read ({e})"))?;
     let mut data = RunData::default();
+    top_level(&json, &mut data);
+    // Which requests failed: vLLM's `errors` (non-empty = failed).
+    let failed: Option<Vec<bool>> = json
+        .detailed
+        .errors
+        .as_ref()
+        .map(|e| e.iter().map(|m| !m.is_empty()).collect());
+    let failed = failed.as_deref();
+    data.latencies_s = seconds(json.latencies.as_deref(), failed);
+    data.ttfts_s = seconds(json.detailed.ttfts.as_deref(), failed);
+    data.itls_s = per_request(json.detailed.itls.as_deref(), failed);
+    Ok(data)
+}
+
+/// Into `data`: the top-level numbers (`"inf"` → infinity) and non-empty
+/// strings of the typed file, in its key order; what the file does not hold
+/// (NaN, `null`) is left out.
+fn top_level(json: &RunJson, data: &mut RunData) {
+    let Ok(Value::Object(obj)) = serde_json::to_value(json) else {
+        return;
+    };
     for (k, v) in obj {
         match v {
-            Value::Number(n) => data.scalars.extend(n.as_f64().map(|x| (k.clone(), x))),
-            Value::String(s) => match s.as_str() {
-                "inf" | "Infinity" => data.scalars.push((k.clone(), f64::INFINITY)),
-                _ => data.texts.push((k.clone(), s.clone())),
-            },
+            Value::Number(n) => data.scalars.extend(n.as_f64().map(|x| (k, x))),
+            Value::String(s) if s == "inf" => data.scalars.push((k, f64::INFINITY)),
+            Value::String(s) if !s.is_empty() => data.texts.push((k, s)),
             _ => {}
         }
     }
-    let failed = failed_mask(obj);
-    data.latencies_s = seconds(obj.get("latencies"), failed.as_deref());
-    data.ttfts_s = seconds(obj.get("ttfts"), failed.as_deref());
-    data.itls_s = per_request(obj.get("itls"), failed.as_deref());
-    data
-}
-
-/// Which requests failed, from vLLM's `errors` array (non-empty = failed).
-fn failed_mask(obj: &Map<String, Value>) -> Option<Vec<bool>> {
-    let errors = obj.get("errors")?.as_array()?;
-    Some(
-        errors
-            .iter()
-            .map(|e| e.as_str().is_some_and(|s| !s.is_empty()))
-            .collect(),
-    )
 }
 
 fn is_failed(failed: Option<&[bool]>, i: usize) -> bool {
@@ -266,29 +276,25 @@ fn is_failed(failed: Option<&[bool]>, i: usize) -> bool {
 
 /// Per-request seconds of successful requests. Failed requests hold 0 in
 /// vLLM's arrays, so non-positive and non-finite values are dropped too.
-fn seconds(v: Option<&Value>, failed: Option<&[bool]>) -> Option<Vec<f64>> {
-    let arr = v?.as_array()?;
+fn seconds(v: Option<&[f64]>, failed: Option<&[bool]>) -> Option<Vec<f64>> {
     Some(
-        arr.iter()
+        v?.iter()
             .enumerate()
-            .filter(|(i, _)| !is_failed(failed, *i))
-            .filter_map(|(_, x)| x.as_f64())
-            .filter(|x| x.is_finite() && *x > 0.0)
+            .filter(|(i, x)| !is_failed(failed, *i) && x.is_finite() && **x > 0.0)
+            .map(|(_, x)| *x)
             .collect(),
     )
 }
 
 /// `itls` is a list of per-request lists; keep the successful ones.
-fn per_request(v: Option<&Value>, failed: Option<&[bool]>) -> Option<Vec<Vec<f64>>> {
-    let arr = v?.as_array()?;
+fn per_request(v: Option<&[Vec<f64>]>, failed: Option<&[bool]>) -> Option<Vec<Vec<f64>>> {
     Some(
-        arr.iter()
+        v?.iter()
             .enumerate()
             .filter(|(i, _)| !is_failed(failed, *i))
-            .filter_map(|(_, x)| x.as_array())
-            .map(|itls| {
+            .map(|(_, itls)| {
                 itls.iter()
-                    .filter_map(Value::as_f64)
+                    .copied()
                     .filter(|x| x.is_finite() && *x >= 0.0)
                     .collect()
             })

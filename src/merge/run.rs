@@ -1,38 +1,47 @@
 //! Merging the result JSONs of a sharded `kneecap run` into one [`RunResult`]
-//! — the same type a single process produces, so the merged JSON and console
-//! summary come from the same renderers. PURE: works on parsed JSON values.
+//! — the same type a single process produces, assembled the same way
+//! ([`RunResult::assemble`]), so the merged JSON and console summary come
+//! from the same renderers. PURE: works on parsed JSON values.
 
 use super::{check_set, combine, ShardFile};
 use crate::metrics::stats::{Distribution, Summary};
-use crate::metrics::MetricName;
 use crate::metrics::KNEECAP_PERCENTILES;
-use crate::report::shard::{ShardIdentity, ShardPart};
-use crate::report::{GeneratorVerdict, KneecapInfo, RunResult};
-use serde_json::{json, Value};
+use crate::report::assemble::{RunHeader, RunOutcome};
+use crate::report::json::kneecap::MergedBlock;
+use crate::report::json::RunJson;
+use crate::report::shard::ShardPart;
+use crate::report::{GeneratorVerdict, RunResult};
+use serde_json::Value;
+
+/// How many failure messages the merged result keeps (over all shards).
+const FIRST_ERRORS: usize = 10;
 
 /// One shard's run result, parsed.
 #[derive(Debug, Clone)]
 pub struct RunShard {
     pub file: ShardFile,
     pub part: ShardPart,
-    /// The whole result JSON (header fields are copied from it).
-    pub json: Value,
+    /// The shard's header (equal on every shard: the fingerprint says so).
+    pub header: RunHeader,
+    pub first_errors: Vec<String>,
 }
 
 /// Parse a shard's run result; the error names the file.
 pub fn read(name: &str, v: Value) -> Result<RunShard, String> {
-    let block = v.pointer("/kneecap/shard").ok_or_else(|| {
+    let json: RunJson = serde_json::from_value(v).map_err(|e| format!("{name}: {e}"))?;
+    let header = json.header();
+    let k = json.kneecap.unwrap_or_default();
+    let shard = k.shard.ok_or_else(|| {
         format!("{name}: no `kneecap.shard` block — it was not written by `kneecap run --shard i/N --save-result`")
     })?;
-    let id = ShardIdentity::from_json(block).map_err(|e| format!("{name}: {e}"))?;
-    let part = ShardPart::from_json(block).map_err(|e| format!("{name}: {e}"))?;
     Ok(RunShard {
         file: ShardFile {
             name: name.to_string(),
-            id,
+            id: shard.run.id,
         },
-        part,
-        json: v,
+        part: shard.run.part,
+        header,
+        first_errors: k.first_errors,
     })
 }
 
@@ -42,26 +51,10 @@ pub fn merge(mut shards: Vec<RunShard>) -> Result<RunResult, String> {
     check_set(&files)?;
     shards.sort_by_key(|s| s.file.id.shard.index);
     let total = combine(shards.iter().map(|s| &s.part))?;
-    let first = &shards[0].json;
-    let block = &first["kneecap"]["shard"];
-    let percentiles: Vec<f64> = block["percentiles"]
-        .as_array()
-        .map(|a| a.iter().filter_map(Value::as_f64).collect())
-        .unwrap_or_else(|| vec![99.0]);
-    let metrics: Vec<MetricName> = block["percentile_metrics"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|m| m.as_str().and_then(|m| MetricName::parse(m).ok()))
-                .collect()
-        })
-        .unwrap_or_default();
-    let mut result = header(first, &shards, &total);
-    result.summary = summary(&total, &percentiles);
-    result.percentiles = percentiles;
-    result.percentile_metrics = metrics;
-    result.kneecap.merged = Some(merged_block(&shards, &total));
-    Ok(result)
+    let header = shards[0].header.clone();
+    let summary = summary(&total, &header.percentiles);
+    let outcome = outcome(&shards, &total, header.request_rate);
+    Ok(RunResult::assemble(header, summary, Vec::new(), outcome))
 }
 
 /// The merged [`Summary`]: counters over the common window, distributions
@@ -105,16 +98,9 @@ pub fn summary(p: &ShardPart, percentiles: &[f64]) -> Summary {
     }
 }
 
-/// vLLM header fields and kneecap's block, from the first shard (they are
-/// equal on every shard: the fingerprint says so) and the whole set.
-fn header(first: &Value, shards: &[RunShard], total: &ShardPart) -> RunResult {
-    let s = |k: &str| first[k].as_str().unwrap_or_default().to_string();
-    let f = |k: &str| match &first[k] {
-        Value::String(x) if x == "inf" => f64::INFINITY,
-        v => v.as_f64().unwrap_or(f64::INFINITY),
-    };
-    let k = &first["kneecap"];
-    let ks = |key: &str| k[key].as_str().unwrap_or_default().to_string();
+/// How the whole set went: started at the common window's start,
+/// interrupted or generator-limited if any shard was.
+fn outcome(shards: &[RunShard], total: &ShardPart, request_rate: f64) -> RunOutcome {
     let started = chrono::DateTime::from_timestamp(
         total.window_start_unix_s.floor() as i64,
         (total.window_start_unix_s.fract() * 1e9) as u32,
@@ -125,80 +111,110 @@ fn header(first: &Value, shards: &[RunShard], total: &ShardPart) -> RunResult {
         .filter(|s| s.part.generator_limited)
         .map(|s| format!("shard {}: the load generator fell behind", s.file.id.shard))
         .collect();
-    RunResult {
-        date: started
-            .map(|t| t.format("%Y%m%d-%H%M%S").to_string())
-            .unwrap_or_else(|| s("date")),
-        backend: s("backend"),
-        label: first["label"].as_str().map(str::to_string),
-        model_id: s("model_id"),
-        tokenizer_id: first["tokenizer_id"].as_str().map(str::to_string),
-        num_prompts: first["num_prompts"].as_u64().unwrap_or(0) as usize,
-        metadata: Vec::new(),
-        request_rate: f("request_rate"),
-        burstiness: f("burstiness"),
-        max_concurrency: first["max_concurrency"].as_u64().map(|c| c as usize),
-        ramp_up: None,
-        summary: Summary::default(),
-        percentile_metrics: Vec::new(),
-        percentiles: Vec::new(),
-        records: Vec::new(),
-        kneecap: KneecapInfo {
-            version: env!("CARGO_PKG_VERSION").into(),
-            target: ks("target"),
-            simulated: k["simulated"].as_bool().unwrap_or(false),
-            sim_preset: k["sim_preset"].as_str().map(str::to_string),
-            endpoint: ks("endpoint"),
-            dataset: ks("dataset"),
-            arrival: ks("arrival"),
-            seed: k["seed"].as_u64().unwrap_or(0),
-            duration_bound_s: k["duration_bound_s"].as_f64(),
-            interrupted: total.interrupted,
-            started_at: started.map(|t| t.to_rfc3339()).unwrap_or_default(),
-            first_errors: shards
-                .iter()
-                .flat_map(|s| {
-                    s.json["kneecap"]["first_errors"]
-                        .as_array()
-                        .cloned()
-                        .unwrap_or_default()
-                })
-                .filter_map(|e| e.as_str().map(str::to_string))
-                .take(10)
-                .collect(),
-            warmups_ok: None,
-            generator: Some(GeneratorVerdict {
-                health: crate::metrics::health::GeneratorHealth {
-                    limited: total.generator_limited,
-                    reasons: limited,
-                    ..Default::default()
-                },
-                lateness_judged: f("request_rate").is_finite(),
+    RunOutcome {
+        started,
+        interrupted: total.interrupted,
+        first_errors: shards
+            .iter()
+            .flat_map(|s| s.first_errors.iter().cloned())
+            .take(FIRST_ERRORS)
+            .collect(),
+        warmups_ok: None,
+        generator: Some(GeneratorVerdict {
+            health: crate::metrics::health::GeneratorHealth {
+                limited: total.generator_limited,
+                reasons: limited,
                 ..Default::default()
-            }),
-            shard: None,
-            merged: None,
-        },
+            },
+            lateness_judged: request_rate.is_finite(),
+            ..Default::default()
+        }),
+        shard: None,
+        merged: Some(merged_block(shards, total)),
     }
 }
 
 /// `kneecap.merged`: which shards, over which window, how well they started together.
-fn merged_block(shards: &[RunShard], total: &ShardPart) -> Value {
+fn merged_block(shards: &[RunShard], total: &ShardPart) -> MergedBlock {
     let id = &shards[0].file.id;
-    json!({
-        "shards": id.shard.count,
-        "fingerprint": id.fingerprint,
-        "seed": id.seed,
-        "files": shards.iter().map(|s| s.file.name.clone()).collect::<Vec<_>>(),
-        "start_at": id.start_at.map(|s| s.rfc3339()),
-        "start_lateness_ms": shards.iter().map(|s| s.part.start_lateness_ms).collect::<Vec<_>>(),
-        "window_start_unix_s": total.window_start_unix_s,
-        "window_end_unix_s": total.window_end_unix_s,
-        "planned": total.counters.planned,
-        "notes": [
+    MergedBlock {
+        shards: id.shard.count,
+        fingerprint: id.fingerprint.clone(),
+        seed: id.seed,
+        files: shards.iter().map(|s| s.file.name.clone()).collect(),
+        start_at: id.start_at.map(|s| s.rfc3339()),
+        start_lateness_ms: shards.iter().map(|s| s.part.start_lateness_ms).collect(),
+        window_start_unix_s: total.window_start_unix_s,
+        window_end_unix_s: total.window_end_unix_s,
+        planned: total.counters.planned,
+        notes: [
             "percentiles are read from the merged HdrHistograms (µs, 3 significant digits), never averaged across shards",
             "rates divide by the common window: earliest shard start to latest shard end",
             "max_concurrent_requests and max_output_tokens_per_s are sums of the shards' peaks (upper bounds)",
-        ],
-    })
+        ]
+        .map(String::from)
+        .to_vec(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::shard::{ShardIdentity, ShardRun};
+    use crate::shard::Shard;
+
+    /// Shard `index` of 2 as `kneecap run --shard` writes it.
+    fn shard_file(index: usize, error: &str) -> Value {
+        let header = RunHeader {
+            backend: "openai".into(),
+            model_id: "m".into(),
+            metadata: vec![("team".into(), "infra".into())],
+            request_rate: 10.0,
+            percentiles: vec![90.0],
+            seed: 3,
+            ..Default::default()
+        };
+        let part = ShardPart {
+            window_start_unix_s: 1_700_000_000.0 + index as f64,
+            window_end_unix_s: 1_700_000_010.0,
+            ..Default::default()
+        };
+        let id = ShardIdentity {
+            shard: Shard { index, count: 2 },
+            fingerprint: "f".into(),
+            seed: 3,
+            start_at: None,
+        };
+        let outcome = RunOutcome {
+            first_errors: vec![error.into()],
+            shard: Some(ShardRun { id, part }),
+            ..Default::default()
+        };
+        let r = RunResult::assemble(header, Summary::default(), Vec::new(), outcome);
+        serde_json::to_value(RunJson::of(&r, false)).unwrap()
+    }
+
+    #[test]
+    fn shards_written_by_run_merge_into_one_result_with_their_header() {
+        let shards = vec![
+            read("b.json", shard_file(1, "second")).unwrap(),
+            read("a.json", shard_file(0, "first")).unwrap(),
+        ];
+        let r = merge(shards).unwrap();
+        assert_eq!((r.backend.as_str(), r.request_rate), ("openai", 10.0));
+        assert_eq!(r.metadata, [("team".to_string(), "infra".to_string())]);
+        assert_eq!(r.percentiles, [90.0]);
+        assert_eq!(r.kneecap.first_errors, ["first", "second"]);
+        assert_eq!(r.summary.duration_s, 10.0, "the common window");
+        let merged = r.kneecap.merged.unwrap();
+        assert_eq!((merged.shards, merged.files.len()), (2, 2));
+        assert_eq!(merged.files[0], "a.json");
+    }
+
+    #[test]
+    fn a_result_without_a_shard_block_is_refused_by_name() {
+        let vllm = serde_json::json!({"backend": "vllm", "completed": 3, "request_rate": "inf"});
+        let err = read("v.json", vllm).unwrap_err();
+        assert!(err.starts_with("v.json: no `kneecap.shard` block"), "{err}");
+    }
 }

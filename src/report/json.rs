@@ -1,231 +1,327 @@
-//! vLLM-compatible result JSON: vLLM's keys, in vLLM's order and units
-//! (seconds in per-request arrays, milliseconds in stats), plus a `kneecap`
-//! object for what vLLM lacks. Pure: builds a `serde_json::Value`.
+//! The vLLM-compatible run JSON as one typed contract, [`RunJson`]: vLLM's
+//! keys, in vLLM's order and units (seconds in per-request arrays,
+//! milliseconds in stats), plus the `kneecap` object for what vLLM lacks.
+//! `kneecap run` and `kneecap merge` write it; `kneecap merge`, `report` and
+//! `compare` read it back — vLLM's own files too (see [`lenient`]). Pure.
 
+pub mod kneecap;
+pub mod lenient;
+
+use super::assemble::RunHeader;
 use super::RunResult;
-use crate::metrics::stats::{percentile_key, Distribution};
-use serde_json::{json, Map, Value};
+use crate::metrics::stats::percentile_key;
+use crate::metrics::{MetricName, RequestRecord};
+use kneecap::KneecapJson;
+use lenient::Spliced;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-/// Render the result as vLLM's JSON object (`detailed` keeps per-request arrays).
+/// A run result file. Field order is key order. Reading: a missing key takes
+/// its default (floats: NaN, "not in the file"); optional blocks are `None`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunJson {
+    /// Local start time `YYYYMMDD-HHMMSS`.
+    pub date: String,
+    pub endpoint_type: String,
+    pub backend: String,
+    pub label: Option<String>,
+    pub model_id: String,
+    pub tokenizer_id: Option<String>,
+    pub num_prompts: usize,
+    /// `--metadata` pairs (vLLM writes them here); reading, every other
+    /// top-level string.
+    #[serde(flatten)]
+    pub metadata: Spliced<String>,
+    #[serde(default = "lenient::nan", with = "lenient::rate")]
+    pub request_rate: f64,
+    #[serde(default = "lenient::nan", with = "lenient::rate")]
+    pub burstiness: f64,
+    pub max_concurrency: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ramp_up_strategy: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ramp_up_start_rps: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ramp_up_end_rps: Option<u32>,
+    #[serde(default = "lenient::nan", deserialize_with = "lenient::float")]
+    pub duration: f64,
+    pub completed: usize,
+    /// Absent in older vLLM files.
+    pub failed: Option<usize>,
+    pub total_input_tokens: u64,
+    pub total_output_tokens: u64,
+    #[serde(default = "lenient::nan", deserialize_with = "lenient::float")]
+    pub request_throughput: f64,
+    /// `null` without `--goodput`.
+    pub request_goodput: Option<f64>,
+    #[serde(default = "lenient::nan", deserialize_with = "lenient::float")]
+    pub output_throughput: f64,
+    #[serde(default = "lenient::nan", deserialize_with = "lenient::float")]
+    pub total_token_throughput: f64,
+    #[serde(flatten)]
+    pub detailed: Detailed,
+    /// Per-request E2E latency, seconds (0 for a failed request).
+    #[serde(deserialize_with = "lenient::floats")]
+    pub latencies: Option<Vec<f64>>,
+    /// Per-request client-side queueing time, seconds.
+    #[serde(deserialize_with = "lenient::floats")]
+    pub queue_times: Option<Vec<f64>>,
+    #[serde(default = "lenient::nan", deserialize_with = "lenient::float")]
+    pub max_output_tokens_per_s: f64,
+    /// Absent in older vLLM files.
+    pub max_concurrent_requests: Option<usize>,
+    /// vLLM's real-time factor (audio workloads); kneecap writes 0.
+    #[serde(default = "lenient::nan", deserialize_with = "lenient::float")]
+    pub rtfx: f64,
+    /// `mean_<m>_ms`, `median_<m>_ms`, `std_<m>_ms`, `p<P>_<m>_ms` for each
+    /// shown metric; reading, every other top-level number.
+    #[serde(flatten)]
+    pub stats: Spliced<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kneecap: Option<KneecapJson>,
+}
+
+/// The per-request arrays vLLM writes only with `--save-detailed` (each
+/// absent otherwise). Failed requests hold 0 (or partial values).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Detailed {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_lens: Option<Vec<u32>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_lens: Option<Vec<u32>>,
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::floats"
+    )]
+    pub ttfts: Option<Vec<f64>>,
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::float_lists"
+    )]
+    pub itls: Option<Vec<Vec<f64>>>,
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::floats"
+    )]
+    pub start_times: Option<Vec<f64>>,
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::texts"
+    )]
+    pub generated_texts: Option<Vec<String>>,
+    /// The failure message of each request, `""` for a success.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::texts"
+    )]
+    pub errors: Option<Vec<String>>,
+}
+
+/// The result as a JSON value (`detailed` keeps the per-request arrays).
 pub fn render(r: &RunResult, detailed: bool) -> Value {
-    let mut m = Map::new();
-    header(&mut m, r);
-    totals(&mut m, r);
-    per_request(&mut m, r, detailed);
-    for metric in r.shown_metrics() {
-        stats(&mut m, metric.key(), r.distribution(metric));
-    }
-    m.insert("kneecap".into(), kneecap(r, detailed));
-    Value::Object(m)
+    serde_json::to_value(RunJson::of(r, detailed)).unwrap_or_default()
 }
 
-fn header(m: &mut Map<String, Value>, r: &RunResult) {
-    m.insert("date".into(), json!(r.date));
-    m.insert("endpoint_type".into(), json!(r.backend));
-    m.insert("backend".into(), json!(r.backend));
-    m.insert("label".into(), json!(r.label));
-    m.insert("model_id".into(), json!(r.model_id));
-    m.insert("tokenizer_id".into(), json!(r.tokenizer_id));
-    m.insert("num_prompts".into(), json!(r.num_prompts));
-    for (k, v) in &r.metadata {
-        m.insert(k.clone(), json!(v));
-    }
-    m.insert("request_rate".into(), finite_or_inf(r.request_rate));
-    // vLLM writes Python's non-standard `Infinity` here; strict JSON can't, so "inf".
-    m.insert("burstiness".into(), finite_or_inf(r.burstiness));
-    m.insert("max_concurrency".into(), json!(r.max_concurrency));
-    if let Some((strategy, start, end)) = &r.ramp_up {
-        m.insert("ramp_up_strategy".into(), json!(strategy));
-        m.insert("ramp_up_start_rps".into(), json!(start));
-        m.insert("ramp_up_end_rps".into(), json!(end));
-    }
-}
-
-fn finite_or_inf(v: f64) -> Value {
-    if v.is_finite() {
-        json!(v)
-    } else {
-        json!("inf")
-    }
-}
-
-fn totals(m: &mut Map<String, Value>, r: &RunResult) {
-    let s = &r.summary;
-    m.insert("duration".into(), json!(s.duration_s));
-    m.insert("completed".into(), json!(s.completed));
-    m.insert("failed".into(), json!(s.failed));
-    m.insert("total_input_tokens".into(), json!(s.total_input_tokens));
-    m.insert("total_output_tokens".into(), json!(s.total_output_tokens));
-    m.insert("request_throughput".into(), json!(s.request_throughput));
-    m.insert("request_goodput".into(), json!(s.request_goodput));
-    m.insert("output_throughput".into(), json!(s.output_throughput));
-    m.insert(
-        "total_token_throughput".into(),
-        json!(s.total_token_throughput),
-    );
-}
-
-/// Per-request arrays. vLLM keeps `latencies` and `queue_times` always and the
-/// rest only with `--save-detailed`. Failed requests hold 0 (or partial values).
-fn per_request(m: &mut Map<String, Value>, r: &RunResult, detailed: bool) {
-    let recs = &r.records;
-    let secs = |d: Option<std::time::Duration>| d.map(|d| d.as_secs_f64()).unwrap_or(0.0);
-    if detailed {
-        let ok_out =
-            |x: &crate::metrics::RequestRecord| if x.is_ok() { x.output_tokens } else { 0 };
-        m.insert(
-            "input_lens".into(),
-            recs.iter().map(|x| json!(x.prompt_len)).collect(),
-        );
-        m.insert(
-            "output_lens".into(),
-            recs.iter().map(|x| json!(ok_out(x))).collect(),
-        );
-        m.insert(
-            "ttfts".into(),
-            recs.iter().map(|x| json!(secs(x.ttft()))).collect(),
-        );
-        m.insert(
-            "itls".into(),
-            recs.iter()
-                .map(|x| json!(x.itl.iter().map(|d| d.as_secs_f64()).collect::<Vec<f64>>()))
-                .collect(),
-        );
-        m.insert(
-            "start_times".into(),
-            recs.iter().map(|x| json!(x.sent.as_secs_f64())).collect(),
-        );
-        m.insert(
-            "generated_texts".into(),
-            recs.iter().map(|x| json!(x.generated_text)).collect(),
-        );
-        m.insert(
-            "errors".into(),
-            recs.iter()
-                .map(|x| json!(x.error.as_ref().map(|e| e.message.as_str()).unwrap_or("")))
-                .collect(),
-        );
-    }
-    m.insert(
-        "latencies".into(),
-        recs.iter().map(|x| json!(secs(x.latency()))).collect(),
-    );
-    m.insert(
-        "queue_times".into(),
-        recs.iter()
-            .map(|x| json!(x.queue_time().as_secs_f64()))
-            .collect(),
-    );
-    m.insert(
-        "max_output_tokens_per_s".into(),
-        json!(r.summary.max_output_tokens_per_s),
-    );
-    m.insert(
-        "max_concurrent_requests".into(),
-        json!(r.summary.max_concurrent_requests),
-    );
-    m.insert("rtfx".into(), json!(0.0));
-}
-
-/// `mean_<m>_ms`, `median_<m>_ms`, `std_<m>_ms`, `p<P>_<m>_ms`.
-fn stats(m: &mut Map<String, Value>, key: &str, d: &Distribution) {
-    m.insert(format!("mean_{key}_ms"), json!(d.mean_ms));
-    m.insert(format!("median_{key}_ms"), json!(d.median_ms));
-    m.insert(format!("std_{key}_ms"), json!(d.std_ms));
-    for (p, v) in &d.percentiles_ms {
-        m.insert(format!("{}_{key}_ms", percentile_key(*p)), json!(v));
-    }
-}
-
-fn dist(d: &Distribution) -> Value {
-    let mut o = Map::new();
-    o.insert("count".into(), json!(d.count));
-    o.insert("mean_ms".into(), json!(d.mean_ms));
-    o.insert("median_ms".into(), json!(d.median_ms));
-    o.insert("std_ms".into(), json!(d.std_ms));
-    o.insert("max_ms".into(), json!(d.max_ms));
-    for (p, v) in &d.percentiles_ms {
-        o.insert(format!("{}_ms", percentile_key(*p)), json!(v));
-    }
-    Value::Object(o)
-}
-
-fn kneecap(r: &RunResult, detailed: bool) -> Value {
-    let k = &r.kneecap;
-    let s = &r.summary;
-    let mut v = json!({
-        "schema_version": 1,
-        "version": k.version,
-        "target": k.target,
-        "simulated": k.simulated,
-        "sim_preset": k.sim_preset,
-        "endpoint": k.endpoint,
-        "dataset": k.dataset,
-        "arrival": k.arrival,
-        "seed": k.seed,
-        "duration_bound_s": k.duration_bound_s,
-        "interrupted": k.interrupted,
-        "started_at": k.started_at,
-        "warmups_ok": k.warmups_ok.map(|(ok, n)| json!({"ok": ok, "sent": n})),
-        "dispatch_lateness": dist(&s.lateness),
-        "ttft_from_due": dist(&s.ttft_from_due),
-        "e2el_from_due": dist(&s.e2el_from_due),
-        "e2el": dist(&s.e2el),
-        "error_rate": if s.completed + s.failed == 0 { 0.0 } else { s.failed as f64 / (s.completed + s.failed) as f64 },
-        "errors_by_kind": s.errors_by_kind,
-        "first_errors": k.first_errors,
-        "generator": k.generator.as_ref().map(|g| json!({
-            "limited": g.health.limited,
-            "reasons": g.health.reasons,
-            "warnings": g.health.warnings,
-            "lateness_judged": g.lateness_judged,
-            "lateness_p99_ms": g.health.lateness_p99_ms,
-            "lateness_bound_ms": g.health.lateness_bound_ms,
-            "cpu_busy_fraction": g.cpu_busy_fraction,
-            "runtime_lag_p99_ms": g.runtime_lag_p99_ms,
-        })),
-    });
-    if let Some(s) = &k.shard {
-        v["shard"] = super::shard::run_block(&s.id, &s.part);
-        // What the merged result must show, as this shard was asked to.
-        v["shard"]["percentiles"] = json!(r.percentiles);
-        let metrics: Vec<&str> = r.percentile_metrics.iter().map(|m| m.key()).collect();
-        v["shard"]["percentile_metrics"] = json!(metrics);
-    }
-    if let Some(m) = &k.merged {
-        v["merged"] = m.clone();
-    }
-    if detailed {
-        let due: Vec<f64> = r.records.iter().map(|x| x.due.as_secs_f64()).collect();
-        let kinds: Vec<Value> = r
-            .records
-            .iter()
-            .map(|x| json!(x.error.as_ref().map(|e| e.kind.as_str())))
-            .collect();
-        v["due_times"] = json!(due);
-        v["error_kinds"] = json!(kinds);
-        // The server's own per-request timings (llama.cpp), null where absent.
-        if r.records.iter().any(|x| x.server_timings.is_some()) {
-            let timings: Vec<Value> = r
-                .records
-                .iter()
-                .map(|x| {
-                    x.server_timings.as_deref().map(|t| {
-                        json!({
-                            "prompt_n": t.prompt_n,
-                            "prompt_ms": t.prompt_ms,
-                            "predicted_n": t.predicted_n,
-                            "predicted_ms": t.predicted_ms,
-                        })
-                    })
-                })
-                .map(|t| t.unwrap_or(Value::Null))
-                .collect();
-            v["server_timings"] = json!(timings);
+impl RunJson {
+    /// The file form of `r`. vLLM keeps `latencies` and `queue_times` always
+    /// and the other per-request arrays only with `--save-detailed`.
+    pub fn of(r: &RunResult, detailed: bool) -> Self {
+        let s = &r.summary;
+        let recs = &r.records;
+        let stats = stats(r);
+        let (strategy, start, end) = match &r.ramp_up {
+            Some((s, a, b)) => (Some(s.clone()), Some(*a), Some(*b)),
+            None => (None, None, None),
+        };
+        RunJson {
+            date: r.date.clone(),
+            endpoint_type: r.backend.clone(),
+            backend: r.backend.clone(),
+            label: r.label.clone(),
+            model_id: r.model_id.clone(),
+            tokenizer_id: r.tokenizer_id.clone(),
+            num_prompts: r.num_prompts,
+            metadata: metadata(r, &stats),
+            request_rate: r.request_rate,
+            burstiness: r.burstiness,
+            max_concurrency: r.max_concurrency,
+            ramp_up_strategy: strategy,
+            ramp_up_start_rps: start,
+            ramp_up_end_rps: end,
+            duration: s.duration_s,
+            completed: s.completed,
+            failed: Some(s.failed),
+            total_input_tokens: s.total_input_tokens,
+            total_output_tokens: s.total_output_tokens,
+            request_throughput: s.request_throughput,
+            request_goodput: s.request_goodput,
+            output_throughput: s.output_throughput,
+            total_token_throughput: s.total_token_throughput,
+            detailed: if detailed {
+                Detailed::of(recs)
+            } else {
+                Detailed::default()
+            },
+            latencies: Some(recs.iter().map(|x| secs(x.latency())).collect()),
+            queue_times: Some(recs.iter().map(|x| x.queue_time().as_secs_f64()).collect()),
+            max_output_tokens_per_s: s.max_output_tokens_per_s,
+            max_concurrent_requests: Some(s.max_concurrent_requests),
+            rtfx: 0.0,
+            stats,
+            kneecap: Some(KneecapJson::of(r, detailed)),
         }
     }
-    v
+
+    /// The run's header, read back: vLLM's keys and the `kneecap` block's
+    /// identity; shown metrics and percentiles from `kneecap.shard` (what a
+    /// shard's merged result must show), else p99 of no metric.
+    pub fn header(&self) -> RunHeader {
+        let none = KneecapJson::default();
+        let k = self.kneecap.as_ref().unwrap_or(&none);
+        let shard = k.shard.as_ref();
+        let ramp_up = match (
+            &self.ramp_up_strategy,
+            self.ramp_up_start_rps,
+            self.ramp_up_end_rps,
+        ) {
+            (Some(s), Some(a), Some(b)) => Some((s.clone(), a, b)),
+            _ => None,
+        };
+        RunHeader {
+            backend: self.backend.clone(),
+            label: self.label.clone(),
+            model_id: self.model_id.clone(),
+            tokenizer_id: self.tokenizer_id.clone(),
+            num_prompts: self.num_prompts,
+            metadata: self.metadata.0.clone(),
+            request_rate: self.request_rate,
+            burstiness: self.burstiness,
+            max_concurrency: self.max_concurrency,
+            ramp_up,
+            percentile_metrics: shard
+                .map(|s| {
+                    s.percentile_metrics
+                        .iter()
+                        .filter_map(|m| MetricName::parse(m).ok())
+                        .collect()
+                })
+                .unwrap_or_default(),
+            percentiles: shard.map_or_else(|| vec![99.0], |s| s.percentiles.clone()),
+            target: k.target.clone(),
+            simulated: k.simulated,
+            sim_preset: k.sim_preset.clone(),
+            endpoint: k.endpoint.clone(),
+            dataset: k.dataset.clone(),
+            arrival: k.arrival.clone(),
+            seed: k.seed,
+            duration_bound_s: k.duration_bound_s,
+        }
+    }
 }
+
+impl Detailed {
+    fn of(recs: &[RequestRecord]) -> Self {
+        let ok_out = |x: &RequestRecord| if x.is_ok() { x.output_tokens } else { 0 };
+        Detailed {
+            input_lens: Some(recs.iter().map(|x| x.prompt_len).collect()),
+            output_lens: Some(recs.iter().map(ok_out).collect()),
+            ttfts: Some(recs.iter().map(|x| secs(x.ttft())).collect()),
+            itls: Some(
+                recs.iter()
+                    .map(|x| x.itl.iter().map(|d| d.as_secs_f64()).collect())
+                    .collect(),
+            ),
+            start_times: Some(recs.iter().map(|x| x.sent.as_secs_f64()).collect()),
+            generated_texts: Some(recs.iter().map(|x| x.generated_text.clone()).collect()),
+            errors: Some(
+                recs.iter()
+                    .map(|x| {
+                        x.error
+                            .as_ref()
+                            .map(|e| e.message.clone())
+                            .unwrap_or_default()
+                    })
+                    .collect(),
+            ),
+        }
+    }
+}
+
+/// Seconds, 0 for a value the request never reached.
+fn secs(d: Option<std::time::Duration>) -> f64 {
+    d.map(|d| d.as_secs_f64()).unwrap_or(0.0)
+}
+
+/// `mean_<m>_ms`, `median_<m>_ms`, `std_<m>_ms`, `p<P>_<m>_ms` of each shown metric.
+fn stats(r: &RunResult) -> Spliced<f64> {
+    let mut out = Vec::new();
+    for metric in r.shown_metrics() {
+        let (key, d) = (metric.key(), r.distribution(metric));
+        out.push((format!("mean_{key}_ms"), d.mean_ms));
+        out.push((format!("median_{key}_ms"), d.median_ms));
+        out.push((format!("std_{key}_ms"), d.std_ms));
+        for (p, v) in &d.percentiles_ms {
+            out.push((format!("{}_{key}_ms", percentile_key(*p)), *v));
+        }
+    }
+    Spliced(out)
+}
+
+/// The `--metadata` pairs, as vLLM's dict keeps them: a repeated key keeps
+/// its first place and its last value; a key the file already has (a vLLM
+/// key or a statistic) is left out, as a JSON object holds a key once.
+fn metadata(r: &RunResult, stats: &Spliced<f64>) -> Spliced<String> {
+    let taken = |k: &str| RESERVED.contains(&k) || stats.0.iter().any(|(s, _)| s == k);
+    let mut out: Vec<(String, String)> = Vec::new();
+    for (k, v) in r.metadata.iter().filter(|(k, _)| !taken(k)) {
+        match out.iter_mut().find(|(o, _)| o == k) {
+            Some(slot) => slot.1 = v.clone(),
+            None => out.push((k.clone(), v.clone())),
+        }
+    }
+    Spliced(out)
+}
+
+/// The fixed top-level keys of [`RunJson`].
+const RESERVED: [&str; 35] = [
+    "date",
+    "endpoint_type",
+    "backend",
+    "label",
+    "model_id",
+    "tokenizer_id",
+    "num_prompts",
+    "request_rate",
+    "burstiness",
+    "max_concurrency",
+    "ramp_up_strategy",
+    "ramp_up_start_rps",
+    "ramp_up_end_rps",
+    "duration",
+    "completed",
+    "failed",
+    "total_input_tokens",
+    "total_output_tokens",
+    "request_throughput",
+    "request_goodput",
+    "output_throughput",
+    "total_token_throughput",
+    "input_lens",
+    "output_lens",
+    "ttfts",
+    "itls",
+    "start_times",
+    "generated_texts",
+    "errors",
+    "latencies",
+    "queue_times",
+    "max_output_tokens_per_s",
+    "max_concurrent_requests",
+    "rtfx",
+    "kneecap",
+];
 
 #[cfg(test)]
 mod tests {
@@ -278,5 +374,56 @@ mod tests {
         assert!(render(&plain, true)["kneecap"]
             .get("server_timings")
             .is_none());
+    }
+}
+
+#[cfg(test)]
+mod key_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn keys(r: &RunResult) -> Vec<String> {
+        match render(r, true) {
+            Value::Object(m) => m.keys().cloned().collect(),
+            _ => panic!("not an object"),
+        }
+    }
+
+    fn plain() -> RunResult {
+        let header = RunHeader {
+            backend: "openai".into(),
+            ramp_up: Some(("linear".into(), 1, 5)),
+            ..Default::default()
+        };
+        let records = vec![RequestRecord::default()];
+        RunResult::assemble(header, Default::default(), records, Default::default())
+    }
+
+    #[test]
+    fn the_fixed_keys_are_the_reserved_ones_in_order() {
+        assert_eq!(keys(&plain()), RESERVED);
+    }
+
+    #[test]
+    fn metadata_follows_num_prompts_once_per_key_and_never_shadows_a_key() {
+        let mut r = plain();
+        r.percentile_metrics = vec![MetricName::Ttft];
+        r.percentiles = vec![99.0];
+        r.summary.ttft.percentiles_ms = vec![(99.0, 0.0)];
+        r.metadata = [("a", "1"), ("b", "2"), ("a", "3"), ("backend", "x")]
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .to_vec();
+        r.metadata.push(("p99_ttft_ms".into(), "y".into()));
+        let k = keys(&r);
+        let at = |key: &str| k.iter().position(|x| x == key).unwrap();
+        assert_eq!(
+            (at("a"), at("b")),
+            (at("num_prompts") + 1, at("num_prompts") + 2)
+        );
+        assert_eq!(at("request_rate"), at("b") + 1);
+        let v = render(&r, false);
+        assert_eq!((&v["a"], &v["backend"]), (&json!("3"), &json!("openai")));
+        assert_eq!(v["p99_ttft_ms"], 0.0);
+        assert_eq!(k.len(), RESERVED.len() + 2 + 4, "a, b and four ttft stats");
     }
 }

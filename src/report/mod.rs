@@ -1,7 +1,9 @@
-//! Report: the one result type of a run ([`RunResult`]) and its renderings —
-//! vLLM-compatible JSON and the console summary. Renderers are pure functions
-//! of the result; writing files happens in [`save`].
+//! Report: the one result type of a run ([`RunResult`]), how it is put
+//! together ([`assemble`]) and its renderings — the vLLM-compatible JSON
+//! ([`json::RunJson`], also read back) and the console summary. Renderers
+//! are pure functions of the result; writing files happens in [`save`].
 
+pub mod assemble;
 pub mod chart;
 pub mod console;
 pub mod html;
@@ -67,7 +69,7 @@ pub struct KneecapInfo {
     /// `--shard i/N`: what `kneecap merge` needs (written as `kneecap.shard`).
     pub shard: Option<shard::ShardRun>,
     /// A result made by `kneecap merge`: how it was merged (`kneecap.merged`).
-    pub merged: Option<serde_json::Value>,
+    pub merged: Option<json::kneecap::MergedBlock>,
 }
 
 /// The load generator's self-check for a run.

@@ -75,8 +75,8 @@ pub fn write_atomic(path: &Path, text: &[u8]) -> Result<()> {
 
 /// Save the run: a new file (atomic), or one more JSON line with `append`.
 pub fn save(r: &RunResult, path: &Path, detailed: bool, append: bool) -> Result<()> {
-    let value = super::json::render(r, detailed);
-    let text = serde_json::to_vec(&value).context("serializing the result")?;
+    let text = serde_json::to_vec(&super::json::RunJson::of(r, detailed))
+        .context("serializing the result")?;
     if !append {
         return write_atomic(path, &text);
     }

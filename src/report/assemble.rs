@@ -1,0 +1,174 @@
+//! The one way a [`RunResult`] is put together — by `kneecap run` from its
+//! config and measurements, and by `kneecap merge` from the shards' files:
+//! a [`RunHeader`] (what was asked for), a summary and records (what was
+//! measured) and a [`RunOutcome`] (how the load went).
+
+use super::json::kneecap::MergedBlock;
+use super::shard::ShardRun;
+use super::{GeneratorVerdict, KneecapInfo, RunResult};
+use crate::metrics::stats::Summary;
+use crate::metrics::{MetricName, RequestRecord};
+use chrono::{DateTime, Local};
+
+/// What identifies a run: vLLM's header keys and kneecap's identity of the
+/// load. `kneecap run` fills it from its config; `kneecap merge` reads it
+/// back from a shard's JSON ([`super::json::RunJson::header`]).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RunHeader {
+    pub backend: String,
+    pub label: Option<String>,
+    pub model_id: String,
+    pub tokenizer_id: Option<String>,
+    pub num_prompts: usize,
+    /// `--metadata` pairs, in the order given.
+    pub metadata: Vec<(String, String)>,
+    pub request_rate: f64,
+    pub burstiness: f64,
+    pub max_concurrency: Option<usize>,
+    /// (strategy, start rps, end rps) when ramp-up was used.
+    pub ramp_up: Option<(String, u32, u32)>,
+    /// Which stats blocks to show (`--percentile-metrics`).
+    pub percentile_metrics: Vec<MetricName>,
+    /// `--metric-percentiles`.
+    pub percentiles: Vec<f64>,
+    /// Server root the run targeted (no credentials).
+    pub target: String,
+    pub simulated: bool,
+    pub sim_preset: Option<String>,
+    pub endpoint: String,
+    pub dataset: String,
+    /// Human description of the arrival process.
+    pub arrival: String,
+    pub seed: u64,
+    /// `--duration` bound, when the run was time-bounded.
+    pub duration_bound_s: Option<f64>,
+}
+
+/// How the load went, beyond the measurements.
+#[derive(Debug, Clone, Default)]
+pub struct RunOutcome {
+    /// Wall-clock start (vLLM's `date` and kneecap's `started_at`).
+    pub started: Option<DateTime<Local>>,
+    /// Stopped by a signal: the result is partial.
+    pub interrupted: bool,
+    /// First few failure messages (secrets redacted).
+    pub first_errors: Vec<String>,
+    pub warmups_ok: Option<(usize, usize)>,
+    pub generator: Option<GeneratorVerdict>,
+    /// This run was one shard of a load (`--shard i/N`).
+    pub shard: Option<ShardRun>,
+    /// This result was merged from shards (`kneecap merge`).
+    pub merged: Option<MergedBlock>,
+}
+
+impl RunResult {
+    /// Put a result together. kneecap's version is this binary's.
+    pub fn assemble(
+        h: RunHeader,
+        summary: Summary,
+        records: Vec<RequestRecord>,
+        o: RunOutcome,
+    ) -> RunResult {
+        RunResult {
+            date: o
+                .started
+                .map(|t| t.format("%Y%m%d-%H%M%S").to_string())
+                .unwrap_or_default(),
+            backend: h.backend,
+            label: h.label,
+            model_id: h.model_id,
+            tokenizer_id: h.tokenizer_id,
+            num_prompts: h.num_prompts,
+            metadata: h.metadata,
+            request_rate: h.request_rate,
+            burstiness: h.burstiness,
+            max_concurrency: h.max_concurrency,
+            ramp_up: h.ramp_up,
+            summary,
+            percentile_metrics: h.percentile_metrics,
+            percentiles: h.percentiles,
+            records,
+            kneecap: KneecapInfo {
+                version: env!("CARGO_PKG_VERSION").into(),
+                target: h.target,
+                simulated: h.simulated,
+                sim_preset: h.sim_preset,
+                endpoint: h.endpoint,
+                dataset: h.dataset,
+                arrival: h.arrival,
+                seed: h.seed,
+                duration_bound_s: h.duration_bound_s,
+                interrupted: o.interrupted,
+                started_at: o.started.map(|t| t.to_rfc3339()).unwrap_or_default(),
+                first_errors: o.first_errors,
+                warmups_ok: o.warmups_ok,
+                generator: o.generator,
+                shard: o.shard,
+                merged: o.merged,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::json::RunJson;
+    use crate::report::shard::{ShardIdentity, ShardPart};
+    use crate::shard::Shard;
+
+    fn header() -> RunHeader {
+        RunHeader {
+            backend: "vllm".into(),
+            label: Some("L".into()),
+            model_id: "org/m".into(),
+            num_prompts: 3,
+            metadata: vec![("team".into(), "infra".into())],
+            request_rate: f64::INFINITY,
+            burstiness: 1.0,
+            max_concurrency: Some(4),
+            ramp_up: Some(("linear".into(), 1, 5)),
+            percentile_metrics: vec![MetricName::Ttft, MetricName::E2el],
+            percentiles: vec![50.0, 99.9],
+            target: "http://127.0.0.1:8000".into(),
+            simulated: true,
+            sim_preset: Some("tiny".into()),
+            endpoint: "/v1/completions".into(),
+            dataset: "random".into(),
+            arrival: "closed loop (rate inf), max concurrency 4".into(),
+            seed: 7,
+            duration_bound_s: Some(2.0),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_written_shard_result_reads_back_to_the_header_it_was_built_from() {
+        let shard = ShardRun {
+            id: ShardIdentity {
+                shard: Shard { index: 1, count: 2 },
+                fingerprint: "00ff".into(),
+                seed: 7,
+                start_at: None,
+            },
+            part: ShardPart::default(),
+        };
+        let outcome = RunOutcome {
+            started: Some(Local::now()),
+            first_errors: vec!["boom".into()],
+            shard: Some(shard.clone()),
+            ..Default::default()
+        };
+        let records = vec![RequestRecord::default(); 2];
+        let r = RunResult::assemble(header(), Summary::default(), records, outcome);
+        assert_eq!(r.date.len(), "YYYYMMDD-HHMMSS".len());
+        let text = serde_json::to_string(&RunJson::of(&r, true)).unwrap();
+        let back: RunJson = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.header(), header());
+        let k = back.kneecap.as_ref().unwrap();
+        assert_eq!(k.shard.as_ref().map(|s| &s.run), Some(&shard));
+        assert_eq!(k.first_errors, ["boom"]);
+        let again = serde_json::to_string(&back).unwrap();
+        assert_eq!(again, text, "read and written again, the file is unchanged");
+    }
+}

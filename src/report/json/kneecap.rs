@@ -1,0 +1,276 @@
+//! The `kneecap` object of the run JSON — what kneecap adds beyond vLLM's
+//! keys — as typed blocks: identity of the load, its own distributions, the
+//! generator's self-check, and the optional `shard`, `merged` and per-request
+//! blocks. Built from a [`RunResult`]; read back by `kneecap merge`.
+
+use super::lenient::{self, Spliced};
+use crate::metrics::stats::{percentile_key, Distribution};
+use crate::report::shard::{run_block, ShardIdentity, ShardPart, ShardRun};
+use crate::report::RunResult;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Version of the `kneecap` object's layout.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The `kneecap` object. Per-request arrays only with `--save-detailed`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct KneecapJson {
+    pub schema_version: u32,
+    pub version: String,
+    pub target: String,
+    pub simulated: bool,
+    pub sim_preset: Option<String>,
+    pub endpoint: String,
+    pub dataset: String,
+    pub arrival: String,
+    pub seed: u64,
+    pub duration_bound_s: Option<f64>,
+    pub interrupted: bool,
+    pub started_at: String,
+    pub warmups_ok: Option<Warmups>,
+    pub dispatch_lateness: DistJson,
+    pub ttft_from_due: DistJson,
+    pub e2el_from_due: DistJson,
+    pub e2el: DistJson,
+    #[serde(default = "lenient::nan", deserialize_with = "lenient::float")]
+    pub error_rate: f64,
+    pub errors_by_kind: BTreeMap<String, u64>,
+    pub first_errors: Vec<String>,
+    pub generator: Option<GeneratorJson>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardJson>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merged: Option<MergedBlock>,
+    /// Per-request due offsets, seconds.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::floats"
+    )]
+    pub due_times: Option<Vec<f64>>,
+    /// Per-request failure kind, `null` for a success.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_kinds: Option<Vec<Option<String>>>,
+    /// The server's own per-request timings (llama.cpp), `null` where absent;
+    /// only when some request has them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_timings: Option<Vec<Option<ServerTimings>>>,
+}
+
+/// Warm-up requests: how many succeeded of how many sent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Warmups {
+    pub ok: usize,
+    pub sent: usize,
+}
+
+/// A distribution as kneecap writes it: `count`, `mean_ms`, `median_ms`,
+/// `std_ms`, `max_ms`, then `p<P>_ms` for each percentile.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DistJson {
+    pub count: usize,
+    #[serde(default = "lenient::nan", deserialize_with = "lenient::float")]
+    pub mean_ms: f64,
+    #[serde(default = "lenient::nan", deserialize_with = "lenient::float")]
+    pub median_ms: f64,
+    #[serde(default = "lenient::nan", deserialize_with = "lenient::float")]
+    pub std_ms: f64,
+    #[serde(default = "lenient::nan", deserialize_with = "lenient::float")]
+    pub max_ms: f64,
+    /// `p<P>_ms` → value, in the order requested.
+    #[serde(flatten)]
+    pub percentiles: Spliced<f64>,
+}
+
+impl DistJson {
+    pub fn of(d: &Distribution) -> Self {
+        DistJson {
+            count: d.count,
+            mean_ms: d.mean_ms,
+            median_ms: d.median_ms,
+            std_ms: d.std_ms,
+            max_ms: d.max_ms,
+            percentiles: Spliced(
+                d.percentiles_ms
+                    .iter()
+                    .map(|(p, v)| (format!("{}_ms", percentile_key(*p)), *v))
+                    .collect(),
+            ),
+        }
+    }
+}
+
+/// The load generator's self-check (see [`crate::report::GeneratorVerdict`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GeneratorJson {
+    pub limited: bool,
+    pub reasons: Vec<String>,
+    pub warnings: Vec<String>,
+    pub lateness_judged: bool,
+    #[serde(default = "lenient::nan", deserialize_with = "lenient::float")]
+    pub lateness_p99_ms: f64,
+    #[serde(default = "lenient::nan", deserialize_with = "lenient::float")]
+    pub lateness_bound_ms: f64,
+    pub cpu_busy_fraction: Option<f64>,
+    pub runtime_lag_p99_ms: Option<f64>,
+}
+
+/// llama.cpp's own timings of one request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ServerTimings {
+    pub prompt_n: Option<u32>,
+    pub prompt_ms: Option<f64>,
+    pub predicted_n: Option<u32>,
+    pub predicted_ms: Option<f64>,
+}
+
+/// `kneecap.shard`: one shard's identity and measurements (the fields of
+/// [`crate::report::shard`]), plus what the merged result must show.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShardJson {
+    #[serde(flatten, with = "shard_run")]
+    pub run: ShardRun,
+    /// `--metric-percentiles` of the shard's run.
+    #[serde(default = "p99_only")]
+    pub percentiles: Vec<f64>,
+    /// `--percentile-metrics` of the shard's run (metric keys).
+    #[serde(default)]
+    pub percentile_metrics: Vec<String>,
+}
+
+fn p99_only() -> Vec<f64> {
+    vec![99.0]
+}
+
+/// [`ShardRun`] in the form [`crate::report::shard`] defines, spliced into
+/// the `shard` object.
+mod shard_run {
+    use super::*;
+    use serde::{de::Error, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(r: &ShardRun, s: S) -> Result<S::Ok, S::Error> {
+        run_block(&r.id, &r.part).serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ShardRun, D::Error> {
+        let block = serde_json::Value::Object(serde_json::Map::deserialize(d)?);
+        Ok(ShardRun {
+            id: ShardIdentity::from_json(&block).map_err(D::Error::custom)?,
+            part: ShardPart::from_json(&block).map_err(D::Error::custom)?,
+        })
+    }
+}
+
+/// `kneecap.merged`: which shards a `kneecap merge` result came from, over
+/// which window, and how well they started together.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MergedBlock {
+    pub shards: usize,
+    pub fingerprint: String,
+    pub seed: u64,
+    /// The shard files, as given, in shard order.
+    pub files: Vec<String>,
+    /// The common `--start-at` (RFC 3339), if one was given.
+    pub start_at: Option<String>,
+    /// Each shard's start lateness, ms.
+    pub start_lateness_ms: Vec<Option<f64>>,
+    pub window_start_unix_s: f64,
+    pub window_end_unix_s: f64,
+    /// Requests the shards were due to send, all together.
+    pub planned: u64,
+    /// How the merged numbers were computed.
+    pub notes: Vec<String>,
+}
+
+impl KneecapJson {
+    /// The `kneecap` object of `r` (`detailed` adds the per-request arrays).
+    pub fn of(r: &RunResult, detailed: bool) -> Self {
+        let k = &r.kneecap;
+        let s = &r.summary;
+        let sent = s.completed + s.failed;
+        let mut v = KneecapJson {
+            schema_version: SCHEMA_VERSION,
+            version: k.version.clone(),
+            target: k.target.clone(),
+            simulated: k.simulated,
+            sim_preset: k.sim_preset.clone(),
+            endpoint: k.endpoint.clone(),
+            dataset: k.dataset.clone(),
+            arrival: k.arrival.clone(),
+            seed: k.seed,
+            duration_bound_s: k.duration_bound_s,
+            interrupted: k.interrupted,
+            started_at: k.started_at.clone(),
+            warmups_ok: k.warmups_ok.map(|(ok, sent)| Warmups { ok, sent }),
+            dispatch_lateness: DistJson::of(&s.lateness),
+            ttft_from_due: DistJson::of(&s.ttft_from_due),
+            e2el_from_due: DistJson::of(&s.e2el_from_due),
+            e2el: DistJson::of(&s.e2el),
+            error_rate: if sent == 0 {
+                0.0
+            } else {
+                s.failed as f64 / sent as f64
+            },
+            errors_by_kind: s.errors_by_kind.clone(),
+            first_errors: k.first_errors.clone(),
+            generator: k.generator.as_ref().map(GeneratorJson::of),
+            shard: k.shard.as_ref().map(|run| ShardJson {
+                run: run.clone(),
+                percentiles: r.percentiles.clone(),
+                percentile_metrics: r
+                    .percentile_metrics
+                    .iter()
+                    .map(|m| m.key().into())
+                    .collect(),
+            }),
+            merged: k.merged.clone(),
+            ..Default::default()
+        };
+        if detailed {
+            v.add_per_request(r);
+        }
+        v
+    }
+
+    /// `due_times`, `error_kinds` and (when the server sent any) `server_timings`.
+    fn add_per_request(&mut self, r: &RunResult) {
+        let recs = &r.records;
+        self.due_times = Some(recs.iter().map(|x| x.due.as_secs_f64()).collect());
+        self.error_kinds = Some(
+            recs.iter()
+                .map(|x| x.error.as_ref().map(|e| e.kind.as_str().to_string()))
+                .collect(),
+        );
+        if recs.iter().any(|x| x.server_timings.is_some()) {
+            let timings = recs.iter().map(|x| {
+                x.server_timings.as_deref().map(|t| ServerTimings {
+                    prompt_n: t.prompt_n,
+                    prompt_ms: t.prompt_ms,
+                    predicted_n: t.predicted_n,
+                    predicted_ms: t.predicted_ms,
+                })
+            });
+            self.server_timings = Some(timings.collect());
+        }
+    }
+}
+
+impl GeneratorJson {
+    pub fn of(g: &crate::report::GeneratorVerdict) -> Self {
+        GeneratorJson {
+            limited: g.health.limited,
+            reasons: g.health.reasons.clone(),
+            warnings: g.health.warnings.clone(),
+            lateness_judged: g.lateness_judged,
+            lateness_p99_ms: g.health.lateness_p99_ms,
+            lateness_bound_ms: g.health.lateness_bound_ms,
+            cpu_busy_fraction: g.cpu_busy_fraction,
+            runtime_lag_p99_ms: g.runtime_lag_p99_ms,
+        }
+    }
+}
