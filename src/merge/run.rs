@@ -201,9 +201,15 @@ mod tests {
             read("a.json", shard_file(0, "first")).unwrap(),
         ];
         let r = merge(shards).unwrap();
-        assert_eq!((r.backend.as_str(), r.request_rate), ("openai", 10.0));
-        assert_eq!(r.metadata, [("team".to_string(), "infra".to_string())]);
-        assert_eq!(r.percentiles, [90.0]);
+        assert_eq!(
+            (r.header.backend.as_str(), r.header.request_rate),
+            ("openai", 10.0)
+        );
+        assert_eq!(
+            r.header.metadata,
+            [("team".to_string(), "infra".to_string())]
+        );
+        assert_eq!(r.header.percentiles, [90.0]);
         assert_eq!(r.kneecap.first_errors, ["first", "second"]);
         assert_eq!(r.summary.duration_s, 10.0, "the common window");
         let merged = r.kneecap.merged.unwrap();

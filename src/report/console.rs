@@ -45,11 +45,11 @@ fn vllm_block(out: &mut String, r: &RunResult) {
     banner(out, " Serving Benchmark Result ", '=');
     line(out, "Successful requests:", s.completed);
     line(out, "Failed requests:", s.failed);
-    if let Some(c) = r.max_concurrency {
+    if let Some(c) = r.header.max_concurrency {
         line(out, "Maximum request concurrency:", c);
     }
-    if r.request_rate.is_finite() {
-        fline(out, "Request rate configured (RPS):", r.request_rate);
+    if r.header.request_rate.is_finite() {
+        fline(out, "Request rate configured (RPS):", r.header.request_rate);
     }
     fline(out, "Benchmark duration (s):", s.duration_s);
     line(out, "Total input tokens:", s.total_input_tokens);
@@ -77,7 +77,7 @@ fn vllm_block(out: &mut String, r: &RunResult) {
     for m in r.shown_metrics() {
         let (title, short) = titles(m);
         banner(out, title, '-');
-        stats_lines(out, short, r.distribution(m), &r.percentiles);
+        stats_lines(out, short, r.distribution(m), &r.header.percentiles);
     }
     let _ = writeln!(out, "{}", "=".repeat(50));
 }
@@ -118,8 +118,9 @@ fn kneecap_block(out: &mut String, r: &RunResult) {
     let k = &r.kneecap;
     let s = &r.summary;
     banner(out, " kneecap ", '-');
-    if k.simulated {
-        let preset = k.sim_preset.as_deref().unwrap_or("?");
+    let h = &r.header;
+    if h.simulated {
+        let preset = h.sim_preset.as_deref().unwrap_or("?");
         let _ = writeln!(
             out,
             "Target: built-in simulator (preset {preset}) — SIMULATED numbers, not a real server"
@@ -128,7 +129,7 @@ fn kneecap_block(out: &mut String, r: &RunResult) {
     let _ = writeln!(
         out,
         "Load: {} | dataset {} | seed {}",
-        k.arrival, k.dataset, k.seed
+        h.arrival, h.dataset, h.seed
     );
     let l = &s.lateness;
     let _ = writeln!(

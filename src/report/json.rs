@@ -131,22 +131,22 @@ impl RunJson {
         let s = &r.summary;
         let recs = &r.records;
         let stats = stats(r);
-        let (strategy, start, end) = match &r.ramp_up {
+        let (strategy, start, end) = match &r.header.ramp_up {
             Some((s, a, b)) => (Some(s.clone()), Some(*a), Some(*b)),
             None => (None, None, None),
         };
         RunJson {
             date: r.date.clone(),
-            endpoint_type: r.backend.clone(),
-            backend: r.backend.clone(),
-            label: r.label.clone(),
-            model_id: r.model_id.clone(),
-            tokenizer_id: r.tokenizer_id.clone(),
-            num_prompts: r.num_prompts,
+            endpoint_type: r.header.backend.clone(),
+            backend: r.header.backend.clone(),
+            label: r.header.label.clone(),
+            model_id: r.header.model_id.clone(),
+            tokenizer_id: r.header.tokenizer_id.clone(),
+            num_prompts: r.header.num_prompts,
             metadata: metadata(r, &stats),
-            request_rate: r.request_rate,
-            burstiness: r.burstiness,
-            max_concurrency: r.max_concurrency,
+            request_rate: r.header.request_rate,
+            burstiness: r.header.burstiness,
+            max_concurrency: r.header.max_concurrency,
             ramp_up_strategy: strategy,
             ramp_up_start_rps: start,
             ramp_up_end_rps: end,
@@ -275,7 +275,7 @@ fn stats(r: &RunResult) -> Spliced<f64> {
 fn metadata(r: &RunResult, stats: &Spliced<f64>) -> Spliced<String> {
     let taken = |k: &str| RESERVED.contains(&k) || stats.0.iter().any(|(s, _)| s == k);
     let mut out: Vec<(String, String)> = Vec::new();
-    for (k, v) in r.metadata.iter().filter(|(k, _)| !taken(k)) {
+    for (k, v) in r.header.metadata.iter().filter(|(k, _)| !taken(k)) {
         match out.iter_mut().find(|(o, _)| o == k) {
             Some(slot) => slot.1 = v.clone(),
             None => out.push((k.clone(), v.clone())),
@@ -332,19 +332,15 @@ mod tests {
     fn result(records: Vec<RequestRecord>) -> RunResult {
         RunResult {
             date: "20261201-120000".into(),
-            backend: "openai".into(),
-            label: None,
-            model_id: "m".into(),
-            tokenizer_id: None,
-            num_prompts: records.len(),
-            metadata: vec![],
-            request_rate: 1.0,
-            burstiness: 1.0,
-            max_concurrency: None,
-            ramp_up: None,
+            header: RunHeader {
+                backend: "openai".into(),
+                model_id: "m".into(),
+                num_prompts: records.len(),
+                request_rate: 1.0,
+                burstiness: 1.0,
+                ..Default::default()
+            },
             summary: Default::default(),
-            percentile_metrics: vec![],
-            percentiles: vec![],
             records,
             kneecap: Default::default(),
         }
@@ -407,13 +403,13 @@ mod key_tests {
     #[test]
     fn metadata_follows_num_prompts_once_per_key_and_never_shadows_a_key() {
         let mut r = plain();
-        r.percentile_metrics = vec![MetricName::Ttft];
-        r.percentiles = vec![99.0];
+        r.header.percentile_metrics = vec![MetricName::Ttft];
+        r.header.percentiles = vec![99.0];
         r.summary.ttft.percentiles_ms = vec![(99.0, 0.0)];
-        r.metadata = [("a", "1"), ("b", "2"), ("a", "3"), ("backend", "x")]
+        r.header.metadata = [("a", "1"), ("b", "2"), ("a", "3"), ("backend", "x")]
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .to_vec();
-        r.metadata.push(("p99_ttft_ms".into(), "y".into()));
+        r.header.metadata.push(("p99_ttft_ms".into(), "y".into()));
         let k = keys(&r);
         let at = |key: &str| k.iter().position(|x| x == key).unwrap();
         assert_eq!(

@@ -16,47 +16,26 @@ pub mod table;
 use crate::metrics::stats::Summary;
 use crate::metrics::MetricName;
 use crate::metrics::RequestRecord;
+pub use assemble::{RunHeader, RunOutcome};
 
 /// Everything a run produced; every output renders from this.
 #[derive(Debug, Clone)]
 pub struct RunResult {
     /// Local time `YYYYMMDD-HHMMSS`, as vLLM writes it.
     pub date: String,
-    pub backend: String,
-    pub label: Option<String>,
-    pub model_id: String,
-    pub tokenizer_id: Option<String>,
-    pub num_prompts: usize,
-    pub metadata: Vec<(String, String)>,
-    pub request_rate: f64,
-    pub burstiness: f64,
-    pub max_concurrency: Option<usize>,
-    /// (strategy, start rps, end rps) when ramp-up was used.
-    pub ramp_up: Option<(String, u32, u32)>,
+    /// What was asked for: vLLM's header keys and kneecap's identity of the load.
+    pub header: RunHeader,
     pub summary: Summary,
-    pub percentile_metrics: Vec<MetricName>,
-    pub percentiles: Vec<f64>,
     /// Per-request records (dataset order).
     pub records: Vec<RequestRecord>,
     pub kneecap: KneecapInfo,
 }
 
-/// What kneecap adds beyond vLLM's keys.
+/// What kneecap adds beyond vLLM's keys, besides the load's identity (which
+/// is in the [`RunHeader`]).
 #[derive(Debug, Clone, Default)]
 pub struct KneecapInfo {
     pub version: String,
-    /// Server root the run targeted (no credentials).
-    pub target: String,
-    /// True when the target was the built-in simulator: numbers are simulated.
-    pub simulated: bool,
-    pub sim_preset: Option<String>,
-    pub endpoint: String,
-    pub dataset: String,
-    /// Human description of the arrival process, e.g. "poisson 10 req/s".
-    pub arrival: String,
-    pub seed: u64,
-    /// `--duration` bound, when the run was time-bounded.
-    pub duration_bound_s: Option<f64>,
     /// Stopped by Ctrl-C / SIGTERM: the result is partial.
     pub interrupted: bool,
     /// RFC 3339 wall-clock start.
@@ -87,13 +66,14 @@ impl RunResult {
     /// only with a concurrency cap; queue-inclusive E2EL only with a cap and
     /// a finite rate.
     pub fn shown_metrics(&self) -> Vec<MetricName> {
-        self.percentile_metrics
+        self.header
+            .percentile_metrics
             .iter()
             .copied()
             .filter(|m| match m {
-                MetricName::ClientQueueTime => self.max_concurrency.is_some(),
+                MetricName::ClientQueueTime => self.header.max_concurrency.is_some(),
                 MetricName::E2elIncludingClientQueue => {
-                    self.max_concurrency.is_some() && self.request_rate.is_finite()
+                    self.header.max_concurrency.is_some() && self.header.request_rate.is_finite()
                 }
                 _ => true,
             })

@@ -14,15 +14,21 @@ pub fn result_path(dir: Option<&Path>, filename: Option<&str>, r: &RunResult) ->
     let name = match filename {
         Some(f) => f.to_string(),
         None => {
-            let label = r.label.as_deref().unwrap_or(&r.backend);
-            let model = r.model_id.rsplit('/').next().unwrap_or(&r.model_id);
+            let label = r.header.label.as_deref().unwrap_or(&r.header.backend);
+            let model = r
+                .header
+                .model_id
+                .rsplit('/')
+                .next()
+                .unwrap_or(&r.header.model_id);
             let conc = r
+                .header
                 .max_concurrency
                 .map(|c| format!("-concurrency{c}"))
                 .unwrap_or_default();
-            let load = match &r.ramp_up {
+            let load = match &r.header.ramp_up {
                 Some((s, a, b)) => format!("ramp-up-{s}-{a}qps-{b}qps"),
-                None => format!("{}qps", python_float(r.request_rate)),
+                None => format!("{}qps", python_float(r.header.request_rate)),
             };
             format!("{label}-{load}{conc}-{model}-{}.json", r.date)
         }
@@ -95,19 +101,16 @@ mod tests {
     fn result(backend: &str, rate: f64, conc: Option<usize>, model: &str) -> RunResult {
         RunResult {
             date: "20261201-120000".into(),
-            backend: backend.into(),
-            label: None,
-            model_id: model.into(),
-            tokenizer_id: None,
-            num_prompts: 1,
-            metadata: vec![],
-            request_rate: rate,
-            burstiness: 1.0,
-            max_concurrency: conc,
-            ramp_up: None,
+            header: crate::report::RunHeader {
+                backend: backend.into(),
+                model_id: model.into(),
+                num_prompts: 1,
+                request_rate: rate,
+                burstiness: 1.0,
+                max_concurrency: conc,
+                ..Default::default()
+            },
             summary: Default::default(),
-            percentile_metrics: vec![],
-            percentiles: vec![],
             records: vec![],
             kneecap: Default::default(),
         }
@@ -126,8 +129,8 @@ mod tests {
             result_path(Some(Path::new("out")), None, &r),
             PathBuf::from("out/openai-infqps-m-20261201-120000.json")
         );
-        r.ramp_up = Some(("linear".into(), 1, 5));
-        r.label = Some("x".into());
+        r.header.ramp_up = Some(("linear".into(), 1, 5));
+        r.header.label = Some("x".into());
         assert_eq!(
             result_path(None, None, &r),
             PathBuf::from("x-ramp-up-linear-1qps-5qps-m-20261201-120000.json")

@@ -190,20 +190,20 @@ pub struct MergedBlock {
 impl KneecapJson {
     /// The `kneecap` object of `r` (`detailed` adds the per-request arrays).
     pub fn of(r: &RunResult, detailed: bool) -> Self {
-        let k = &r.kneecap;
+        let (k, h) = (&r.kneecap, &r.header);
         let s = &r.summary;
         let sent = s.completed + s.failed;
         let mut v = KneecapJson {
             schema_version: SCHEMA_VERSION,
             version: k.version.clone(),
-            target: k.target.clone(),
-            simulated: k.simulated,
-            sim_preset: k.sim_preset.clone(),
-            endpoint: k.endpoint.clone(),
-            dataset: k.dataset.clone(),
-            arrival: k.arrival.clone(),
-            seed: k.seed,
-            duration_bound_s: k.duration_bound_s,
+            target: h.target.clone(),
+            simulated: h.simulated,
+            sim_preset: h.sim_preset.clone(),
+            endpoint: h.endpoint.clone(),
+            dataset: h.dataset.clone(),
+            arrival: h.arrival.clone(),
+            seed: h.seed,
+            duration_bound_s: h.duration_bound_s,
             interrupted: k.interrupted,
             started_at: k.started_at.clone(),
             warmups_ok: k.warmups_ok.map(|(ok, sent)| Warmups { ok, sent }),
@@ -221,8 +221,9 @@ impl KneecapJson {
             generator: k.generator.as_ref().map(GeneratorJson::of),
             shard: k.shard.as_ref().map(|run| ShardJson {
                 run: run.clone(),
-                percentiles: r.percentiles.clone(),
+                percentiles: r.header.percentiles.clone(),
                 percentile_metrics: r
+                    .header
                     .percentile_metrics
                     .iter()
                     .map(|m| m.key().into())
