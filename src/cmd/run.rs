@@ -322,3 +322,73 @@ fn save_result(cfg: &RunConfig, result: &RunResult) -> Result<()> {
     eprintln!("kneecap: result written to {}", path.display());
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cmd::args::tests_support::{argv, run_args};
+
+    fn config(line: &str) -> RunConfig {
+        run_config(&run_args(&argv(line))).expect("a valid command line")
+    }
+
+    fn late_by(ms: f64) -> Summary {
+        Summary {
+            lateness: stats::distribution(&vec![ms / 1e3; 100], &KNEECAP_PERCENTILES),
+            ..Summary::default()
+        }
+    }
+
+    #[test]
+    fn releases_are_seeded_and_follow_num_prompts() {
+        let load = config("--request-rate 10 --num-prompts 50 --seed 3").load;
+        let (a, b) = (releases(&load, 7).unwrap(), releases(&load, 7).unwrap());
+        match (a, b) {
+            (Releases::Scheduled(a), Releases::Scheduled(b)) => {
+                assert_eq!(a.len(), 50);
+                assert_eq!(a, b, "the same seed gives the same schedule");
+            }
+            other => panic!("expected schedules, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_duration_with_an_infinite_rate_is_a_closed_loop_for_that_time() {
+        let load = config("--duration 3s --max-concurrency 4").load;
+        match releases(&load, 7).unwrap() {
+            Releases::ClosedFor(d) => assert_eq!(d, Duration::from_secs(3)),
+            other => panic!("expected a closed loop, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn lateness_is_judged_only_for_a_finite_rate_schedule() {
+        let check = engine::probe::SelfCheck::default();
+        let finite = config("--request-rate 10");
+        let judged = generator_verdict(&late_by(500.0), &finite, true, &check);
+        assert!(judged.lateness_judged);
+        assert!(judged.health.limited, "500 ms late at 10 req/s");
+        let burst = config("--request-rate inf");
+        let unjudged = generator_verdict(&late_by(500.0), &burst, false, &check);
+        assert!(!unjudged.lateness_judged);
+        assert!(!unjudged.health.limited, "{:?}", unjudged.health.reasons);
+    }
+
+    #[test]
+    fn arrivals_are_described_in_words() {
+        for (line, want) in [
+            ("--request-rate 10", "poisson 10 req/s"),
+            (
+                "--request-rate 10 --burstiness 0.5",
+                "gamma(burstiness 0.5) 10 req/s",
+            ),
+            ("--request-rate inf", "all at once (rate inf)"),
+            (
+                "--request-rate inf --max-concurrency 8",
+                "closed loop (rate inf), max concurrency 8",
+            ),
+        ] {
+            assert_eq!(describe_arrival(&config(line).load), want, "{line}");
+        }
+    }
+}

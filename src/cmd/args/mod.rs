@@ -8,4 +8,4 @@ pub mod sim;
 pub mod sweep;
 
 #[cfg(test)]
-mod tests_support;
+pub(crate) mod tests_support;
