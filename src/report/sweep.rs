@@ -192,7 +192,7 @@ pub struct StepResult {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub due_times_s: Vec<f64>,
     /// A shard's step: counters, histograms and steady-state inputs that
-    /// `kneecap merge` adds up (see `kneecap::sweep::sharded`).
+    /// `kneecap merge` adds up (written by the command layer, `cmd/sweep/sharded.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<serde_json::Value>,
 }
