@@ -5,34 +5,10 @@
 
 mod common;
 
-use assert_cmd::Command;
+use common::cli::{run, strings};
 use common::{Behaviour, TestServer};
 use serde_json::Value;
 use std::time::Duration;
-
-fn kneecap() -> Command {
-    let mut c = Command::cargo_bin("kneecap").unwrap();
-    c.timeout(Duration::from_secs(120));
-    c.env_remove("OPENAI_API_KEY");
-    c
-}
-
-/// Run kneecap with `args` (blocking, off the runtime) and return its output.
-async fn run(args: Vec<String>, env: Vec<(String, String)>) -> std::process::Output {
-    tokio::task::spawn_blocking(move || {
-        let mut c = kneecap();
-        for (k, v) in env {
-            c.env(k, v);
-        }
-        c.args(args).output().unwrap()
-    })
-    .await
-    .unwrap()
-}
-
-fn strings(v: &[&str]) -> Vec<String> {
-    v.iter().map(|s| s.to_string()).collect()
-}
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());

@@ -5,33 +5,8 @@
 
 mod common;
 
-use assert_cmd::Command;
+use common::cli::{kneecap, run, strings};
 use common::Behaviour;
-use std::time::Duration;
-
-fn kneecap() -> Command {
-    let mut c = Command::cargo_bin("kneecap").unwrap();
-    c.timeout(Duration::from_secs(120));
-    c.env_remove("OPENAI_API_KEY");
-    c
-}
-
-/// Run kneecap with `args` (blocking, off the runtime) and return its output.
-async fn run(args: Vec<String>, env: Vec<(String, String)>) -> std::process::Output {
-    tokio::task::spawn_blocking(move || {
-        let mut c = kneecap();
-        for (k, v) in env {
-            c.env(k, v);
-        }
-        c.args(args).output().unwrap()
-    })
-    .await
-    .unwrap()
-}
-
-fn strings(v: &[&str]) -> Vec<String> {
-    v.iter().map(|s| s.to_string()).collect()
-}
 
 fn assert_usage_error(args: &[&str], needle: &str) {
     let out = kneecap().args(args).output().unwrap();

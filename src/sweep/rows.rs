@@ -102,7 +102,7 @@ pub fn steady_row(s: &steady::Steadiness) -> model::SteadyRow {
 }
 
 /// The search's verdict as the result writes it.
-pub fn verdict_name(v: StepVerdict) -> Verdict {
+pub fn verdict_of(v: StepVerdict) -> Verdict {
     match v {
         StepVerdict::Pass => Verdict::Pass,
         StepVerdict::Fail => Verdict::Fail,

@@ -5,7 +5,7 @@
 //! steadiness and generator health, and assembles the [`StepResult`] both
 //! write. PURE: no clock, no I/O.
 
-use super::rows::{dist, queue_stats, slo_row, steady_row, verdict_name};
+use super::rows::{dist, queue_stats, slo_row, steady_row, verdict_of};
 use super::slo::SloOutcome;
 use super::steady::{self, Steadiness};
 use super::{judge, StepVerdictInput};
@@ -102,7 +102,7 @@ pub fn judge_step(e: StepEvidence, max_error_rate: f64) -> StepResult {
         verdict: if e.interrupted {
             Verdict::Interrupted
         } else {
-            verdict_name(verdict)
+            verdict_of(verdict)
         },
         reasons,
         warnings,

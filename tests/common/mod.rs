@@ -3,6 +3,8 @@
 //! request and wrote each event (ground truth for client-side numbers).
 #![allow(dead_code)]
 
+pub mod cli;
+
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Frame;

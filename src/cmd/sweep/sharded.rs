@@ -95,7 +95,7 @@ pub(super) async fn run_all_steps(
             source: m.source,
             check: m.check,
         };
-        let mut step = live::judge_step(cfg, load, evidence);
+        let mut step = live::judge_records(cfg, load, evidence);
         let slot_info = Slot { at, overran_ms };
         let flags = (step.generator.limited, interrupted);
         step.shard = Some(step_block(cfg, &m.out, window, slot_info, flags));

@@ -15,7 +15,7 @@ use crate::report::sweep::StepResult;
 use crate::schedule::{self, Arrival};
 use crate::sweep::knee::LoadUnit;
 use crate::sweep::rows::{due_times, goodput_slo, mean};
-use crate::sweep::step::{judge_step as judge_step_evidence, StepCounts, StepDists, StepEvidence};
+use crate::sweep::step::{judge_step, StepCounts, StepDists, StepEvidence};
 use crate::sweep::{slo, steady};
 use rand::{rngs::StdRng, SeedableRng};
 use std::time::{Duration, Instant};
@@ -55,7 +55,7 @@ pub(crate) async fn run_step(
         source: m.source,
         check: m.check,
     };
-    let mut step = judge_step(cfg, load, evidence);
+    let mut step = judge_records(cfg, load, evidence);
     if cfg.run.output.save_detailed {
         step.due_times_s = due_times(&m.out.records);
     }
@@ -151,7 +151,7 @@ pub(crate) struct Evidence<'a> {
 
 /// Judge a step from its records: the window's stats, SLOs, steadiness and
 /// generator health become [`StepEvidence`] for the one step judge.
-pub(crate) fn judge_step(cfg: &SweepConfig, load: f64, e: Evidence<'_>) -> StepResult {
+pub(crate) fn judge_records(cfg: &SweepConfig, load: f64, e: Evidence<'_>) -> StepResult {
     let (w0, w1) = e.window;
     let in_window = due_in(e.records, e.window);
     let opts = StatsOptions {
@@ -190,7 +190,7 @@ pub(crate) fn judge_step(cfg: &SweepConfig, load: f64, e: Evidence<'_>) -> StepR
         event_loop_lag_p99_ms: lag_p99,
         ..StepEvidence::default()
     };
-    judge_step_evidence(evidence, cfg.max_error_rate)
+    judge_step(evidence, cfg.max_error_rate)
 }
 
 /// A window's counts and rates from its records and their summary.
