@@ -45,6 +45,7 @@ pub mod preset;
 pub mod server;
 pub mod stream;
 pub mod trace;
+pub mod virtual_time;
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
