@@ -130,6 +130,7 @@ async fn the_virtual_time_ttfts_match_a_real_run_on_the_same_arrivals() {
     let (r50, v50) = (percentile(&real, 50.0), percentile(&virt, 50.0));
     let (r99, v99) = (percentile(&real, 99.0), percentile(&virt, 99.0));
     let report = format!("p50 real {r50:.4} virtual {v50:.4}; p99 real {r99:.4} virtual {v99:.4}");
+    eprintln!("TTFT seconds at {RATE} req/s: {report}");
     // Loose enough for step-clock lag on a loaded 2-core machine; far
     // tighter than the gap between an idle server (p99 = one 5 ms step)
     // and this load (p99 several steps of queueing).
