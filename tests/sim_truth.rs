@@ -83,7 +83,11 @@ async fn the_virtual_time_ttfts_match_a_real_run_on_the_same_arrivals() {
         .await
         .unwrap();
     handle.shutdown().await.unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let result: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
     assert_eq!(result["completed"], N);
@@ -146,19 +150,30 @@ fn explain_with_an_slo_prints_the_true_knee_as_text_and_json() {
                 --truth-requests 2000 --truth-warmup 200 --truth-seeds 2";
     let args: Vec<String> = base.split_whitespace().map(String::from).collect();
     let out = kneecap(&args);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("service rate mu = 42.11 req/s"), "{text}");
     let line = text
         .lines()
         .find(|l| l.starts_with("true knee for p99_ttft_ms<=300: "))
         .unwrap_or_else(|| panic!("{text}"));
-    assert!(line.contains("virtual-time simulation, 2 seeds x 2000 requests"), "{line}");
+    assert!(
+        line.contains("virtual-time simulation, 2 seeds x 2000 requests"),
+        "{line}"
+    );
 
     let mut args = args;
     args.push("--json".into());
     let out = kneecap(&args);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["simulated"], true);
     let knee = &v["true_knee"];
@@ -166,7 +181,10 @@ fn explain_with_an_slo_prints_the_true_knee_as_text_and_json() {
     assert_eq!(knee["slos"][0], "p99_ttft_ms<=300");
     let median = knee["median_req_s"].as_f64().unwrap();
     // The text headline is the same median, to one decimal.
-    assert!(line.contains(&format!(": {median:.1} req/s")), "{line} vs {median}");
+    assert!(
+        line.contains(&format!(": {median:.1} req/s")),
+        "{line} vs {median}"
+    );
     assert!(median > 20.0 && median < v["mu_req_s"].as_f64().unwrap());
     assert_eq!(knee["seeds"].as_array().unwrap().len(), 2);
 }

@@ -53,9 +53,16 @@ fn a_lone_request_sees_the_lone_ttft_and_tpot_of_the_capacity_model() {
         let run = simulate(&p, &lone, &[2.0], 1.0).unwrap();
         let r = &run.requests[0];
         assert_eq!(r.arrival, Duration::from_secs(2));
-        assert!((r.ttft().as_secs_f64() - c.lone_ttft_s).abs() < 1e-9, "{input}/{output}");
+        assert!(
+            (r.ttft().as_secs_f64() - c.lone_ttft_s).abs() < 1e-9,
+            "{input}/{output}"
+        );
         let tpot = (r.e2el() - r.ttft()).as_secs_f64() / f64::from(output - 1);
-        assert!((tpot - c.lone_tpot_s).abs() < 1e-9, "{tpot} vs {}", c.lone_tpot_s);
+        assert!(
+            (tpot - c.lone_tpot_s).abs() < 1e-9,
+            "{tpot} vs {}",
+            c.lone_tpot_s
+        );
         assert_eq!(r.output_tokens, output);
         assert_eq!(r.token_times.len(), output as usize);
         assert_eq!(r.token_times.first(), Some(&r.first_token));
@@ -103,7 +110,10 @@ fn far_above_capacity_the_throughput_is_the_capacity_mu() {
         let gaps = unit_gaps(1, 1.0, l.gaps_needed()).unwrap();
         let run = simulate(&p, &l, &gaps, 3.0 * mu).unwrap();
         let got = run.throughput();
-        assert!((got / mu - 1.0).abs() < 0.03, "{input}/{output}: {got} vs mu {mu}");
+        assert!(
+            (got / mu - 1.0).abs() < 0.03,
+            "{input}/{output}: {got} vs mu {mu}"
+        );
     }
 }
 
@@ -113,7 +123,11 @@ fn below_capacity_the_throughput_is_the_arrival_rate() {
     let l = load(16, 19, 500, 5_000);
     let gaps = unit_gaps(3, 1.0, l.gaps_needed()).unwrap();
     let run = simulate(&p, &l, &gaps, 30.0).unwrap();
-    assert!((run.throughput() / 30.0 - 1.0).abs() < 0.05, "{}", run.throughput());
+    assert!(
+        (run.throughput() / 30.0 - 1.0).abs() < 0.05,
+        "{}",
+        run.throughput()
+    );
 }
 
 #[test]

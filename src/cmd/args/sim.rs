@@ -104,7 +104,10 @@ pub fn truth_args(a: &SimArgs) -> anyhow::Result<Option<TruthArgs>> {
         bail!("--truth-seeds must be between 1 and {MAX_TRUTH_SEEDS}");
     }
     if a.burstiness.is_nan() || a.burstiness <= 0.0 {
-        bail!("--burstiness must be a positive number (or inf), got {}", a.burstiness);
+        bail!(
+            "--burstiness must be a positive number (or inf), got {}",
+            a.burstiness
+        );
     }
     Ok(Some(TruthArgs {
         slos,

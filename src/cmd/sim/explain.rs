@@ -118,7 +118,12 @@ fn slo_list(t: &TruthArgs) -> String {
 /// (virtual-time simulation, 3 seeds × 20000 requests: 23.1–23.6)`.
 pub fn render_truth(t: &TruthArgs, found: &Truth, elapsed_s: f64) -> String {
     let mut s = String::new();
-    let headline = match found.seeds.iter().map(|k| k.kind).find(|k| *k != KneeKind::Knee) {
+    let headline = match found
+        .seeds
+        .iter()
+        .map(|k| k.kind)
+        .find(|k| *k != KneeKind::Knee)
+    {
         Some(KneeKind::BelowLowest) => format!("below {:.2} req/s", found.bracket.0),
         Some(KneeKind::AboveHighest) => format!("above {:.1} req/s", found.bracket.1),
         _ => format!("{:.1} req/s", found.median),

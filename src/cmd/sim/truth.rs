@@ -88,7 +88,10 @@ pub fn true_knee(cfg: &TruthConfig) -> Result<Truth, String> {
         return Err("the knee needs at least one SLO and one seed".into());
     }
     if !(cfg.precision > 0.0 && cfg.precision < 1.0) {
-        return Err(format!("precision must be in (0, 1), got {}", cfg.precision));
+        return Err(format!(
+            "precision must be in (0, 1), got {}",
+            cfg.precision
+        ));
     }
     let mu = capacity(&cfg.params, cfg.load.input_len, cfg.load.output_len).mu;
     let bracket = (mu / 100.0, mu * 1.5);
@@ -121,7 +124,11 @@ pub fn true_knee(cfg: &TruthConfig) -> Result<Truth, String> {
 
 /// Bisection on λ for one seed's arrival gaps: keeps a passing `lo` and a
 /// failing `hi` and halves the bracket until it is within the precision.
-fn search_seed(cfg: &TruthConfig, seed: u64, (lowest, highest): (f64, f64)) -> Result<SeedKnee, String> {
+fn search_seed(
+    cfg: &TruthConfig,
+    seed: u64,
+    (lowest, highest): (f64, f64),
+) -> Result<SeedKnee, String> {
     let gaps = unit_gaps(seed, cfg.burstiness, cfg.load.gaps_needed())?;
     let judge = |rate: f64| judge(cfg, &gaps, rate);
     let mut result = SeedKnee {

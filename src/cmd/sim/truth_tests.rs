@@ -62,7 +62,10 @@ fn every_slo_must_hold_so_two_slos_give_the_lower_knee() {
     let ttft = knee(&["p99_ttft_ms<=300"]);
     let e2el = knee(&["p50_e2el_ms<=110"]);
     let both = knee(&["p99_ttft_ms<=300", "p50_e2el_ms<=110"]);
-    assert!((both - ttft.min(e2el)).abs() < 1e-9, "{both} vs {ttft}, {e2el}");
+    assert!(
+        (both - ttft.min(e2el)).abs() < 1e-9,
+        "{both} vs {ttft}, {e2el}"
+    );
 }
 
 #[test]
