@@ -79,4 +79,47 @@ pub struct SimArgs {
     /// Output length for --explain.
     #[arg(long, default_value_t = 128, requires = "explain")]
     pub output_len: u32,
+    /// With --explain: also compute the simulator's true knee for this SLO
+    /// (e.g. 'p99_ttft_ms<=500'; repeatable, all must hold) by a virtual-time
+    /// simulation of an open Poisson load. Takes CPU seconds, not wall time.
+    #[arg(long = "slo", value_name = "SLO", action = clap::ArgAction::Append, requires = "explain", help_heading = "True knee")]
+    pub slos: Vec<String>,
+    /// Measured requests per simulated run, after the warm-up.
+    #[arg(
+        long,
+        default_value_t = 20_000,
+        value_name = "N",
+        requires = "slos",
+        help_heading = "True knee"
+    )]
+    pub truth_requests: usize,
+    /// Warm-up requests per simulated run, left out of the statistics.
+    #[arg(
+        long,
+        default_value_t = 2_000,
+        value_name = "N",
+        requires = "slos",
+        help_heading = "True knee"
+    )]
+    pub truth_warmup: usize,
+    /// Independent seeds (--seed, --seed + 1, ...): the knee's own spread.
+    #[arg(
+        long,
+        default_value_t = 3,
+        value_name = "N",
+        requires = "slos",
+        help_heading = "True knee"
+    )]
+    pub truth_seeds: u32,
+    /// Arrival burstiness (Gamma shape): 1 is Poisson, inf evenly spaced.
+    #[arg(
+        long,
+        default_value_t = 1.0,
+        requires = "slos",
+        help_heading = "True knee"
+    )]
+    pub burstiness: f64,
+    /// Print --explain (and the true knee) as one JSON object.
+    #[arg(long, requires = "explain")]
+    pub json: bool,
 }

@@ -9,6 +9,8 @@
 //! - [`model`]: the engine model (running batch, FIFO queue, KV budget,
 //!   chunked prefill, recompute preemption, step-time formula). Pure.
 //! - [`capacity`]: the sustainable rate μ for a workload shape. Pure.
+//! - [`virtual_time`]: the engine model run in virtual time on an open,
+//!   seeded load (a discrete-event simulation), for the true knee. Pure.
 //! - [`preset`]: named parameter sets (`tiny`, `7b-24gb`).
 //! - [`api`]: request parsing, the toy tokenizer, response/chunk JSON. Pure.
 //! - [`fault`]: seeded fault injection plans. Pure.
@@ -45,6 +47,7 @@ pub mod preset;
 pub mod server;
 pub mod stream;
 pub mod trace;
+pub mod virtual_time;
 
 use std::fmt::Write as _;
 use std::path::PathBuf;

@@ -3,7 +3,9 @@
 
 use crate::cli::sim::SimArgs;
 use crate::sim::{self, SimConfig, SimOptions};
+use crate::sweep::slo::Slo;
 use anyhow::{bail, Context as _};
+use std::str::FromStr;
 use std::time::Duration;
 
 /// Validate `kneecap sim`'s flags into [`SimOptions`]; errors name the flag.
@@ -64,6 +66,58 @@ pub fn sim_options(a: SimArgs) -> anyhow::Result<SimOptions> {
         port: a.port,
         explain: a.explain.then_some((a.input_len, a.output_len)),
     })
+}
+
+/// `kneecap sim --explain --slo ...`: what the true-knee search needs beyond
+/// the engine and the shape.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TruthArgs {
+    /// Every SLO must hold at the knee.
+    pub slos: Vec<Slo>,
+    /// Warm-up requests per simulated run.
+    pub warmup: usize,
+    /// Measured requests per simulated run.
+    pub requests: usize,
+    /// The seeds, `--seed` onwards.
+    pub seeds: Vec<u64>,
+    /// Arrival burstiness (1 Poisson, infinity evenly spaced).
+    pub burstiness: f64,
+}
+
+/// Most `--truth-seeds` (each seed is a full search).
+pub const MAX_TRUTH_SEEDS: u32 = 64;
+
+/// Validate `--slo` and its companions; `None` without `--slo`.
+pub fn truth_args(a: &SimArgs) -> anyhow::Result<Option<TruthArgs>> {
+    if a.slos.is_empty() {
+        return Ok(None);
+    }
+    let slos = a
+        .slos
+        .iter()
+        .map(|s| Slo::from_str(s).map_err(|e| anyhow::anyhow!("--slo: {e}")))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if a.truth_requests == 0 {
+        bail!("--truth-requests must be at least 1");
+    }
+    if a.truth_seeds == 0 || a.truth_seeds > MAX_TRUTH_SEEDS {
+        bail!("--truth-seeds must be between 1 and {MAX_TRUTH_SEEDS}");
+    }
+    if a.burstiness.is_nan() || a.burstiness <= 0.0 {
+        bail!(
+            "--burstiness must be a positive number (or inf), got {}",
+            a.burstiness
+        );
+    }
+    Ok(Some(TruthArgs {
+        slos,
+        warmup: a.truth_warmup,
+        requests: a.truth_requests,
+        seeds: (0..u64::from(a.truth_seeds))
+            .map(|k| a.seed.wrapping_add(k))
+            .collect(),
+        burstiness: a.burstiness,
+    }))
 }
 
 fn set(field: &mut u32, v: Option<u32>) {
@@ -203,6 +257,48 @@ mod tests {
         let o = parse(&argv("--fault-stall-rate 0.5 --fault-stall 2")).unwrap();
         let f = &o.config.faults;
         assert_eq!((f.stall, f.stall_rate), (Duration::from_secs(2), 0.5));
+    }
+
+    fn truth(args: &[&str]) -> anyhow::Result<Option<TruthArgs>> {
+        let mut argv = vec!["sim"];
+        argv.extend_from_slice(args);
+        truth_args(&Cli::try_parse_from(argv)?.sim)
+    }
+
+    #[test]
+    fn slo_flags_become_truth_args_with_consecutive_seeds() {
+        assert_eq!(truth(&["--explain"]).unwrap(), None);
+        let t = truth(&argv(
+            "--explain --seed 5 --slo p99_ttft_ms<=500 --slo mean_tpot_ms<30 \
+             --truth-requests 500 --truth-warmup 50 --truth-seeds 2 --burstiness inf",
+        ))
+        .unwrap()
+        .unwrap();
+        let want: Vec<Slo> = ["p99_ttft_ms<=500", "mean_tpot_ms<30"]
+            .iter()
+            .map(|s| s.parse().unwrap())
+            .collect();
+        assert_eq!(t.slos, want);
+        assert_eq!((t.warmup, t.requests), (50, 500));
+        assert_eq!(t.seeds, vec![5, 6]);
+        assert!(t.burstiness.is_infinite());
+    }
+
+    #[test]
+    fn truth_rules_name_their_flag() {
+        assert_rows_rejected(
+            &[
+                "--explain --slo p99_ttft => --slo: invalid SLO",
+                "--explain --slo ttft:1 --truth-requests 0 => --truth-requests must be at least 1",
+                "--explain --slo ttft:1 --truth-seeds 0 => --truth-seeds must be between 1 and 64",
+                "--explain --slo ttft:1 --truth-seeds 65 => --truth-seeds must be between 1 and 64",
+                "--explain --slo ttft:1 --burstiness 0 => --burstiness must be a positive number",
+                // Syntax: --slo needs --explain, and the search flags need --slo.
+                "--slo ttft:1 => --explain",
+                "--explain --truth-seeds 2 => --slo",
+            ],
+            truth,
+        );
     }
 
     #[test]

@@ -1,7 +1,11 @@
-//! `kneecap sim`: print the simulator's explanation, or serve the simulated
-//! server on `--host`/`--port` until Ctrl-C / SIGTERM, then shut it down.
+//! `kneecap sim`: print the simulator's explanation (with `--slo`, also its
+//! true knee from a virtual-time simulation), or serve the simulated server
+//! on `--host`/`--port` until Ctrl-C / SIGTERM, then shut it down.
 
-use super::args::sim::sim_options;
+mod explain;
+mod truth;
+
+use super::args::sim::{sim_options, truth_args};
 use crate::cli::sim::SimArgs;
 use crate::sim;
 use anyhow::{Context, Result};
@@ -10,10 +14,12 @@ use tokio::sync::watch;
 
 /// Run `kneecap sim`.
 pub async fn execute(args: SimArgs, mut interrupt: watch::Receiver<bool>) -> Result<ExitCode> {
+    let truth = truth_args(&args)?;
+    let json = args.json;
     let opts = sim_options(args)?;
     let cfg = opts.config;
-    if let Some((input_len, output_len)) = opts.explain {
-        print!("{}", sim::explain(&cfg, input_len, output_len));
+    if let Some(shape) = opts.explain {
+        explain::execute(&cfg, shape, truth.as_ref(), json)?;
         return Ok(ExitCode::SUCCESS);
     }
     let bind = format!("{}:{}", opts.host, opts.port);

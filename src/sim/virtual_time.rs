@@ -1,0 +1,271 @@
+//! The engine model in virtual time: a discrete-event simulation of an open
+//! load, for the simulator's *true* knee. Pure: seeded randomness, no clock.
+//!
+//! It drives [`Engine`] exactly as the real-time driver ([`super::driver`])
+//! does, with the wall clock replaced by a virtual one: an idle engine starts a
+//! step when a request arrives; a busy engine starts the next step when the
+//! previous one ends, after admitting every request that arrived by then (so
+//! an arrival during a step joins at the next step). A step's tokens leave at
+//! its end. Every request asks for a fixed prompt and output length (kneecap's
+//! random dataset sends `ignore_eos`, so the server produces exactly
+//! `max_tokens`).
+//!
+//! Arrivals come from a *unit renewal process* ([`unit_gaps`]: i.i.d. gaps of
+//! mean 1, Gamma with shape = burstiness, exponential for burstiness 1, exactly
+//! 1 for infinite burstiness) divided by the rate λ. Reusing one unit sequence
+//! for every λ (common random numbers) makes a latency statistic move
+//! smoothly and, in practice, monotonically with λ, so a bisection on λ
+//! converges on one knee instead of chasing sampling noise.
+//!
+//! The first `warmup` requests are run but not measured. Arrivals continue
+//! after the measured ones until every measured request has finished (at most
+//! another `requests` arrivals), so the measured requests see steady load, not
+//! a draining server.
+
+use std::time::Duration;
+
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use rand_distr::{Distribution, Exp1, Gamma};
+
+use super::model::{Engine, EventKind, ModelParams};
+
+/// The shape of a virtual-time load (the rate and the gaps are passed apart).
+#[derive(Debug, Clone, PartialEq)]
+pub struct VirtualLoad {
+    /// Prompt tokens of every request.
+    pub input_len: u32,
+    /// Output tokens of every request (`ignore_eos`).
+    pub output_len: u32,
+    /// Requests run first and left out of the results.
+    pub warmup: usize,
+    /// Requests measured after the warm-up.
+    pub requests: usize,
+    /// Keep every token's time (needed for ITL; costs memory).
+    pub token_times: bool,
+}
+
+impl VirtualLoad {
+    /// How many unit gaps [`simulate`] may use: warm-up, measured requests
+    /// and as many again to keep the load on while the measured ones finish.
+    pub fn gaps_needed(&self) -> usize {
+        self.warmup + 2 * self.requests
+    }
+}
+
+/// One measured request's virtual timings (offsets from the start).
+#[derive(Debug, Clone, PartialEq)]
+pub struct VirtualRequest {
+    /// When it arrived at the server.
+    pub arrival: Duration,
+    /// When its first token left.
+    pub first_token: Duration,
+    /// When its last token left.
+    pub finish: Duration,
+    /// Tokens produced.
+    pub output_tokens: u32,
+    /// Every token's time, first included (empty unless
+    /// [`VirtualLoad::token_times`]).
+    pub token_times: Vec<Duration>,
+}
+
+impl VirtualRequest {
+    /// Time to first token.
+    pub fn ttft(&self) -> Duration {
+        self.first_token - self.arrival
+    }
+
+    /// End-to-end latency.
+    pub fn e2el(&self) -> Duration {
+        self.finish - self.arrival
+    }
+}
+
+/// The result of one virtual-time run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VirtualRun {
+    /// The measured requests, in arrival order.
+    pub requests: Vec<VirtualRequest>,
+    /// Requests that arrived in all (warm-up and cool-down included).
+    pub arrived: usize,
+    /// Engine steps run.
+    pub steps: u64,
+    /// Preemptions.
+    pub preemptions: u64,
+}
+
+impl VirtualRun {
+    /// Measured requests finished per second of virtual time, between the
+    /// first and the last measured finish (at overload this is the service
+    /// rate; below it, the arrival rate).
+    pub fn throughput(&self) -> f64 {
+        let finishes = || self.requests.iter().map(|r| r.finish);
+        let (Some(first), Some(last)) = (finishes().min(), finishes().max()) else {
+            return 0.0;
+        };
+        let span = (last - first).as_secs_f64();
+        if span > 0.0 {
+            (self.requests.len() - 1) as f64 / span
+        } else {
+            0.0
+        }
+    }
+}
+
+/// `n` i.i.d. unit gaps (mean 1) of a renewal process with `burstiness`
+/// (Gamma shape; 1 is Poisson, infinity is evenly spaced), seeded.
+pub fn unit_gaps(seed: u64, burstiness: f64, n: usize) -> Result<Vec<f64>, String> {
+    if burstiness.is_infinite() && burstiness > 0.0 {
+        return Ok(vec![1.0; n]);
+    }
+    if !(burstiness.is_finite() && burstiness > 0.0) {
+        return Err(format!(
+            "burstiness must be a positive number or inf, got {burstiness}"
+        ));
+    }
+    let mut rng = StdRng::seed_from_u64(seed);
+    if burstiness == 1.0 {
+        return Ok((0..n).map(|_| Exp1.sample(&mut rng)).collect());
+    }
+    let gamma = Gamma::new(burstiness, 1.0 / burstiness).map_err(|e| e.to_string())?;
+    Ok((0..n).map(|_| gamma.sample(&mut rng)).collect())
+}
+
+/// Per-request progress inside a run.
+#[derive(Debug, Clone, Default)]
+struct Track {
+    first_token: Option<Duration>,
+    finish: Option<Duration>,
+    tokens: u32,
+    times: Vec<Duration>,
+}
+
+/// Runs `load` at `rate` requests/s, with arrival `i` at
+/// `(gaps[0] + … + gaps[i]) / rate` (request 0 waits one gap, as vLLM's
+/// schedule does). Errors name what is wrong with the input.
+pub fn simulate(
+    params: &ModelParams,
+    load: &VirtualLoad,
+    gaps: &[f64],
+    rate: f64,
+) -> Result<VirtualRun, String> {
+    check(params, load, gaps, rate)?;
+    let arrivals = arrival_times(gaps, rate);
+    let measured = load.warmup..load.warmup + load.requests;
+    let mut tracks: Vec<Track> = Vec::with_capacity(arrivals.len());
+    let mut engine = Engine::new(params.clone());
+    let mut clock = Duration::ZERO;
+    let mut left = load.requests;
+    while left > 0 {
+        let next = tracks.len();
+        if engine.is_idle() {
+            // Nothing to do until the next arrival (there is one: a measured
+            // request is still unfinished, so it has not arrived yet).
+            clock = clock.max(arrivals[next]);
+        }
+        while tracks.len() < arrivals.len() && arrivals[tracks.len()] <= clock {
+            let id = tracks.len();
+            engine.submit(id as u64, load.input_len, load.output_len, arrivals[id]);
+            tracks.push(Track::default());
+        }
+        let out = engine
+            .step(clock)
+            .ok_or_else(|| "the engine model stalled with work queued".to_string())?;
+        let end = out.end();
+        for ev in &out.events {
+            let EventKind::Token { index, last } = ev.kind else {
+                continue;
+            };
+            let id = ev.id as usize;
+            let t = &mut tracks[id];
+            if index == 1 {
+                t.first_token = Some(end);
+            }
+            t.tokens = index;
+            if load.token_times && measured.contains(&id) {
+                t.times.push(end);
+            }
+            if last {
+                t.finish = Some(end);
+                if measured.contains(&id) {
+                    left -= 1;
+                }
+            }
+        }
+        clock = end;
+    }
+    let counters = engine.counters();
+    Ok(VirtualRun {
+        arrived: tracks.len(),
+        requests: collect(&arrivals, &mut tracks, measured),
+        steps: counters.n_steps,
+        preemptions: counters.n_preemptions,
+    })
+}
+
+fn check(params: &ModelParams, load: &VirtualLoad, gaps: &[f64], rate: f64) -> Result<(), String> {
+    params.validate()?;
+    if !(rate.is_finite() && rate > 0.0) {
+        return Err(format!("the rate must be a positive number, got {rate}"));
+    }
+    if load.input_len == 0 || load.output_len == 0 {
+        return Err("input and output lengths must be at least 1".into());
+    }
+    let total = u64::from(load.input_len) + u64::from(load.output_len);
+    if total > u64::from(params.max_model_len) {
+        return Err(format!(
+            "input + output length ({total}) exceeds max_model_len ({}); the server would refuse every request",
+            params.max_model_len
+        ));
+    }
+    if load.requests == 0 {
+        return Err("at least one request must be measured".into());
+    }
+    if gaps.len() < load.warmup + load.requests {
+        return Err(format!(
+            "{} unit gaps cannot cover {} warm-up and {} measured requests",
+            gaps.len(),
+            load.warmup,
+            load.requests
+        ));
+    }
+    if gaps.iter().any(|g| !(g.is_finite() && *g >= 0.0)) {
+        return Err("unit gaps must be finite and non-negative".into());
+    }
+    Ok(())
+}
+
+fn arrival_times(gaps: &[f64], rate: f64) -> Vec<Duration> {
+    let mut sum = 0.0;
+    gaps.iter()
+        .map(|g| {
+            sum += g;
+            Duration::from_secs_f64(sum / rate)
+        })
+        .collect()
+}
+
+fn collect(
+    arrivals: &[Duration],
+    tracks: &mut [Track],
+    measured: std::ops::Range<usize>,
+) -> Vec<VirtualRequest> {
+    measured
+        .map(|id| {
+            let t = std::mem::take(&mut tracks[id]);
+            // Every measured request finished: the loop ran until they did.
+            let finish = t.finish.unwrap_or_default();
+            VirtualRequest {
+                arrival: arrivals[id],
+                first_token: t.first_token.unwrap_or(finish),
+                finish,
+                output_tokens: t.tokens,
+                token_times: t.times,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+#[path = "virtual_time_tests.rs"]
+mod tests;
