@@ -22,7 +22,9 @@ use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -142,6 +144,7 @@ impl SimHandle {
 /// (with `cfg.trace`) and the accept loop. Must be called inside a tokio runtime.
 pub async fn start(cfg: SimConfig, listener: TcpListener) -> anyhow::Result<SimHandle> {
     cfg.validate()?;
+    let acceptor = cfg.tls.as_ref().map(super::tls::acceptor).transpose()?;
     let addr = listener.local_addr()?;
     let epoch = Instant::now();
     let trace = match &cfg.trace {
@@ -168,7 +171,7 @@ pub async fn start(cfg: SimConfig, listener: TcpListener) -> anyhow::Result<SimH
         trace: trace.as_ref().map(TraceWriter::sink),
     });
     let (stop, stop_rx) = watch::channel(false);
-    let accept = tokio::spawn(accept_loop(listener, shared.clone(), stop_rx));
+    let accept = tokio::spawn(accept_loop(listener, acceptor, shared.clone(), stop_rx));
     Ok(SimHandle {
         addr,
         stop,
@@ -180,14 +183,24 @@ pub async fn start(cfg: SimConfig, listener: TcpListener) -> anyhow::Result<SimH
     })
 }
 
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+async fn accept_loop(
+    listener: TcpListener,
+    tls: Option<TlsAcceptor>,
+    shared: Arc<Shared>,
+    mut stop: watch::Receiver<bool>,
+) {
     let mut conns = JoinSet::new();
     loop {
         tokio::select! {
             _ = stop.changed() => break,
             res = listener.accept() => match res {
                 Ok((stream, _)) => {
-                    conns.spawn(serve_conn(stream, shared.clone(), stop.clone()));
+                    let _ = stream.set_nodelay(true);
+                    let (shared, stop) = (shared.clone(), stop.clone());
+                    match &tls {
+                        None => conns.spawn(serve_conn(stream, shared, stop)),
+                        Some(tls) => conns.spawn(serve_tls(tls.clone(), stream, shared, stop)),
+                    };
                 }
                 // Out of file descriptors and the like: back off, keep serving.
                 Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
@@ -203,8 +216,23 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut stop: watch
     }
 }
 
-async fn serve_conn(stream: TcpStream, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
-    let _ = stream.set_nodelay(true);
+/// The TLS handshake (within the read timeout), then HTTP on top.
+async fn serve_tls(
+    tls: TlsAcceptor,
+    stream: tokio::net::TcpStream,
+    shared: Arc<Shared>,
+    stop: watch::Receiver<bool>,
+) {
+    let read_timeout = shared.cfg.read_timeout;
+    if let Ok(Ok(stream)) = tokio::time::timeout(read_timeout, tls.accept(stream)).await {
+        serve_conn(stream, shared, stop).await;
+    }
+}
+
+async fn serve_conn<S>(stream: S, shared: Arc<Shared>, mut stop: watch::Receiver<bool>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let read_timeout = shared.cfg.read_timeout;
     let svc = service_fn(move |req| handle(req, shared.clone()));
     let conn = http1::Builder::new()
