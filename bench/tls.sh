@@ -8,13 +8,16 @@
 # The plain and TLS runs alternate, ROUNDS times each, so drift in machine
 # load hits both alike; the figures pool each side's requests.
 # Usage: bench/tls.sh [REQUESTS_PER_RUN] [ROUNDS]   (default 3000 x 2: ~90 s)
+# KNEECAP_BIN=path uses that binary instead of building the release one.
 # Needs openssl and python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REQS="${1:-3000}"
 ROUNDS="${2:-2}"
-CARGO_PROFILE_RELEASE_LTO=false cargo build --release --quiet
-K=target/release/kneecap
+if [ -z "${KNEECAP_BIN:-}" ]; then
+  CARGO_PROFILE_RELEASE_LTO=false cargo build --release --quiet
+fi
+K="${KNEECAP_BIN:-target/release/kneecap}"
 TMP=$(mktemp -d)
 SIMS=()
 trap 'kill "${SIMS[@]}" 2>/dev/null || true; rm -rf "$TMP"' EXIT

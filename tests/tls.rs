@@ -118,7 +118,12 @@ async fn an_unknown_ca_fails_in_one_line_and_ca_cert_or_insecure_fix_it() {
         .lines()
         .find(|l| l.contains("certificate"))
         .unwrap_or_else(|| panic!("no certificate error in:\n{text}"));
-    for part in ["127.0.0.1", "unknown authority", "--ca-cert FILE", "--insecure"] {
+    for part in [
+        "127.0.0.1",
+        "unknown authority",
+        "--ca-cert FILE",
+        "--insecure",
+    ] {
         assert!(line.contains(part), "'{part}' missing from: {line}");
     }
 
@@ -128,7 +133,11 @@ async fn an_unknown_ca_fails_in_one_line_and_ca_cert_or_insecure_fix_it() {
     let out = run(small_run(&url, &["--insecure"]), vec![]).await;
     assert!(out.status.success(), "--insecure: {}", stderr(&out));
     // A --ca-cert file without a certificate names the flag.
-    let out = run(small_run(&url, &["--ca-cert", key.to_str().unwrap()]), vec![]).await;
+    let out = run(
+        small_run(&url, &["--ca-cert", key.to_str().unwrap()]),
+        vec![],
+    )
+    .await;
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--ca-cert"), "{}", stderr(&out));
     sim.shutdown().await.unwrap();
@@ -213,7 +222,11 @@ async fn forward(mut client: TcpStream, counts: Arc<ProxyCounts>) {
         }
         head.push(byte[0]);
     }
-    let line = String::from_utf8_lossy(&head).lines().next().unwrap_or_default().to_string();
+    let line = String::from_utf8_lossy(&head)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_string();
     let mut words = line.split(' ');
     let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
     let origin = if method == "CONNECT" {
@@ -262,14 +275,25 @@ async fn https_goes_through_a_connect_tunnel_and_http_in_absolute_form() {
         .await
         .unwrap();
     let url = format!("http://{}", plain.addr());
-    let out = run(small_run(&url, &[]), vec![("http_proxy", proxy_url.clone())]).await;
+    let out = run(
+        small_run(&url, &[]),
+        vec![("http_proxy", proxy_url.clone())],
+    )
+    .await;
     assert!(out.status.success(), "via absolute form: {}", stderr(&out));
     let forwarded = counts.absolute.load(Ordering::SeqCst);
     assert!(forwarded >= 1, "the proxy forwarded no http request");
-    assert_eq!(counts.tunnels.load(Ordering::SeqCst), tunnels, "http needs no tunnel");
+    assert_eq!(
+        counts.tunnels.load(Ordering::SeqCst),
+        tunnels,
+        "http needs no tunnel"
+    );
 
     // NO_PROXY exempts the target: the proxy sees nothing more.
-    let env = vec![("HTTP_PROXY", proxy_url), ("NO_PROXY", "127.0.0.1".to_string())];
+    let env = vec![
+        ("HTTP_PROXY", proxy_url),
+        ("NO_PROXY", "127.0.0.1".to_string()),
+    ];
     let out = run(small_run(&url, &[]), env).await;
     assert!(out.status.success(), "NO_PROXY: {}", stderr(&out));
     assert_eq!(counts.absolute.load(Ordering::SeqCst), forwarded);

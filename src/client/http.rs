@@ -87,7 +87,11 @@ impl HttpClient {
     /// Plain GET of `path` under the base URL, on a connection of its own
     /// (same proxy and TLS as the run); returns status and body.
     pub async fn get(&self, path: &str) -> Result<(u16, Bytes)> {
-        let base_path = self.url.path().strip_suffix(&self.cfg.endpoint).unwrap_or("");
+        let base_path = self
+            .url
+            .path()
+            .strip_suffix(&self.cfg.endpoint)
+            .unwrap_or("");
         let target = self.dialer.request_target(&format!("{base_path}{path}"));
         let mut req = Request::builder()
             .method(Method::GET)
@@ -231,7 +235,11 @@ fn dialer(url: &Uri, cfg: &ClientConfig) -> Result<Dialer> {
     let port = url.port_u16().unwrap_or(if https { 443 } else { 80 });
     let proxy = cfg
         .proxies
-        .proxy_for(https, host.trim_start_matches('[').trim_end_matches(']'), port)
+        .proxy_for(
+            https,
+            host.trim_start_matches('[').trim_end_matches(']'),
+            port,
+        )
         .map_err(anyhow::Error::msg)?
         .cloned();
     if !https {

@@ -24,10 +24,10 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
-use tokio_rustls::TlsAcceptor;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
+use tokio_rustls::TlsAcceptor;
 
 use super::api::{parse_request, ApiError, Endpoint, GenRequest, ResponseIds};
 use super::driver::{dispatch, Command, Delivery, DispatchMsg, EngineThread, Submission};

@@ -14,7 +14,10 @@ pub fn client_minus_server_ttft_ms(result: &Value, trace: &Path, prefix: &str) -
         let Some(id) = v["request_id"].as_str() else {
             continue;
         };
-        let Some(i) = id.strip_prefix(prefix).and_then(|i| i.parse::<usize>().ok()) else {
+        let Some(i) = id
+            .strip_prefix(prefix)
+            .and_then(|i| i.parse::<usize>().ok())
+        else {
             continue;
         };
         let server_ttft = v["first_token_s"].as_f64().unwrap() - v["arrival_s"].as_f64().unwrap();

@@ -98,9 +98,17 @@ pub struct Dialer {
 impl Dialer {
     /// A dialer for `host:port` without TLS; `proxy` from
     /// [`proxy::ProxyEnv::proxy_for`].
-    pub fn plain(host: &str, port: u16, proxy: Option<ProxyUrl>, connect_timeout: Duration) -> Self {
+    pub fn plain(
+        host: &str,
+        port: u16,
+        proxy: Option<ProxyUrl>,
+        connect_timeout: Duration,
+    ) -> Self {
         Dialer {
-            host: host.trim_start_matches('[').trim_end_matches(']').to_string(),
+            host: host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_string(),
             port,
             tls: None,
             proxy,
@@ -179,7 +187,9 @@ impl Dialer {
             None => TcpStream::connect((self.host.as_str(), self.port)).await?,
             Some(p) => TcpStream::connect((p.host.as_str(), p.port))
                 .await
-                .map_err(|e| with_context(e, &format!("proxy {}:{} (from {})", p.host, p.port, p.var)))?,
+                .map_err(|e| {
+                    with_context(e, &format!("proxy {}:{} (from {})", p.host, p.port, p.var))
+                })?,
         };
         tcp.set_nodelay(true)?;
         let Some((connector, name)) = &self.tls else {
@@ -214,7 +224,9 @@ async fn tunnel(tcp: &mut TcpStream, p: &ProxyUrl, authority: &str) -> io::Resul
         if head.len() >= MAX_CONNECT_REPLY || tcp.read(&mut byte).await? == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
-                format!("{proxy_name} closed the connection instead of answering CONNECT {authority}"),
+                format!(
+                    "{proxy_name} closed the connection instead of answering CONNECT {authority}"
+                ),
             ));
         }
         head.push(byte[0]);
@@ -250,7 +262,9 @@ fn percent_decode(s: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok());
         match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
             (b'%', Some(v)) => {
                 out.push(v);

@@ -55,7 +55,12 @@ impl ProxyEnv {
     /// `None` to connect directly. Loopback is not exempt unless `NO_PROXY`
     /// says so, as in curl. An unusable proxy URL (another scheme, no host,
     /// bad port) is an error naming the variable.
-    pub fn proxy_for(&self, https: bool, host: &str, port: u16) -> Result<Option<&ProxyUrl>, String> {
+    pub fn proxy_for(
+        &self,
+        https: bool,
+        host: &str,
+        port: u16,
+    ) -> Result<Option<&ProxyUrl>, String> {
         let proxy = if https { &self.https } else { &self.http };
         match proxy {
             None => Ok(None),

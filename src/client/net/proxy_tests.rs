@@ -26,9 +26,15 @@ fn scheme_picks_the_variable_and_lowercase_wins() {
         ("HTTP_PROXY", "plain:3128"),
     ]);
     let https = pick(&e, true, "api.example.com", 443).unwrap();
-    assert_eq!((https.host.as_str(), https.port, https.var), ("lower", 2, "https_proxy"));
+    assert_eq!(
+        (https.host.as_str(), https.port, https.var),
+        ("lower", 2, "https_proxy")
+    );
     let http = pick(&e, false, "api.example.com", 80).unwrap();
-    assert_eq!((http.host.as_str(), http.port, http.var), ("plain", 3128, "HTTP_PROXY"));
+    assert_eq!(
+        (http.host.as_str(), http.port, http.var),
+        ("plain", 3128, "HTTP_PROXY")
+    );
     // Only HTTP_PROXY set: an https target goes direct (curl, aiohttp).
     let e = env(&[("HTTP_PROXY", "http://p:8080")]);
     assert_eq!(pick(&e, true, "h", 443), None);
@@ -52,13 +58,22 @@ fn proxy_urls_parse_with_auth_default_port_and_ipv6() {
 
 #[test]
 fn unusable_proxy_urls_fail_only_when_used_and_name_the_variable() {
-    let e = env(&[("HTTPS_PROXY", "socks5://p:1080"), ("http_proxy", "http://p:99999")]);
+    let e = env(&[
+        ("HTTPS_PROXY", "socks5://p:1080"),
+        ("http_proxy", "http://p:99999"),
+    ]);
     let err = e.proxy_for(true, "h", 443).unwrap_err();
-    assert!(err.starts_with("HTTPS_PROXY=socks5://p:1080: socks5 proxies"), "{err}");
+    assert!(
+        err.starts_with("HTTPS_PROXY=socks5://p:1080: socks5 proxies"),
+        "{err}"
+    );
     let err = e.proxy_for(false, "h", 80).unwrap_err();
     assert!(err.contains("'99999' is not a port number"), "{err}");
     let e = env(&[("http_proxy", "http://:8080"), ("no_proxy", "skip.me")]);
-    assert!(e.proxy_for(false, "h", 80).unwrap_err().contains("has no host"));
+    assert!(e
+        .proxy_for(false, "h", 80)
+        .unwrap_err()
+        .contains("has no host"));
     // A host NO_PROXY exempts never looks at the broken variable.
     assert_eq!(pick(&e, false, "skip.me", 80), None);
     // Nothing set: direct.
@@ -100,11 +115,18 @@ fn loopback_is_proxied_unless_no_proxy_says_so() {
     let e = env(&[("http_proxy", "http://p:1")]);
     assert!(pick(&e, false, "127.0.0.1", 8000).is_some());
     assert!(pick(&e, false, "localhost", 8000).is_some());
-    let e = env(&[("http_proxy", "http://p:1"), ("NO_PROXY", "127.0.0.1,localhost")]);
+    let e = env(&[
+        ("http_proxy", "http://p:1"),
+        ("NO_PROXY", "127.0.0.1,localhost"),
+    ]);
     assert_eq!(pick(&e, false, "127.0.0.1", 8000), None);
     assert_eq!(pick(&e, false, "localhost", 8000), None);
     assert!(pick(&e, false, "10.0.0.1", 8000).is_some());
     // Lowercase no_proxy wins over uppercase.
-    let e = env(&[("http_proxy", "http://p:1"), ("no_proxy", "a"), ("NO_PROXY", "*")]);
+    let e = env(&[
+        ("http_proxy", "http://p:1"),
+        ("no_proxy", "a"),
+        ("NO_PROXY", "*"),
+    ]);
     assert!(pick(&e, false, "b", 80).is_some());
 }

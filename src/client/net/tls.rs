@@ -7,7 +7,9 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls::{
+    CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
+};
 use std::io;
 use std::path::Path;
 use std::sync::Arc;
@@ -135,7 +137,9 @@ pub fn handshake_error(host: &str, e: io::Error) -> io::Error {
         }
         Some(other) => io::Error::new(
             io::ErrorKind::InvalidData,
-            format!("TLS handshake with {host} failed: {other} (does it serve https on this port?)"),
+            format!(
+                "TLS handshake with {host} failed: {other} (does it serve https on this port?)"
+            ),
         ),
         None => io::Error::new(e.kind(), format!("TLS handshake with {host} failed: {e}")),
     }
