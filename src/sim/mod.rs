@@ -13,7 +13,7 @@
 //! - [`api`]: request parsing, the toy tokenizer, response/chunk JSON. Pure.
 //! - [`fault`]: seeded fault injection plans. Pure.
 //! - [`driver`]: the engine thread that runs the model on the wall clock.
-//! - [`stream`], [`server`], [`tls`], [`trace`], [`metrics`]: the I/O edge.
+//! - [`stream`], [`server`], `conn`, [`tls`], [`trace`], [`metrics`]: the I/O edge.
 //!
 //! # Entry points for the CLI and the embedding code
 //! - [`SimConfig::from_preset`], then adjust fields; [`SimConfig::validate`].
@@ -37,6 +37,7 @@
 
 pub mod api;
 pub mod capacity;
+mod conn;
 pub mod driver;
 pub mod fault;
 pub mod metrics;
