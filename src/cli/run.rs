@@ -64,9 +64,15 @@ pub struct RunArgs {
     /// Extra HTTP header(s) KEY=VALUE on every request (repeatable).
     #[arg(long = "header", value_name = "KEY=VALUE", num_args = 1.., action = clap::ArgAction::Append, help_heading = "Target")]
     pub headers: Vec<String>,
-    /// Accepted for compatibility (TLS verification off).
+    /// https: accept any server certificate (verification off; for test
+    /// servers with self-signed certificates).
     #[arg(long, help_heading = "Target")]
     pub insecure: bool,
+    /// https: also trust the CA certificate(s) in this PEM file (besides the
+    /// system's and Mozilla's roots). Proxies come from HTTPS_PROXY /
+    /// HTTP_PROXY / NO_PROXY.
+    #[arg(long, value_name = "FILE", help_heading = "Target")]
+    pub ca_cert: Option<PathBuf>,
     /// Bearer token (also read from OPENAI_API_KEY); never written anywhere.
     #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true, hide = true)]
     pub api_key: Option<String>,

@@ -67,6 +67,12 @@ pub struct SimArgs {
     /// Fraction of streams that send an in-stream error object and end.
     #[arg(long, default_value_t = 0.0, value_name = "FRACTION")]
     pub fault_error_event: f64,
+    /// Serve https with this PEM certificate chain (needs --tls-key).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key for --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
     /// Do not ask for real-time (SCHED_FIFO) scheduling of the engine thread.
     #[arg(long)]
     pub no_realtime: bool,

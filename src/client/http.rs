@@ -3,6 +3,9 @@
 //! and fills in a [`RequestRecord`]. Statistics happen elsewhere.
 
 use super::h1::{Event, H1Client, H1Error};
+use super::net::proxy::ProxyEnv;
+use super::net::tls::TlsOptions;
+use super::net::{self, Dialer};
 use super::openai::{self, Api, BodyOptions};
 use super::sse::{SseDecoder, SseEvent};
 use crate::metrics::{ErrorKind, RequestError, RequestRecord};
@@ -12,10 +15,9 @@ use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
 use http::{HeaderMap, Method, Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
+use hyper_util::rt::TokioIo;
 use std::ops::ControlFlow;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Everything needed to build requests for one run.
@@ -32,12 +34,16 @@ pub struct ClientConfig {
     pub connect_timeout: Duration,
     /// Keep generated text (needed for the tokenizer fallback or --save-detailed).
     pub keep_text: bool,
+    /// `--ca-cert`, `--insecure` (used for https only).
+    pub tls: TlsOptions,
+    /// Proxy variables of the environment (empty for the built-in simulator).
+    pub proxies: ProxyEnv,
 }
 
 /// A keep-alive HTTP/1.1 client bound to one server.
 pub struct HttpClient {
-    /// Plain GETs (`/v1/models`, readiness); hyper's pooled client.
-    client: Client<HttpConnector, Full<Bytes>>,
+    /// Opens every connection (TCP, proxy, TLS); plain GETs use one each.
+    dialer: Arc<Dialer>,
     /// The streaming POSTs of the run.
     h1: H1Client,
     cfg: ClientConfig,
@@ -53,19 +59,14 @@ fn since(t0: Instant, t: Instant) -> Duration {
 impl HttpClient {
     /// Build the client; validates the URL and headers.
     pub fn new(cfg: ClientConfig) -> Result<Self> {
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        connector.set_connect_timeout(Some(cfg.connect_timeout));
-        let client = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(Duration::from_secs(60))
-            .build(connector);
         let url: Uri = format!("{}{}", cfg.base_url, cfg.endpoint)
             .parse()
             .with_context(|| format!("'{}{}' is not a valid URL", cfg.base_url, cfg.endpoint))?;
         let headers = build_headers(&cfg)?;
-        let h1 = stream_client(&url, &headers, cfg.connect_timeout)?;
+        let dialer = Arc::new(dialer(&url, &cfg)?);
+        let h1 = stream_client(dialer.clone(), &url, &headers)?;
         Ok(HttpClient {
-            client,
+            dialer,
             h1,
             cfg,
             url,
@@ -83,20 +84,38 @@ impl HttpClient {
         self.cfg.body = body;
     }
 
-    /// Plain GET of `path` under the base URL; returns status and body.
+    /// Plain GET of `path` under the base URL, on a connection of its own
+    /// (same proxy and TLS as the run); returns status and body.
     pub async fn get(&self, path: &str) -> Result<(u16, Bytes)> {
-        let uri: Uri = format!("{}{path}", self.cfg.base_url).parse()?;
-        let mut req = Request::builder().method(Method::GET).uri(uri);
+        let base_path = self
+            .url
+            .path()
+            .strip_suffix(&self.cfg.endpoint)
+            .unwrap_or("");
+        let target = self.dialer.request_target(&format!("{base_path}{path}"));
+        let mut req = Request::builder()
+            .method(Method::GET)
+            .uri(target.as_str())
+            .header(http::header::HOST, self.dialer.authority());
         for (k, v) in self.headers.iter() {
             if k != CONTENT_TYPE {
                 req = req.header(k, v);
             }
         }
+        if let Some(auth) = self.dialer.proxy_authorization() {
+            req = req.header(http::header::PROXY_AUTHORIZATION, auth);
+        }
         let req = req.body(Full::new(Bytes::new()))?;
         let fut = async {
-            let resp = self.client.request(req).await?;
+            let conn = self.dialer.connect().await?;
+            let (mut sender, driver) =
+                hyper::client::conn::http1::handshake(TokioIo::new(conn)).await?;
+            let driver = tokio::spawn(driver);
+            let resp = sender.send_request(req).await?;
             let status = resp.status().as_u16();
             let body = resp.into_body().collect().await?.to_bytes();
+            drop(sender);
+            driver.abort();
             anyhow::Ok((status, body))
         };
         tokio::time::timeout(self.cfg.connect_timeout.max(Duration::from_secs(5)), fut)
@@ -204,22 +223,35 @@ impl HttpClient {
     }
 }
 
-/// The streaming client for `url`: its authority, path and the run's headers.
-fn stream_client(url: &Uri, headers: &HeaderMap, connect_timeout: Duration) -> Result<H1Client> {
-    match url.scheme_str() {
-        Some("http") => {}
-        Some("https") => anyhow::bail!(
-            "--base-url: https is not supported yet; put a plain-http address of the server (or of a local TLS-terminating proxy) instead"
-        ),
-        _ => anyhow::bail!("--base-url: '{url}' must start with http://"),
-    }
-    let host = url.host().context("--base-url has no host")?;
-    let port = url.port_u16().unwrap_or(80);
-    let authority = if host.contains(':') && !host.starts_with('[') {
-        format!("[{host}]:{port}")
-    } else {
-        format!("{host}:{port}")
+/// How to reach `url`: TLS for https (`--ca-cert`, `--insecure`), and the
+/// proxy the environment names for it.
+fn dialer(url: &Uri, cfg: &ClientConfig) -> Result<Dialer> {
+    let https = match url.scheme_str() {
+        Some("http") => false,
+        Some("https") => true,
+        _ => anyhow::bail!("--base-url: '{url}' must start with http:// or https://"),
     };
+    let host = url.host().context("--base-url has no host")?;
+    let port = url.port_u16().unwrap_or(if https { 443 } else { 80 });
+    let proxy = cfg
+        .proxies
+        .proxy_for(
+            https,
+            host.trim_start_matches('[').trim_end_matches(']'),
+            port,
+        )
+        .map_err(anyhow::Error::msg)?
+        .cloned();
+    if !https {
+        return Ok(Dialer::plain(host, port, proxy, cfg.connect_timeout));
+    }
+    let tls = net::tls::client_config(cfg.tls.ca_cert.as_deref(), cfg.tls.insecure)
+        .map_err(anyhow::Error::msg)?;
+    Dialer::tls(host, port, tls, proxy, cfg.connect_timeout).map_err(anyhow::Error::msg)
+}
+
+/// The streaming client for `url`: its path and the run's headers.
+fn stream_client(dialer: Arc<Dialer>, url: &Uri, headers: &HeaderMap) -> Result<H1Client> {
     let path = url.path_and_query().map_or("/", |p| p.as_str());
     let mut rendered = Vec::new();
     for (k, v) in headers {
@@ -228,7 +260,7 @@ fn stream_client(url: &Uri, headers: &HeaderMap, connect_timeout: Duration) -> R
             .with_context(|| format!("header {k}: the value is not visible ASCII"))?;
         rendered.push((k.as_str().to_string(), v.to_string()));
     }
-    Ok(H1Client::new(&authority, path, &rendered, connect_timeout))
+    Ok(H1Client::with_dialer(dialer, path, &rendered))
 }
 
 /// A failed exchange as a classified record error.

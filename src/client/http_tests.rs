@@ -80,6 +80,8 @@ async fn a_keep_alive_connection_closed_after_a_stream_is_retried_fresh() {
         request_timeout: Duration::from_secs(5),
         connect_timeout: Duration::from_secs(5),
         keep_text: false,
+        tls: Default::default(),
+        proxies: Default::default(),
     })
     .unwrap();
     let spec = RequestSpec {

@@ -126,6 +126,12 @@ pub fn client_config(cfg: &RunConfig, base_url: &str) -> ClientConfig {
         request_timeout: cfg.request_timeout,
         connect_timeout: cfg.connect_timeout,
         keep_text: cfg.tokenizer.is_some() || cfg.output.save_detailed,
+        tls: cfg.tls.clone(),
+        // The built-in simulator is in this process: never through a proxy.
+        proxies: match cfg.target {
+            Target::Sim { .. } => Default::default(),
+            Target::Url(_) => cfg.proxies.clone(),
+        },
     }
 }
 
@@ -138,7 +144,10 @@ async fn resolve_model(
 ) -> Result<(String, String)> {
     let probe = client.get("/v1/models").await;
     let body = match probe {
-        Err(e) => bail!("cannot reach the server at {base_url} ({e:#}); is it running? Check --base-url / --host / --port"),
+        Err(e) => match crate::client::net::certificate_rejection(&e) {
+            Some(line) => bail!("{line}"),
+            None => bail!("cannot reach the server at {base_url} ({e:#}); is it running? Check --base-url / --host / --port"),
+        },
         Ok((200, body)) => Some(body),
         Ok(_) => None,
     };

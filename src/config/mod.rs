@@ -9,6 +9,8 @@ pub mod sweep;
 
 pub use fingerprint::run_fingerprint;
 
+use crate::client::net::proxy::ProxyEnv;
+use crate::client::net::tls::TlsOptions;
 use crate::client::openai::{Api, BodyOptions};
 use crate::metrics::stats::StatsOptions;
 use crate::metrics::MetricName;
@@ -100,6 +102,10 @@ pub struct RunConfig {
     pub api_key: Option<String>,
     pub request_timeout: Duration,
     pub connect_timeout: Duration,
+    /// `--ca-cert`, `--insecure`.
+    pub tls: TlsOptions,
+    /// HTTPS_PROXY / HTTP_PROXY / NO_PROXY as read at start-up.
+    pub proxies: ProxyEnv,
     pub model: Option<String>,
     pub served_model_name: Option<String>,
     pub tokenizer: Option<PathBuf>,

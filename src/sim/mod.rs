@@ -15,7 +15,7 @@
 //! - [`api`]: request parsing, the toy tokenizer, response/chunk JSON. Pure.
 //! - [`fault`]: seeded fault injection plans. Pure.
 //! - [`driver`]: the engine thread that runs the model on the wall clock.
-//! - [`stream`], [`server`], [`trace`], [`metrics`]: the I/O edge.
+//! - [`stream`], [`server`], `conn`, [`tls`], [`trace`], [`metrics`]: the I/O edge.
 //!
 //! # Entry points for the CLI and the embedding code
 //! - [`SimConfig::from_preset`], then adjust fields; [`SimConfig::validate`].
@@ -39,6 +39,7 @@
 
 pub mod api;
 pub mod capacity;
+mod conn;
 pub mod driver;
 pub mod fault;
 pub mod metrics;
@@ -46,6 +47,7 @@ pub mod model;
 pub mod preset;
 pub mod server;
 pub mod stream;
+pub mod tls;
 pub mod trace;
 pub mod virtual_time;
 
@@ -79,6 +81,8 @@ pub struct SimConfig {
     /// Time a client has to send a request's headers, and then again its
     /// body; a client slower than that (slowloris) is cut. Default 30 s.
     pub read_timeout: std::time::Duration,
+    /// `--tls-cert`/`--tls-key`: serve https instead of http.
+    pub tls: Option<tls::SimTls>,
 }
 
 /// Default `--served-model-name`.
@@ -103,6 +107,7 @@ impl SimConfig {
             faults: Faults::default(),
             realtime_engine: true,
             read_timeout: server::READ_TIMEOUT,
+            tls: None,
         })
     }
 

@@ -19,13 +19,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use http::{header, HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::watch;
-use tokio::task::JoinSet;
 
 use super::api::{parse_request, ApiError, Endpoint, GenRequest, ResponseIds};
 use super::driver::{dispatch, Command, Delivery, DispatchMsg, EngineThread, Submission};
@@ -40,8 +36,6 @@ use super::SimConfig;
 pub const MAX_BODY: usize = 8 * 1024 * 1024;
 /// Default time a client has to send a request's headers, and then its body.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(30);
-/// How long shutdown waits for in-flight responses before cutting them.
-const DRAIN: Duration = Duration::from_secs(2);
 
 /// State every connection task shares.
 #[derive(Debug)]
@@ -142,6 +136,7 @@ impl SimHandle {
 /// (with `cfg.trace`) and the accept loop. Must be called inside a tokio runtime.
 pub async fn start(cfg: SimConfig, listener: TcpListener) -> anyhow::Result<SimHandle> {
     cfg.validate()?;
+    let acceptor = cfg.tls.as_ref().map(super::tls::acceptor).transpose()?;
     let addr = listener.local_addr()?;
     let epoch = Instant::now();
     let trace = match &cfg.trace {
@@ -168,7 +163,12 @@ pub async fn start(cfg: SimConfig, listener: TcpListener) -> anyhow::Result<SimH
         trace: trace.as_ref().map(TraceWriter::sink),
     });
     let (stop, stop_rx) = watch::channel(false);
-    let accept = tokio::spawn(accept_loop(listener, shared.clone(), stop_rx));
+    let accept = tokio::spawn(super::conn::accept_loop(
+        listener,
+        acceptor,
+        shared.clone(),
+        stop_rx,
+    ));
     Ok(SimHandle {
         addr,
         stop,
@@ -180,47 +180,7 @@ pub async fn start(cfg: SimConfig, listener: TcpListener) -> anyhow::Result<SimH
     })
 }
 
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
-    let mut conns = JoinSet::new();
-    loop {
-        tokio::select! {
-            _ = stop.changed() => break,
-            res = listener.accept() => match res {
-                Ok((stream, _)) => {
-                    conns.spawn(serve_conn(stream, shared.clone(), stop.clone()));
-                }
-                // Out of file descriptors and the like: back off, keep serving.
-                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
-            },
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
-        }
-    }
-    drop(listener);
-    let drained =
-        tokio::time::timeout(DRAIN, async { while conns.join_next().await.is_some() {} }).await;
-    if drained.is_err() {
-        conns.shutdown().await;
-    }
-}
-
-async fn serve_conn(stream: TcpStream, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
-    let _ = stream.set_nodelay(true);
-    let read_timeout = shared.cfg.read_timeout;
-    let svc = service_fn(move |req| handle(req, shared.clone()));
-    let conn = http1::Builder::new()
-        .timer(TokioTimer::new())
-        .header_read_timeout(read_timeout)
-        .keep_alive(true)
-        .serve_connection(TokioIo::new(stream), svc);
-    tokio::pin!(conn);
-    tokio::select! {
-        _ = conn.as_mut() => return,
-        _ = stop.changed() => conn.as_mut().graceful_shutdown(),
-    }
-    let _ = conn.await;
-}
-
-async fn handle(
+pub(super) async fn handle(
     req: Request<Incoming>,
     shared: Arc<Shared>,
 ) -> Result<Response<SimBody>, Infallible> {

@@ -1,17 +1,19 @@
 //! A lean HTTP/1.1 client for a run's streaming POSTs. The request's own task
 //! writes the request and reads the response, stamping each read the moment
 //! it returns, before any parsing: no background connection task and no
-//! channel between the socket and the SSE parser. Idle keep-alive
-//! connections wait in a pool. Framing is decoded by the sans-IO [`wire`].
+//! channel between the socket and the SSE parser. Over TLS the stamp is
+//! taken at the same point, when the read of decrypted bytes returns. Idle
+//! keep-alive connections wait in a pool. Framing is decoded by the sans-IO
+//! [`wire`]; connections come from a [`Dialer`].
 
 pub mod wire;
 
+use super::net::{Conn, Dialer};
 use std::io;
 use std::ops::ControlFlow;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use wire::{Piece, ResponseDecoder};
 
 /// Read buffer of one exchange. SSE events are a few hundred bytes; a larger
@@ -51,34 +53,49 @@ impl std::fmt::Display for H1Error {
 
 /// A keep-alive HTTP/1.1 client bound to one server and one endpoint.
 pub struct H1Client {
-    /// `host:port` to connect to.
-    authority: String,
+    /// Opens connections (TCP, proxy tunnel, TLS).
+    dialer: Arc<Dialer>,
     /// Request line, Host and the run's headers, rendered once.
     prefix: Vec<u8>,
-    connect_timeout: Duration,
-    idle: Mutex<Vec<TcpStream>>,
+    idle: Mutex<Vec<Conn>>,
 }
 
 /// How one attempt ended.
 enum Attempt {
     /// Finished; the connection may be reused.
-    Done(Option<TcpStream>),
+    Done(Option<Conn>),
     /// A reused connection turned out to be closed before any response byte.
     Stale,
 }
 
 impl H1Client {
-    /// `authority` is `host:port`; `path` the endpoint path (and query).
+    /// A plain-HTTP client for `authority` (`host:port`, no proxy);
+    /// `path` is the endpoint path (and query).
     pub fn new(
         authority: &str,
         path: &str,
         headers: &[(String, String)],
         connect_timeout: Duration,
     ) -> Self {
+        let (host, port) = authority
+            .rsplit_once(':')
+            .and_then(|(h, p)| Some((h, p.parse().ok()?)))
+            .unwrap_or((authority, 80));
+        let dialer = Dialer::plain(host, port, None, connect_timeout);
+        Self::with_dialer(Arc::new(dialer), path, headers)
+    }
+
+    /// A client whose connections come from `dialer` (TLS and proxy as it
+    /// says); `path` is the endpoint path (and query).
+    pub fn with_dialer(dialer: Arc<Dialer>, path: &str, headers: &[(String, String)]) -> Self {
+        let target = dialer.request_target(path);
+        let mut all = headers.to_vec();
+        if let Some(auth) = dialer.proxy_authorization() {
+            all.push(("proxy-authorization".into(), auth));
+        }
         H1Client {
-            authority: authority.to_string(),
-            prefix: wire::request_prefix(path, authority, headers),
-            connect_timeout,
+            prefix: wire::request_prefix(&target, &dialer.authority(), &all),
+            dialer,
             idle: Mutex::new(Vec::new()),
         }
     }
@@ -107,29 +124,21 @@ impl H1Client {
         }
     }
 
-    async fn connect(&self) -> Result<TcpStream, H1Error> {
-        let conn = tokio::time::timeout(self.connect_timeout, TcpStream::connect(&self.authority))
-            .await
-            .map_err(|_| {
-                H1Error::Connect(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    format!("no connection within {:?}", self.connect_timeout),
-                ))
-            })?
-            .map_err(H1Error::Connect)?;
-        conn.set_nodelay(true).map_err(H1Error::Connect)?;
-        Ok(conn)
+    async fn connect(&self) -> Result<Conn, H1Error> {
+        self.dialer.connect().await.map_err(H1Error::Connect)
     }
 
     /// The most recently used idle connection the server has not closed.
     /// Some servers (llama.cpp's) close after each response while saying
     /// keep-alive; a close that lands after this check is caught by the
-    /// stale-connection retry in [`H1Client::post`].
-    fn take_idle(&self) -> Option<TcpStream> {
+    /// stale-connection retry in [`H1Client::post`]. Over TLS the probe
+    /// reads the socket under the session: any byte there (a close_notify)
+    /// makes the connection unusable just the same.
+    fn take_idle(&self) -> Option<Conn> {
         let mut idle = self.idle.lock().ok()?;
         while let Some(conn) = idle.pop() {
             let mut probe = [0u8; 1];
-            match conn.try_read(&mut probe) {
+            match conn.tcp().try_read(&mut probe) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Some(conn),
                 // EOF, stray bytes or an error: not usable.
                 _ => {}
@@ -138,7 +147,7 @@ impl H1Client {
         None
     }
 
-    fn put_idle(&self, conn: Option<TcpStream>) {
+    fn put_idle(&self, conn: Option<Conn>) {
         if let (Some(conn), Ok(mut idle)) = (conn, self.idle.lock()) {
             idle.push(conn);
         }
@@ -147,7 +156,7 @@ impl H1Client {
 
 /// Write the request and read the whole response on `conn`.
 async fn exchange<F>(
-    mut conn: TcpStream,
+    mut conn: Conn,
     request: &[u8],
     reused: bool,
     on: &mut F,
@@ -155,7 +164,8 @@ async fn exchange<F>(
 where
     F: FnMut(Event<'_>) -> ControlFlow<()>,
 {
-    if let Err(e) = conn.write_all(request).await {
+    // flush: TLS may hold the last record back; a no-op on plain TCP.
+    if let Err(e) = write_request(&mut conn, request).await {
         return stale_or(reused, H1Error::Io(e));
     }
     let mut dec = ResponseDecoder::new();
@@ -223,6 +233,11 @@ where
         buf.copy_within(pos..filled, 0);
         filled -= pos;
     }
+}
+
+async fn write_request(conn: &mut Conn, request: &[u8]) -> io::Result<()> {
+    conn.write_all(request).await?;
+    conn.flush().await
 }
 
 fn closed(what: &str) -> H1Error {

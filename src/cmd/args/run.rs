@@ -3,6 +3,8 @@
 //! that names the flag and the fix. No I/O except checking that named files exist.
 
 use crate::cli::run::{ArrivalKind, Backend as BackendArg, DatasetName, RampUp, RunArgs};
+use crate::client::net::proxy::ProxyEnv;
+use crate::client::net::tls::TlsOptions;
 use crate::client::openai::{Api, BodyOptions};
 use crate::config::{Backend, LoadConfig, OutputConfig, RunConfig, Target};
 use crate::metrics::stats::{GoodputSlo, StatsOptions};
@@ -40,6 +42,11 @@ pub fn run_config(a: &RunArgs) -> Result<RunConfig> {
         api_key: a.api_key.clone().filter(|k| !k.is_empty()),
         request_timeout: nonzero(a.request_timeout, "--request-timeout")?,
         connect_timeout: nonzero(a.connect_timeout, "--connect-timeout")?,
+        tls: TlsOptions {
+            ca_cert: a.ca_cert.clone(),
+            insecure: a.insecure,
+        },
+        proxies: ProxyEnv::from_lookup(|k| std::env::var(k).ok()),
         model: a.model.clone(),
         served_model_name: a.served_model_name.clone(),
         tokenizer: a.tokenizer.clone(),
@@ -84,12 +91,9 @@ fn nonzero(d: Duration, flag: &str) -> Result<Duration> {
 fn resolve_target(a: &RunArgs) -> Result<Target> {
     if let Some(url) = &a.base_url {
         let url = url.trim_end_matches('/').to_string();
-        if url.starts_with("https://") {
-            bail!("--base-url: https is not supported yet; use http:// (for example through a local TLS-terminating proxy)");
-        }
-        if !url.starts_with("http://") {
+        if !url.starts_with("http://") && !url.starts_with("https://") {
             bail!(
-                "--base-url: '{url}' must start with http:// (for example http://127.0.0.1:8000)"
+                "--base-url: '{url}' must start with http:// or https:// (for example http://127.0.0.1:8000)"
             );
         }
         return Ok(Target::Url(url));

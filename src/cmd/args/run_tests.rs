@@ -88,10 +88,8 @@ fn backend_and_endpoint_follow_each_other() {
 #[test]
 fn target_and_endpoint_rules_name_their_flag() {
     all_rejected(&[
-        // --base-url: https is refused with its own reason.
-        "--base-url https://a => --base-url: https is not supported",
-        // --base-url must be http://.
-        "--base-url a:8000 => --base-url: 'a:8000' must start with http://",
+        // --base-url must be http:// or https://.
+        "--base-url a:8000 => --base-url: 'a:8000' must start with http:// or https://",
         // --endpoint must be a path.
         "--endpoint v1/completions => --endpoint: 'v1/completions' must start with '/'",
         // The chat backend needs a chat endpoint.

@@ -44,6 +44,10 @@ pub fn sim_options(a: SimArgs) -> anyhow::Result<SimOptions> {
     cfg.seed = a.seed;
     cfg.trace = a.trace;
     cfg.realtime_engine = !a.no_realtime;
+    cfg.tls = match (a.tls_cert, a.tls_key) {
+        (Some(cert), Some(key)) => Some(sim::tls::SimTls { cert, key }),
+        _ => None,
+    };
     cfg.faults = sim::Faults {
         http_500: a.fault_http_500,
         http_429: a.fault_http_429,

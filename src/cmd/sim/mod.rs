@@ -27,9 +27,10 @@ pub async fn execute(args: SimArgs, mut interrupt: watch::Receiver<bool>) -> Res
         .await
         .with_context(|| format!("binding --host/--port {bind}"))?;
     let preset = cfg.preset.clone();
+    let scheme = if cfg.tls.is_some() { "https" } else { "http" };
     let handle = sim::start(cfg, listener).await?;
     eprintln!(
-        "kneecap sim: serving preset {preset} on http://{} (simulated)",
+        "kneecap sim: serving preset {preset} on {scheme}://{} (simulated)",
         handle.addr()
     );
     // The first Ctrl-C / SIGTERM (a dropped sender also ends the wait).

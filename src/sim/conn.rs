@@ -1,0 +1,85 @@
+//! The simulator's accept loop and one task per connection: plain HTTP/1.1,
+//! or a TLS handshake (within the read timeout) first when `--tls-cert` is
+//! set. Shutdown stops accepting and gives open connections [`DRAIN`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tokio_rustls::TlsAcceptor;
+
+use super::server::{handle, Shared};
+
+/// How long shutdown waits for in-flight responses before cutting them.
+const DRAIN: Duration = Duration::from_secs(2);
+
+pub(super) async fn accept_loop(
+    listener: TcpListener,
+    tls: Option<TlsAcceptor>,
+    shared: Arc<Shared>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = stop.changed() => break,
+            res = listener.accept() => match res {
+                Ok((stream, _)) => {
+                    let _ = stream.set_nodelay(true);
+                    let (shared, stop) = (shared.clone(), stop.clone());
+                    match &tls {
+                        None => conns.spawn(serve_conn(stream, shared, stop)),
+                        Some(tls) => conns.spawn(serve_tls(tls.clone(), stream, shared, stop)),
+                    };
+                }
+                // Out of file descriptors and the like: back off, keep serving.
+                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+            },
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+        }
+    }
+    drop(listener);
+    let drained =
+        tokio::time::timeout(DRAIN, async { while conns.join_next().await.is_some() {} }).await;
+    if drained.is_err() {
+        conns.shutdown().await;
+    }
+}
+
+/// The TLS handshake (within the read timeout), then HTTP on top.
+async fn serve_tls(
+    tls: TlsAcceptor,
+    stream: tokio::net::TcpStream,
+    shared: Arc<Shared>,
+    stop: watch::Receiver<bool>,
+) {
+    let read_timeout = shared.cfg.read_timeout;
+    if let Ok(Ok(stream)) = tokio::time::timeout(read_timeout, tls.accept(stream)).await {
+        serve_conn(stream, shared, stop).await;
+    }
+}
+
+async fn serve_conn<S>(stream: S, shared: Arc<Shared>, mut stop: watch::Receiver<bool>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let read_timeout = shared.cfg.read_timeout;
+    let svc = service_fn(move |req| handle(req, shared.clone()));
+    let conn = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(read_timeout)
+        .keep_alive(true)
+        .serve_connection(TokioIo::new(stream), svc);
+    tokio::pin!(conn);
+    tokio::select! {
+        _ = conn.as_mut() => return,
+        _ = stop.changed() => conn.as_mut().graceful_shutdown(),
+    }
+    let _ = conn.await;
+}
