@@ -158,6 +158,9 @@ fn kneecap_block(out: &mut String, r: &RunResult) {
         "P99 E2EL from due time (ms):",
         pct(&s.e2el_from_due, 99.0),
     );
+    if s.reasoning.reasoning_requests > 0 {
+        reasoning_lines(out, s);
+    }
     let sent = s.completed + s.failed;
     if sent > 0 {
         let rate = 100.0 * s.failed as f64 / sent as f64;
@@ -243,4 +246,28 @@ mod tests {
         assert_eq!(p_word(99.0), "99");
         assert_eq!(p_word(99.9), "99.9");
     }
+}
+
+/// TTFO, the answer's TPOT and the reasoning tokens (reasoning models only).
+fn reasoning_lines(out: &mut String, s: &crate::metrics::stats::Summary) {
+    let _ = writeln!(
+        out,
+        "{:<40} {}",
+        "Reasoning tokens:", s.reasoning.reasoning_tokens
+    );
+    fline(
+        out,
+        "Median TTFO, first answer token (ms):",
+        s.ttfo.median_ms,
+    );
+    fline(
+        out,
+        "P99 TTFO, first answer token (ms):",
+        pct(&s.ttfo, 99.0),
+    );
+    fline(
+        out,
+        "Median TPOT of the answer (ms):",
+        s.answer_tpot.median_ms,
+    );
 }

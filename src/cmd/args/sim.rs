@@ -42,6 +42,11 @@ pub fn sim_options(a: SimArgs) -> anyhow::Result<SimOptions> {
     cfg.seed = a.seed;
     cfg.trace = a.trace;
     cfg.realtime_engine = !a.no_realtime;
+    cfg.reasoning_tokens = a.reasoning_tokens;
+    cfg.reasoning_field = match a.reasoning_field.as_str() {
+        "reasoning_content" => sim::api::ReasoningField::ReasoningContent,
+        _ => sim::api::ReasoningField::Reasoning,
+    };
     cfg.faults = sim::Faults {
         http_500: a.fault_http_500,
         http_429: a.fault_http_429,
