@@ -224,30 +224,6 @@ fn pct(d: &Distribution, p: f64) -> f64 {
     d.percentile_ms(p).unwrap_or(f64::NAN)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn banners_are_centered_like_python_format() {
-        // Python: "{s:{c}^{n}}".format(s=" Serving Benchmark Result ", n=50, c="=")
-        assert_eq!(
-            centered(" Serving Benchmark Result ", '=', 50),
-            "============ Serving Benchmark Result ============"
-        );
-        assert_eq!(
-            centered("Time to First Token", '-', 50),
-            "---------------Time to First Token----------------"
-        );
-    }
-
-    #[test]
-    fn percentile_labels_follow_vllm() {
-        assert_eq!(p_word(99.0), "99");
-        assert_eq!(p_word(99.9), "99.9");
-    }
-}
-
 /// TTFO, the answer's TPOT and the reasoning tokens (reasoning models only).
 fn reasoning_lines(out: &mut String, s: &crate::metrics::stats::Summary) {
     let _ = writeln!(
@@ -270,4 +246,28 @@ fn reasoning_lines(out: &mut String, s: &crate::metrics::stats::Summary) {
         "Median TPOT of the answer (ms):",
         s.answer_tpot.median_ms,
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn banners_are_centered_like_python_format() {
+        // Python: "{s:{c}^{n}}".format(s=" Serving Benchmark Result ", n=50, c="=")
+        assert_eq!(
+            centered(" Serving Benchmark Result ", '=', 50),
+            "============ Serving Benchmark Result ============"
+        );
+        assert_eq!(
+            centered("Time to First Token", '-', 50),
+            "---------------Time to First Token----------------"
+        );
+    }
+
+    #[test]
+    fn percentile_labels_follow_vllm() {
+        assert_eq!(p_word(99.0), "99");
+        assert_eq!(p_word(99.9), "99.9");
+    }
 }
