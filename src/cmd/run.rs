@@ -112,6 +112,7 @@ fn shard_level(
             specs: p.specs.clone(),
             max_concurrency: cfg.load.max_concurrency,
             cancel_at: None,
+            watch: None,
         };
         return Ok((level, None));
     };
@@ -128,6 +129,7 @@ fn shard_level(
         specs: load.specs,
         max_concurrency,
         cancel_at: None,
+        watch: None,
     };
     Ok((level, load.globals))
 }
