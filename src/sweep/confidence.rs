@@ -143,7 +143,7 @@ pub fn slo_confidence(slo: &Slo, records: &[RequestRecord], level: f64) -> Optio
         .collect();
     let mut fraction = effective_fraction(&over);
     if slo.metric == SloMetric::Itl {
-        let requests = records.iter().filter(|r| r.itl.len() > 0).count().max(1);
+        let requests = records.iter().filter(|r| !r.itl.is_empty()).count().max(1);
         fraction = fraction.min(requests as f64 / values.len() as f64);
     }
     let n = values.len();
