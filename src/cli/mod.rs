@@ -7,6 +7,7 @@ pub mod report;
 pub mod run;
 pub mod sim;
 pub mod sweep;
+pub mod vllm;
 
 use clap::{Parser, Subcommand};
 
@@ -30,7 +31,9 @@ pub enum Command {
     /// Benchmark one load level (vLLM `bench serve` compatible). Without
     /// --base-url/--host/--port, runs against the built-in simulator.
     Run(Box<RunArgs>),
-    /// vLLM-compatible spelling: `kneecap bench serve ...` is `kneecap run ...`.
+    /// vLLM's command with vLLM's defaults: `kneecap bench serve ...` is
+    /// `kneecap run ...`, except that without --base-url/--host/--port it talks
+    /// to http://127.0.0.1:8000 (as vLLM does), never to the simulator.
     Bench {
         #[command(subcommand)]
         command: BenchCommand,
@@ -51,7 +54,7 @@ pub enum Command {
 
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
-    /// Same as `kneecap run`.
+    /// `kneecap run` with vLLM's default target, http://127.0.0.1:8000.
     Serve(Box<RunArgs>),
 }
 

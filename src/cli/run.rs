@@ -14,6 +14,9 @@ pub enum Backend {
     /// Streaming `/v1/chat/completions`.
     #[value(name = "openai-chat")]
     OpenaiChat,
+    /// Streaming `/v1/responses` (OpenAI Responses API).
+    #[value(name = "openai-responses")]
+    OpenaiResponses,
 }
 
 /// Dataset (vLLM's `--dataset-name`).
@@ -45,11 +48,12 @@ pub enum ArrivalKind {
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
     // ---- target -------------------------------------------------------
-    /// Request protocol: vllm / openai (completions) or openai-chat.
+    /// Request protocol: vllm / openai (completions), openai-chat or openai-responses.
     #[arg(long, value_enum, help_heading = "Target")]
     pub backend: Option<Backend>,
     /// Server root, e.g. http://127.0.0.1:8000 (overrides --host/--port).
-    /// Without it and without --host/--port, the built-in simulator is started.
+    /// Without it and without --host/--port, `kneecap run` starts the built-in
+    /// simulator; `kneecap bench serve` uses vLLM's default, http://127.0.0.1:8000.
     #[arg(long, help_heading = "Target")]
     pub base_url: Option<String>,
     /// Host when --base-url is absent [default: 127.0.0.1].
@@ -58,7 +62,8 @@ pub struct RunArgs {
     /// Port when --base-url is absent [default: 8000].
     #[arg(long, help_heading = "Target")]
     pub port: Option<u16>,
-    /// API path [default: /v1/completions, or /v1/chat/completions for openai-chat].
+    /// API path [default: /v1/completions; /v1/chat/completions for
+    /// openai-chat; /v1/responses for openai-responses].
     #[arg(long, help_heading = "Target")]
     pub endpoint: Option<String>,
     /// Extra HTTP header(s) KEY=VALUE on every request (repeatable).
@@ -82,7 +87,7 @@ pub struct RunArgs {
     /// TCP connect timeout.
     #[arg(long, default_value = "10s", value_parser = parse_duration, help_heading = "Target")]
     pub connect_timeout: std::time::Duration,
-    /// Simulator preset used when no server is given (see `kneecap sim --help`).
+    /// Simulator preset used when `kneecap run` is given no server (see `kneecap sim --help`).
     #[arg(long, default_value = "tiny", help_heading = "Target")]
     pub sim_preset: String,
 
@@ -256,6 +261,10 @@ pub struct RunArgs {
     /// No progress bar.
     #[arg(long, help_heading = "Output")]
     pub disable_tqdm: bool,
+
+    // ---- the rest of vLLM's command line -------------------------------
+    #[command(flatten)]
+    pub vllm: super::vllm::VllmArgs,
 }
 
 /// Parse a rate or burstiness: a positive float, or `inf`.

@@ -73,6 +73,16 @@ pub struct SimArgs {
     /// PEM private key for --tls-cert.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// Reasoning model: the first N output tokens of every request are
+    /// reasoning, streamed before the answer (chat: in the delta field named by
+    /// --reasoning-field; completions: as plain text, as vLLM does). The trace
+    /// records the first reasoning and first answer times.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub reasoning_tokens: u32,
+    /// Chat delta field of reasoning text: `reasoning` (vLLM) or
+    /// `reasoning_content` (DeepSeek, llama.cpp).
+    #[arg(long, default_value = "reasoning", value_parser = ["reasoning", "reasoning_content"])]
+    pub reasoning_field: String,
     /// Do not ask for real-time (SCHED_FIFO) scheduling of the engine thread.
     #[arg(long)]
     pub no_realtime: bool,

@@ -19,7 +19,8 @@ pub enum SweepMode {
 #[derive(Debug, Clone, Args)]
 pub struct SweepArgs {
     /// SLO a step must meet, e.g. p99_ttft_ms<=500 (repeatable; any of ttft,
-    /// tpot, itl, e2el; pNN, mean or median).
+    /// tpot, itl, e2el, or ttfo: time to the first answer token of a reasoning
+    /// model; pNN, mean or median).
     #[arg(long = "slo", value_name = "SLO", action = clap::ArgAction::Append, help_heading = "Sweep")]
     pub slos: Vec<String>,
     /// Largest failed-request fraction a passing step may have.

@@ -87,25 +87,40 @@ impl HttpClient {
     /// Plain GET of `path` under the base URL, on a connection of its own
     /// (same proxy and TLS as the run); returns status and body.
     pub async fn get(&self, path: &str) -> Result<(u16, Bytes)> {
+        self.plain(Method::GET, path).await
+    }
+
+    /// Plain POST of `path` with an empty JSON object (vLLM's `/start_profile`).
+    pub async fn post_empty(&self, path: &str) -> Result<(u16, Bytes)> {
+        self.plain(Method::POST, path).await
+    }
+
+    async fn plain(&self, method: Method, path: &str) -> Result<(u16, Bytes)> {
         let base_path = self
             .url
             .path()
             .strip_suffix(&self.cfg.endpoint)
             .unwrap_or("");
         let target = self.dialer.request_target(&format!("{base_path}{path}"));
+        let post = method == Method::POST;
         let mut req = Request::builder()
-            .method(Method::GET)
+            .method(method)
             .uri(target.as_str())
             .header(http::header::HOST, self.dialer.authority());
         for (k, v) in self.headers.iter() {
-            if k != CONTENT_TYPE {
+            if post || k != CONTENT_TYPE {
                 req = req.header(k, v);
             }
         }
         if let Some(auth) = self.dialer.proxy_authorization() {
             req = req.header(http::header::PROXY_AUTHORIZATION, auth);
         }
-        let req = req.body(Full::new(Bytes::new()))?;
+        let body = if post {
+            Bytes::from_static(b"{}")
+        } else {
+            Bytes::new()
+        };
+        let req = req.body(Full::new(body))?;
         let fut = async {
             let conn = self.dialer.connect().await?;
             let (mut sender, driver) =
@@ -136,8 +151,13 @@ impl HttpClient {
         rec.prompt_len = spec.prompt_len;
         // vLLM's start_time is taken before the body is serialized and sent.
         rec.sent = since(t0, Instant::now());
-        let body =
-            openai::request_body(self.cfg.api, &self.cfg.body, &spec.prompt, spec.output_len);
+        let body = openai::request_body_for(
+            self.cfg.api,
+            &self.cfg.body,
+            &spec.prompt,
+            spec.output_len,
+            rec.index,
+        );
         if let Err(e) = HeaderValue::from_str(request_id) {
             let message = format!("request id '{request_id}' is not a valid header value: {e}");
             return fail(rec, ErrorKind::Protocol, None, message);
@@ -175,7 +195,7 @@ impl HttpClient {
     }
 
     async fn exchange(&self, body: &[u8], request_id: &str, t0: Instant, rec: &mut RequestRecord) {
-        let mut reader = StreamReader::new(self.cfg.keep_text);
+        let mut reader = StreamReader::new(self.cfg.keep_text, self.cfg.api);
         let mut status = None;
         let mut error_body = Vec::new();
         let mut failed = None;
@@ -286,6 +306,10 @@ fn fail_exchange(rec: &mut RequestRecord, status: Option<u16>, e: H1Error) {
 struct StreamReader {
     decoder: SseDecoder,
     keep_text: bool,
+    /// Which wire format the events are in.
+    api: Api,
+    /// Responses API: a terminal event (`response.completed`) was seen.
+    terminal: bool,
     /// Arrival of the latest body frame (stamps an unterminated final event).
     last_at: Duration,
 }
@@ -293,10 +317,12 @@ struct StreamReader {
 type StreamError = (ErrorKind, String);
 
 impl StreamReader {
-    fn new(keep_text: bool) -> Self {
+    fn new(keep_text: bool, api: Api) -> Self {
         StreamReader {
             decoder: SseDecoder::new(),
             keep_text,
+            api,
+            terminal: false,
             last_at: Duration::ZERO,
         }
     }
@@ -311,7 +337,7 @@ impl StreamReader {
         self.decoder.feed(data);
         while let Some(ev) = self.decoder.next_event() {
             if let SseEvent::Data(payload) = ev {
-                apply_chunk(payload, at, self.keep_text, rec)?;
+                self.terminal |= apply_chunk(payload, at, self.keep_text, self.api, rec)?;
             }
         }
         Ok(())
@@ -320,7 +346,7 @@ impl StreamReader {
     fn finish(&mut self, rec: &mut RequestRecord) -> Result<(), StreamError> {
         let at = self.last_at;
         if let Some(SseEvent::Data(payload)) = self.decoder.finish() {
-            apply_chunk(payload, at, self.keep_text, rec)?;
+            self.terminal |= apply_chunk(payload, at, self.keep_text, self.api, rec)?;
         }
         if rec.first_token.is_none() {
             return Err((
@@ -328,19 +354,30 @@ impl StreamReader {
                 "stream ended without any chunk with non-empty choices (no first token)".into(),
             ));
         }
+        if self.api == Api::Responses && !self.terminal {
+            return Err((
+                ErrorKind::Truncated,
+                "stream ended without response.completed (usage missing)".into(),
+            ));
+        }
         Ok(())
     }
 }
 
-/// Apply one SSE data payload, received at `at`, to the record (vLLM §2.1).
+/// Apply one SSE data payload, received at `at`, to the record (vLLM §2.1);
+/// true when it was a Responses API terminal event.
 fn apply_chunk(
     payload: &[u8],
     at: Duration,
     keep_text: bool,
+    api: Api,
     rec: &mut RequestRecord,
-) -> Result<(), StreamError> {
-    let chunk = openai::parse_chunk_ref(payload)
-        .map_err(|e| (ErrorKind::Protocol, format!("malformed chunk: {e}")))?;
+) -> Result<bool, StreamError> {
+    let parsed = match api {
+        Api::Responses => openai::parse_response_event(payload),
+        Api::Completions | Api::Chat => openai::parse_chunk_ref(payload),
+    };
+    let chunk = parsed.map_err(|e| (ErrorKind::Protocol, format!("malformed chunk: {e}")))?;
     if let Some(msg) = chunk.error {
         return Err((
             ErrorKind::ServerError,
@@ -353,6 +390,12 @@ fn apply_chunk(
             Some(prev) => rec.itl.push(at.saturating_sub(prev)),
         }
         rec.last_token = Some(at);
+        if chunk.reasoning {
+            rec.reasoning_events += 1;
+        }
+        if rec.first_answer.is_none() && chunk.text.as_deref().is_some_and(|t| !t.is_empty()) {
+            rec.first_answer = Some(at);
+        }
         if keep_text {
             if let Some(t) = chunk.text {
                 rec.generated_text.push_str(&t);
@@ -369,8 +412,11 @@ fn apply_chunk(
         if let Some(p) = u.prompt_tokens {
             rec.prompt_len = p;
         }
+        if u.reasoning_tokens.is_some() {
+            rec.usage_reasoning_tokens = u.reasoning_tokens;
+        }
     }
-    Ok(())
+    Ok(chunk.terminal)
 }
 
 fn http_status_error(rec: &mut RequestRecord, status: u16, body: &[u8]) {

@@ -14,7 +14,7 @@ fn llama_cpp_final_chunk_keeps_usage_and_server_timings() {
         "\"timings\":{\"cache_n\":0,\"prompt_n\":9,\"prompt_ms\":40.5,\"predicted_n\":2,\"predicted_ms\":21.0,\"predicted_per_second\":95.2}}\n\n",
         "data: [DONE]\n\n",
     );
-    let mut reader = StreamReader::new(true);
+    let mut reader = StreamReader::new(true, Api::Chat);
     let mut rec = RequestRecord::default();
     for (i, b) in stream.as_bytes().chunks(7).enumerate() {
         reader
@@ -31,6 +31,88 @@ fn llama_cpp_final_chunk_keeps_usage_and_server_timings() {
     assert_eq!(t.predicted_n, Some(2));
     assert_eq!(t.predicted_ms, Some(21.0));
     assert_eq!(t.prompt_ms, Some(40.5));
+}
+
+/// Feed `stream` in 5-byte pieces, piece i arriving at i ms.
+fn read(stream: &str, api: Api) -> (RequestRecord, Result<(), StreamError>) {
+    let mut reader = StreamReader::new(true, api);
+    let mut rec = RequestRecord::default();
+    for (i, b) in stream.as_bytes().chunks(5).enumerate() {
+        if let Err(e) = reader.feed(b, Duration::from_millis(i as u64), &mut rec) {
+            return (rec, Err(e));
+        }
+    }
+    let end = reader.finish(&mut rec);
+    (rec, end)
+}
+
+/// A reasoning chat stream (vLLM's field names): TTFT at the role chunk,
+/// TTFO at the first content, reasoning messages counted, usage's count kept.
+#[test]
+fn reasoning_deltas_set_ttft_but_not_ttfo() {
+    let stream = concat!(
+        "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n",
+        "data: {\"choices\":[{\"delta\":{\"reasoning\":\"a\"}}]}\n\n",
+        "data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"b\"}}]}\n\n",
+        "data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\n",
+        "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":3}}\n\n",
+        "data: [DONE]\n\n",
+    );
+    let (rec, end) = read(stream, Api::Chat);
+    end.unwrap();
+    assert_eq!(rec.reasoning_events, 2);
+    assert_eq!(rec.usage_reasoning_tokens, None, "no details: counted");
+    assert_eq!(rec.reasoning_tokens(), 2);
+    assert!(rec.first_token < rec.first_answer, "{rec:?}");
+    assert_eq!(
+        rec.generated_text, "Hi",
+        "reasoning text is not answer text"
+    );
+}
+
+/// The Responses API: typed events, usage in `response.completed`.
+#[test]
+fn responses_events_fill_the_record_and_need_a_terminal_event() {
+    let events = [
+        r#"{"type":"response.created","response":{"id":"r"}}"#,
+        r#"{"type":"response.reasoning_text.delta","delta":"hm"}"#,
+        r#"{"type":"response.output_text.delta","delta":"Hi"}"#,
+        r#"{"type":"response.function_call_arguments.delta","delta":"{}"}"#,
+        r#"{"type":"response.completed","response":{"usage":{"input_tokens":7,"output_tokens":5,"output_tokens_details":{"reasoning_tokens":1}}}}"#,
+    ];
+    let sse: String = events
+        .iter()
+        .map(|e| format!("event: x\ndata: {e}\n\n"))
+        .collect();
+    let (rec, end) = read(&sse, Api::Responses);
+    end.unwrap();
+    assert_eq!((rec.prompt_len, rec.output_tokens), (7, 5));
+    assert_eq!(rec.itl.len(), 2, "three token events");
+    assert_eq!(rec.reasoning_tokens(), 1);
+    assert_eq!(rec.generated_text, "Hi");
+    assert!(rec.first_answer.is_some() && rec.first_answer > rec.first_token);
+    // Without the terminal event the stream was cut.
+    let cut: String = sse
+        .rsplitn(3, "event:")
+        .last()
+        .unwrap_or_default()
+        .to_owned();
+    let (_, end) = read(&cut, Api::Responses);
+    assert_eq!(end.unwrap_err().0, ErrorKind::Truncated);
+    // A malformed event is a protocol failure, never a panic.
+    for bad in [
+        "data: {\"type\":\n\n",
+        "data: [1,2]\n\n",
+        "data: {\"delta\":\"x\"}\n\n",
+    ] {
+        let (_, end) = read(bad, Api::Responses);
+        assert_eq!(end.unwrap_err().0, ErrorKind::Protocol, "{bad}");
+    }
+    let (_, end) = read(
+        "data: {\"type\":\"error\",\"message\":\"no\"}\n\n",
+        Api::Responses,
+    );
+    assert_eq!(end.unwrap_err().0, ErrorKind::ServerError);
 }
 
 /// Like llama.cpp's llama-server: each connection answers one request

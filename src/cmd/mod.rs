@@ -16,6 +16,7 @@ mod target;
 
 use crate::cli::{BenchCommand, Cli, Command};
 use anyhow::Result;
+use args::run::DefaultTarget;
 use std::process::ExitCode;
 use tokio::sync::{oneshot, watch};
 
@@ -23,10 +24,10 @@ use tokio::sync::{oneshot, watch};
 /// SIGTERM; the commands then finish in-flight work and keep partial results.
 pub async fn dispatch(cli: Cli, interrupt: watch::Receiver<bool>) -> Result<ExitCode> {
     match cli.command {
-        Command::Run(args)
-        | Command::Bench {
+        Command::Run(args) => run::execute(&args, DefaultTarget::Simulator, interrupt).await,
+        Command::Bench {
             command: BenchCommand::Serve(args),
-        } => run::execute(&args, interrupt).await,
+        } => run::execute(&args, DefaultTarget::VllmLocalhost, interrupt).await,
         Command::Sweep(args) => sweep::execute(&args, interrupt).await,
         Command::Sim(args) => sim::execute(*args, interrupt).await,
         Command::Report(args) => report::execute(&args),

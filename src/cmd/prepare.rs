@@ -44,6 +44,9 @@ pub struct Prepared {
 
 /// Connect, resolve the model, build the workload, ready-check and warm up.
 pub async fn prepare(cfg: &RunConfig, server: &Server) -> Result<Prepared> {
+    for note in &cfg.ignored_flags {
+        eprintln!("kneecap: {note}");
+    }
     let mut client = HttpClient::new(client_config(cfg, &server.base_url))?;
     let (served, model_id) = resolve_model(&client, cfg, &server.base_url).await?;
     client.set_body_options(BodyOptions {
@@ -257,5 +260,18 @@ fn resolve_output_counts(records: &mut [RequestRecord], tokenizer: Option<&Token
         .filter(|r| r.is_ok() && r.output_tokens == 0)
     {
         r.output_tokens = tokenizer.map(|t| t.count(&r.generated_text)).unwrap_or(1);
+    }
+}
+
+/// `--profile`: POST `path` (`/start_profile` or `/stop_profile`); a failure
+/// is one line on stderr and the run goes on, as the profiler is optional.
+pub async fn profile(client: &HttpClient, path: &str) {
+    match client.post_empty(path).await {
+        Ok((200, _)) => eprintln!("kneecap: --profile: POST {path} ok"),
+        Ok((status, body)) => eprintln!(
+            "kneecap: --profile: POST {path} answered HTTP {status}: {} (start the server with a profiler configured)",
+            String::from_utf8_lossy(&body[..body.len().min(200)]).trim()
+        ),
+        Err(e) => eprintln!("kneecap: --profile: POST {path} failed: {e:#}"),
     }
 }

@@ -2,7 +2,7 @@
 //! to saved result. Reads like a table of contents; the work is in the
 //! modules it calls.
 
-use super::args::run::run_config;
+use super::args::run::{run_config_for, DefaultTarget};
 use super::clock;
 use super::prepare::{check_os_limits, prepare, progress_bar, run_level, Level, Prepared};
 use super::target::{self, Server};
@@ -28,9 +28,14 @@ const LAG_PROBE_EVERY: Duration = Duration::from_millis(10);
 /// How many failure messages the summary and JSON keep.
 const FIRST_ERRORS: usize = 10;
 
-/// Run `kneecap run` / `kneecap bench serve`.
-pub async fn execute(args: &RunArgs, interrupt: watch::Receiver<bool>) -> Result<ExitCode> {
-    let cfg = run_config(args)?;
+/// Run `kneecap run` / `kneecap bench serve` (`default` says where a command
+/// line without a target goes).
+pub async fn execute(
+    args: &RunArgs,
+    default: DefaultTarget,
+    interrupt: watch::Receiver<bool>,
+) -> Result<ExitCode> {
+    let cfg = run_config_for(args, default)?;
     if let Some(start) = cfg.start_at {
         shard::wait_for_start(start, clock::now()).map_err(anyhow::Error::msg)?;
     }
@@ -66,8 +71,14 @@ async fn run_against(
     if let Some(start) = cfg.start_at {
         clock::wait_until(start).await?;
     }
+    if cfg.profile {
+        super::prepare::profile(&p.client, "/start_profile").await;
+    }
     let level = run_level(&p, level, progress, interrupt);
     let (mut out, check) = engine::probe::self_checked(level, LAG_PROBE_EVERY).await;
+    if cfg.profile {
+        super::prepare::profile(&p.client, "/stop_profile").await;
+    }
     if let Some(s) = cfg.shard {
         shard::apply::renumber(s, &mut out.records, globals.as_deref());
     }
@@ -231,6 +242,8 @@ fn summarize(out: &engine::EngineOutput, cfg: &RunConfig) -> Summary {
     s.lateness = full.lateness;
     s.ttft_from_due = full.ttft_from_due;
     s.e2el_from_due = full.e2el_from_due;
+    s.ttfo = full.ttfo;
+    s.answer_tpot = full.answer_tpot;
     s
 }
 
@@ -328,6 +341,7 @@ fn save_result(cfg: &RunConfig, result: &RunResult) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cmd::args::run::run_config;
     use crate::cmd::args::tests_support::{argv, run_args};
 
     fn config(line: &str) -> RunConfig {

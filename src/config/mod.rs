@@ -29,6 +29,8 @@ pub enum Backend {
     Openai,
     /// OpenAI chat completions (`/v1/chat/completions`).
     OpenaiChat,
+    /// OpenAI Responses API (`/v1/responses`).
+    OpenaiResponses,
 }
 
 impl Backend {
@@ -38,6 +40,7 @@ impl Backend {
             Backend::Vllm => "vllm",
             Backend::Openai => "openai",
             Backend::OpenaiChat => "openai-chat",
+            Backend::OpenaiResponses => "openai-responses",
         }
     }
 
@@ -45,6 +48,7 @@ impl Backend {
     pub fn api(self) -> Api {
         match self {
             Backend::OpenaiChat => Api::Chat,
+            Backend::OpenaiResponses => Api::Responses,
             Backend::Vllm | Backend::Openai => Api::Completions,
         }
     }
@@ -122,4 +126,9 @@ pub struct RunConfig {
     pub shard: Option<Shard>,
     /// `--start-at`: wait for this common instant before the load starts.
     pub start_at: Option<StartAt>,
+    /// `--profile`: POST `/start_profile` before the load, `/stop_profile` after.
+    pub profile: bool,
+    /// vLLM flags given that have no meaning for kneecap: one line each, printed
+    /// once the run starts (the run goes on).
+    pub ignored_flags: Vec<String>,
 }

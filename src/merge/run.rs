@@ -95,6 +95,8 @@ pub fn summary(p: &ShardPart, percentiles: &[f64]) -> Summary {
         ttft_from_due: own(&h.ttft_from_due),
         e2el_from_due: own(&h.e2el_from_due),
         errors_by_kind: c.errors_by_kind.clone(),
+        // Shard files carry no TTFO or reasoning counts (yet): left empty.
+        ..Summary::default()
     }
 }
 

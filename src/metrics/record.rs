@@ -82,6 +82,13 @@ pub struct RequestRecord {
     pub first_token: Option<Duration>,
     /// Arrival of the last SSE message with non-empty `choices`.
     pub last_token: Option<Duration>,
+    /// kneecap: arrival of the first message carrying answer text (non-empty
+    /// `text` / `delta.content`, never `reasoning_content` / `reasoning`): TTFO.
+    pub first_answer: Option<Duration>,
+    /// kneecap: messages that carried a non-empty reasoning delta.
+    pub reasoning_events: u32,
+    /// kneecap: `usage.completion_tokens_details.reasoning_tokens`, when sent.
+    pub usage_reasoning_tokens: Option<u32>,
     /// One gap per later message with non-empty `choices` (vLLM's ITL).
     pub itl: Vec<Duration>,
     /// Prompt tokens: the dataset's count, overwritten by `usage.prompt_tokens`.
@@ -114,6 +121,22 @@ impl RequestRecord {
     /// E2EL measured from `sent` to the last token event (vLLM's `latency`).
     pub fn latency(&self) -> Option<Duration> {
         self.last_token.map(|t| t.saturating_sub(self.sent))
+    }
+
+    /// TTFO, time to the first answer token, measured from `sent` (kneecap).
+    pub fn ttfo(&self) -> Option<Duration> {
+        self.first_answer.map(|t| t.saturating_sub(self.sent))
+    }
+
+    /// Reasoning tokens: the server's `usage.completion_tokens_details.reasoning_tokens`,
+    /// else the reasoning messages counted (one per SSE message).
+    pub fn reasoning_tokens(&self) -> u32 {
+        self.usage_reasoning_tokens.unwrap_or(self.reasoning_events)
+    }
+
+    /// Answer tokens: output tokens minus reasoning tokens.
+    pub fn answer_tokens(&self) -> u32 {
+        self.output_tokens.saturating_sub(self.reasoning_tokens())
     }
 
     /// Dispatch lateness: sent minus due.

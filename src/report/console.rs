@@ -158,6 +158,9 @@ fn kneecap_block(out: &mut String, r: &RunResult) {
         "P99 E2EL from due time (ms):",
         pct(&s.e2el_from_due, 99.0),
     );
+    if s.reasoning.reasoning_requests > 0 {
+        reasoning_lines(out, s);
+    }
     let sent = s.completed + s.failed;
     if sent > 0 {
         let rate = 100.0 * s.failed as f64 / sent as f64;
@@ -219,6 +222,30 @@ fn generator_line(out: &mut String, g: &super::GeneratorVerdict) {
 /// present (else NaN, shown as "NaN").
 fn pct(d: &Distribution, p: f64) -> f64 {
     d.percentile_ms(p).unwrap_or(f64::NAN)
+}
+
+/// TTFO, the answer's TPOT and the reasoning tokens (reasoning models only).
+fn reasoning_lines(out: &mut String, s: &crate::metrics::stats::Summary) {
+    let _ = writeln!(
+        out,
+        "{:<40} {}",
+        "Reasoning tokens:", s.reasoning.reasoning_tokens
+    );
+    fline(
+        out,
+        "Median TTFO, first answer token (ms):",
+        s.ttfo.median_ms,
+    );
+    fline(
+        out,
+        "P99 TTFO, first answer token (ms):",
+        pct(&s.ttfo, 99.0),
+    );
+    fline(
+        out,
+        "Median TPOT of the answer (ms):",
+        s.answer_tpot.median_ms,
+    );
 }
 
 #[cfg(test)]

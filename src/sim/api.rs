@@ -13,6 +13,29 @@ pub enum Endpoint {
     Completions,
     /// `POST /v1/chat/completions`.
     Chat,
+    /// `POST /v1/responses` (OpenAI Responses API; see [`super::responses`]).
+    Responses,
+}
+
+/// Which delta field carries a chat stream's reasoning text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReasoningField {
+    /// `delta.reasoning`: vLLM since its `reasoning_content` → `reasoning`
+    /// rename (vLLM PR #27752; the old name was removed in PR #33402).
+    #[default]
+    Reasoning,
+    /// `delta.reasoning_content`: DeepSeek's API, llama.cpp's `llama-server`.
+    ReasoningContent,
+}
+
+impl ReasoningField {
+    /// The JSON key.
+    pub fn key(self) -> &'static str {
+        match self {
+            ReasoningField::Reasoning => "reasoning",
+            ReasoningField::ReasoningContent => "reasoning_content",
+        }
+    }
 }
 
 /// A validated generation request.
@@ -104,6 +127,15 @@ pub fn parse_request(
     let prompt_tokens = match endpoint {
         Endpoint::Completions => completion_prompt_tokens(obj.get("prompt"))?,
         Endpoint::Chat => chat_prompt_tokens(obj.get("messages"))?,
+        Endpoint::Responses => match obj.get("input") {
+            Some(Value::String(s)) => count_text_tokens(s),
+            Some(items @ Value::Array(_)) => chat_prompt_tokens(Some(items))?,
+            _ => {
+                return Err(ApiError::bad_request(
+                    "missing field `input` (a string or a list of messages)",
+                ))
+            }
+        },
     };
     if prompt_tokens == 0 {
         return Err(ApiError::bad_request("the prompt is empty"));
@@ -115,12 +147,13 @@ pub fn parse_request(
     }
     let max_field = match endpoint {
         Endpoint::Chat if obj.contains_key("max_completion_tokens") => "max_completion_tokens",
+        Endpoint::Responses => "max_output_tokens",
         _ => "max_tokens",
     };
     let max_tokens = match obj.get(max_field) {
         None | Some(Value::Null) => match endpoint {
             Endpoint::Completions => 16.min(max_model_len - prompt_tokens),
-            Endpoint::Chat => max_model_len - prompt_tokens,
+            Endpoint::Chat | Endpoint::Responses => max_model_len - prompt_tokens,
         },
         Some(v) => positive_u32(v, max_field)?,
     };
@@ -137,11 +170,13 @@ pub fn parse_request(
             "`{key}` must be a boolean, got {other}"
         ))),
     };
-    let include_usage = obj
-        .get("stream_options")
-        .and_then(|o| o.get("include_usage"))
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
+    // The Responses API always reports usage (in `response.completed`).
+    let include_usage = endpoint == Endpoint::Responses
+        || obj
+            .get("stream_options")
+            .and_then(|o| o.get("include_usage"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
     Ok(GenRequest {
         endpoint,
         prompt_tokens,
@@ -230,7 +265,7 @@ pub fn token_text(index: u32) -> &'static str {
 pub struct ResponseIds {
     /// The endpoint.
     pub endpoint: Endpoint,
-    /// `cmpl-…` / `chatcmpl-…`.
+    /// `cmpl-…` / `chatcmpl-…` / `resp_…`.
     pub id: String,
     /// Unix seconds.
     pub created: u64,
@@ -242,12 +277,13 @@ impl ResponseIds {
     /// Ids for request number `n`.
     pub fn new(endpoint: Endpoint, n: u64, created: u64, model: &str) -> Self {
         let prefix = match endpoint {
-            Endpoint::Completions => "cmpl",
-            Endpoint::Chat => "chatcmpl",
+            Endpoint::Completions => "cmpl-",
+            Endpoint::Chat => "chatcmpl-",
+            Endpoint::Responses => "resp_",
         };
         Self {
             endpoint,
-            id: format!("{prefix}-sim{n:016x}"),
+            id: format!("{prefix}sim{n:016x}"),
             created,
             model_json: Value::String(model.to_owned()).to_string(),
         }
@@ -266,6 +302,7 @@ impl ResponseIds {
         let finish = finish.map_or("null".to_owned(), |f| format!("\"{f}\""));
         let usage = if usage_null { r#","usage":null"# } else { "" };
         match self.endpoint {
+            Endpoint::Responses => self.responses_delta_event(text, false, 0),
             Endpoint::Completions => format!(
                 "data: {},\"choices\":[{{\"index\":0,\"text\":\"{text}\",\"logprobs\":null,\"finish_reason\":{finish},\"stop_reason\":null}}]{usage}}}\n\n",
                 self.head("text_completion")
@@ -277,6 +314,47 @@ impl ResponseIds {
         }
     }
 
+    /// One chat SSE event carrying reasoning `text` in `field` (no `content`).
+    /// Completions have no reasoning field (vLLM separates reasoning on chat
+    /// only), so there reasoning text is a plain [`Self::chunk_event`].
+    pub fn reasoning_event(
+        &self,
+        field: ReasoningField,
+        text: &str,
+        finish: Option<&str>,
+        usage_null: bool,
+    ) -> String {
+        match self.endpoint {
+            Endpoint::Completions => return self.chunk_event(text, finish, usage_null),
+            Endpoint::Responses => return self.responses_delta_event(text, true, 0),
+            Endpoint::Chat => {}
+        }
+        let finish = finish.map_or("null".to_owned(), |f| format!("\"{f}\""));
+        let usage = if usage_null { r#","usage":null"# } else { "" };
+        format!(
+            "data: {},\"choices\":[{{\"index\":0,\"delta\":{{\"{}\":\"{text}\"}},\"logprobs\":null,\"finish_reason\":{finish}}}]{usage}}}\n\n",
+            self.head("chat.completion.chunk"),
+            field.key()
+        )
+    }
+
+    /// The final usage-only chunk of a request that reasoned for `reasoning`
+    /// of its `completion` tokens (`completion_tokens_details.reasoning_tokens`).
+    pub fn usage_event_reasoning(&self, prompt: u32, completion: u32, reasoning: u32) -> String {
+        if self.endpoint == Endpoint::Responses {
+            return self.responses_completed_event(prompt, completion, reasoning, completion + 1);
+        }
+        if reasoning == 0 {
+            return self.usage_event(prompt, completion);
+        }
+        let usage = usage_json(prompt, completion);
+        let usage = usage.strip_suffix('}').unwrap_or(&usage);
+        format!(
+            "data: {},\"choices\":[],\"usage\":{usage},\"completion_tokens_details\":{{\"reasoning_tokens\":{reasoning}}}}}}}\n\n",
+            self.head(self.chunk_object()),
+        )
+    }
+
     /// The chat role chunk `delta: {role: assistant, content: ""}`.
     pub fn role_event(&self, usage_null: bool) -> String {
         let usage = if usage_null { r#","usage":null"# } else { "" };
@@ -286,15 +364,22 @@ impl ResponseIds {
         )
     }
 
-    /// The final usage-only chunk (`choices: []`).
-    pub fn usage_event(&self, prompt: u32, completion: u32) -> String {
-        let object = match self.endpoint {
+    fn chunk_object(&self) -> &'static str {
+        match self.endpoint {
             Endpoint::Completions => "text_completion",
             Endpoint::Chat => "chat.completion.chunk",
-        };
+            Endpoint::Responses => "response",
+        }
+    }
+
+    /// The final usage-only chunk (`choices: []`).
+    pub fn usage_event(&self, prompt: u32, completion: u32) -> String {
+        if self.endpoint == Endpoint::Responses {
+            return self.responses_completed_event(prompt, completion, 0, completion + 1);
+        }
         format!(
             "data: {},\"choices\":[],\"usage\":{}}}\n\n",
-            self.head(object),
+            self.head(self.chunk_object()),
             usage_json(prompt, completion)
         )
     }
@@ -303,6 +388,7 @@ impl ResponseIds {
     pub fn full_response(&self, text: &str, finish: &str, prompt: u32, completion: u32) -> String {
         let usage = usage_json(prompt, completion);
         match self.endpoint {
+            Endpoint::Responses => self.responses_full(text, prompt, completion),
             Endpoint::Completions => format!(
                 "{},\"choices\":[{{\"index\":0,\"text\":\"{text}\",\"logprobs\":null,\"finish_reason\":\"{finish}\",\"stop_reason\":null}}],\"usage\":{usage}}}",
                 self.head("text_completion")

@@ -114,3 +114,31 @@ fn non_boolean_stream_or_ignore_eos_is_a_400_not_silently_false() {
     let r = parse(Endpoint::Completions, r#"{"prompt":"hi","stream":null}"#).unwrap();
     assert!(!r.stream);
 }
+
+#[test]
+fn reasoning_events_put_text_in_the_reasoning_field_on_chat_only() {
+    let json = |event: &str| -> Value {
+        let data = event.strip_prefix("data: ").unwrap().trim_end();
+        serde_json::from_str(data).unwrap()
+    };
+    let chat = ResponseIds::new(Endpoint::Chat, 1, 0, "m");
+    for field in [ReasoningField::Reasoning, ReasoningField::ReasoningContent] {
+        let v = json(&chat.reasoning_event(field, " hmm", None, true));
+        let delta = &v["choices"][0]["delta"];
+        assert_eq!(delta[field.key()], " hmm");
+        assert!(delta.get("content").is_none(), "{delta}");
+    }
+    // Completions carry reasoning as plain text, as vLLM does.
+    let cmpl = ResponseIds::new(Endpoint::Completions, 1, 0, "m");
+    let v = json(&cmpl.reasoning_event(ReasoningField::Reasoning, " hmm", None, false));
+    assert_eq!(v["choices"][0]["text"], " hmm");
+    // Usage: reasoning tokens in completion_tokens_details.
+    let v = json(&chat.usage_event_reasoning(3, 60, 50));
+    assert_eq!(v["usage"]["completion_tokens"], 60);
+    assert_eq!(
+        v["usage"]["completion_tokens_details"]["reasoning_tokens"],
+        50
+    );
+    assert_eq!(v["choices"].as_array().map(Vec::len), Some(0));
+    assert_eq!(chat.usage_event_reasoning(3, 6, 0), chat.usage_event(3, 6));
+}

@@ -1,6 +1,6 @@
 //! sim: a simulated continuous-batching LLM server (OpenAI API + vLLM `/metrics`).
 //!
-//! `kneecap sim` serves `POST /v1/completions` and `/v1/chat/completions`
+//! `kneecap sim` serves `POST /v1/completions`, `/v1/chat/completions` and `/v1/responses`
 //! (streamed as vLLM streams them, or not), `GET /v1/models`, `/health` and
 //! `/metrics`, backed by a model of vLLM's scheduler instead of a GPU. It is
 //! also the target kneecap embeds when no `--base-url` is given.
@@ -13,6 +13,7 @@
 //!   seeded load (a discrete-event simulation), for the true knee. Pure.
 //! - [`preset`]: named parameter sets (`tiny`, `7b-24gb`).
 //! - [`api`]: request parsing, the toy tokenizer, response/chunk JSON. Pure.
+//! - [`responses`]: the Responses API's events (`/v1/responses`). Pure.
 //! - [`fault`]: seeded fault injection plans. Pure.
 //! - [`driver`]: the engine thread that runs the model on the wall clock.
 //! - [`stream`], [`server`], `conn`, [`tls`], [`trace`], [`metrics`]: the I/O edge.
@@ -45,6 +46,7 @@ pub mod fault;
 pub mod metrics;
 pub mod model;
 pub mod preset;
+pub mod responses;
 pub mod server;
 pub mod stream;
 pub mod tls;
@@ -83,6 +85,11 @@ pub struct SimConfig {
     pub read_timeout: std::time::Duration,
     /// `--tls-cert`/`--tls-key`: serve https instead of http.
     pub tls: Option<tls::SimTls>,
+    /// `--reasoning-tokens N`: the first N output tokens of every request are
+    /// reasoning, streamed (on chat) in `reasoning_field` before the answer.
+    pub reasoning_tokens: u32,
+    /// Which chat delta field carries reasoning (`reasoning`, as vLLM).
+    pub reasoning_field: api::ReasoningField,
 }
 
 /// Default `--served-model-name`.
@@ -108,6 +115,8 @@ impl SimConfig {
             realtime_engine: true,
             read_timeout: server::READ_TIMEOUT,
             tls: None,
+            reasoning_tokens: 0,
+            reasoning_field: api::ReasoningField::default(),
         })
     }
 

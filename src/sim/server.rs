@@ -197,6 +197,7 @@ async fn route(req: Request<Incoming>, shared: &Arc<Shared>) -> Response<SimBody
     match (req.method(), path.as_str()) {
         (&Method::POST, "/v1/completions") => generate(req, shared, Endpoint::Completions).await,
         (&Method::POST, "/v1/chat/completions") => generate(req, shared, Endpoint::Chat).await,
+        (&Method::POST, "/v1/responses") => generate(req, shared, Endpoint::Responses).await,
         (&Method::GET, "/v1/models") => json(StatusCode::OK, models_body(&shared.cfg)),
         (&Method::GET, "/health") => plain(StatusCode::OK, "text/plain", String::new()),
         (&Method::GET, "/metrics") => {
@@ -210,13 +211,19 @@ async fn route(req: Request<Incoming>, shared: &Arc<Shared>) -> Response<SimBody
                 text,
             )
         }
-        (_, "/v1/completions" | "/v1/chat/completions" | "/v1/models" | "/health" | "/metrics") => {
-            error(&ApiError {
-                status: 405,
-                kind: "MethodNotAllowed",
-                message: format!("method {} not allowed on {path}", req.method()),
-            })
-        }
+        (
+            _,
+            "/v1/completions"
+            | "/v1/chat/completions"
+            | "/v1/responses"
+            | "/v1/models"
+            | "/health"
+            | "/metrics",
+        ) => error(&ApiError {
+            status: 405,
+            kind: "MethodNotAllowed",
+            message: format!("method {} not allowed on {path}", req.method()),
+        }),
         _ => error(&ApiError {
             status: 404,
             kind: "NotFoundError",
@@ -309,6 +316,7 @@ fn new_record(req: &Request<Incoming>, id: u64, endpoint: Endpoint) -> TraceReco
         endpoint: match endpoint {
             Endpoint::Completions => "completions",
             Endpoint::Chat => "chat",
+            Endpoint::Responses => "responses",
         },
         ..TraceRecord::default()
     }

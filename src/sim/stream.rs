@@ -27,7 +27,8 @@ const MAX_FRAME: usize = 64 * 1024;
 
 /// Keeps a request's trace record; writes it once, on finish or on drop.
 pub struct Tracker {
-    shared: Arc<Shared>,
+    /// The server's shared state (its configuration included).
+    pub shared: Arc<Shared>,
     engine_id: u64,
     /// The record being filled in.
     pub rec: TraceRecord,
@@ -51,13 +52,28 @@ impl Tracker {
             Delivery::Scheduled { at } => self.rec.scheduled = Some(at),
             Delivery::Preempted => self.rec.preemptions += 1,
             Delivery::Token { index, at, .. } => {
+                let now =
+                    (index == 1 || index == self.reasoning_tokens() + 1).then(|| self.shared.now());
                 if index == 1 {
                     self.rec.first_token_engine = Some(at);
-                    self.rec.first_token = Some(self.shared.now());
+                    self.rec.first_token = now;
+                }
+                if index <= self.reasoning_tokens() {
+                    if index == 1 {
+                        self.rec.first_reasoning = now;
+                    }
+                    self.rec.reasoning_tokens = index;
+                } else if index == self.reasoning_tokens() + 1 {
+                    self.rec.first_answer = now;
                 }
                 self.rec.output_tokens = index;
             }
         }
+    }
+
+    /// `--reasoning-tokens`: how many leading tokens are reasoning.
+    pub fn reasoning_tokens(&self) -> u32 {
+        self.shared.cfg.reasoning_tokens
     }
 
     /// Writes the trace line with `outcome` (once).
@@ -154,16 +170,37 @@ impl SseBody {
         }
         self.tracker.on_event(&d);
         let usage = self.req.include_usage;
-        if index == 1 && self.req.endpoint == Endpoint::Chat {
-            buf.push_str(&self.ids.role_event(usage));
+        if index == 1 {
+            match self.req.endpoint {
+                Endpoint::Chat => buf.push_str(&self.ids.role_event(usage)),
+                Endpoint::Responses => buf.push_str(&self.ids.responses_created_event()),
+                Endpoint::Completions => {}
+            }
         }
         let finish = last.then(|| finish_reason(index, self.req.max_tokens));
-        buf.push_str(&self.ids.chunk_event(token_text(index), finish, usage));
+        let reasoning = self.tracker.reasoning_tokens();
+        if index <= reasoning {
+            let field = self.tracker.shared.cfg.reasoning_field;
+            buf.push_str(
+                &self
+                    .ids
+                    .reasoning_event(field, token_text(index), finish, usage),
+            );
+        } else {
+            buf.push_str(&self.ids.chunk_event(token_text(index), finish, usage));
+        }
         if last {
             if usage {
-                buf.push_str(&self.ids.usage_event(self.req.prompt_tokens, index));
+                let prompt = self.req.prompt_tokens;
+                let reasoned = match self.req.endpoint {
+                    Endpoint::Chat | Endpoint::Responses => index.min(reasoning),
+                    Endpoint::Completions => 0,
+                };
+                buf.push_str(&self.ids.usage_event_reasoning(prompt, index, reasoned));
             }
-            buf.push_str(DONE_EVENT);
+            if self.req.endpoint != Endpoint::Responses {
+                buf.push_str(DONE_EVENT);
+            }
             self.ended = true;
             self.tracker.finish("ok", 200);
         }

@@ -49,6 +49,12 @@ pub struct TraceRecord {
     pub output_tokens: u32,
     /// Times the request was preempted.
     pub preemptions: u32,
+    /// `--reasoning-tokens`: first reasoning token handed to the connection.
+    pub first_reasoning: Option<Duration>,
+    /// `--reasoning-tokens`: first answer token handed to the connection.
+    pub first_answer: Option<Duration>,
+    /// Reasoning tokens sent.
+    pub reasoning_tokens: u32,
 }
 
 impl TraceRecord {
@@ -70,6 +76,9 @@ impl TraceRecord {
             "prompt_tokens": self.prompt_tokens,
             "output_tokens": self.output_tokens,
             "preemptions": self.preemptions,
+            "first_reasoning_s": s(self.first_reasoning),
+            "first_answer_s": s(self.first_answer),
+            "reasoning_tokens": self.reasoning_tokens,
         })
         .to_string()
     }

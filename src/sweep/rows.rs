@@ -30,7 +30,7 @@ pub fn goodput_slo(slos: &[slo::Slo]) -> Option<stats::GoodputSlo> {
             slo::SloMetric::E2el => {
                 g.e2el_ms = Some(g.e2el_ms.map_or(s.threshold_ms, |v| v.min(s.threshold_ms)))
             }
-            slo::SloMetric::Itl => {}
+            slo::SloMetric::Itl | slo::SloMetric::Ttfo => {}
         }
     }
     (g != stats::GoodputSlo::default()).then_some(g)

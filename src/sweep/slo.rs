@@ -4,7 +4,8 @@
 //! Two spellings are accepted:
 //!
 //! - statistic bounds: `p99_ttft_ms<=500`, `p99.9_itl_ms<50`, `mean_tpot_ms<=30`,
-//!   `median_ttft_ms<=200` (whitespace anywhere, `_ms` optional). The statistic is
+//!   `median_ttft_ms<=200`, `p99_ttfo_ms<=2000` (TTFO: time to the first answer
+//!   token of a reasoning model; whitespace anywhere, `_ms` optional). The statistic is
 //!   computed exactly as [`crate::metrics::stats`] computes it (NumPy-linear
 //!   percentiles over vLLM's per-request values).
 //! - vLLM's goodput items: `ttft:500`, `tpot:30`, `e2el:2000`, optionally with an
@@ -16,6 +17,7 @@
 //!   `k`-th smallest value is within the bound, i.e. the "inverted CDF" percentile
 //!   at `ratio` — not the NumPy-linear one, which interpolates. The reported
 //!   `observed_ms` is that `k`-th smallest value.
+use crate::metrics::stats::reasoning::ttfo_seconds;
 use crate::metrics::stats::request::{e2el_seconds, goodput_tpot_seconds, ttft_seconds};
 use crate::metrics::stats::{distribution, percentile_key, successful, Samples};
 use crate::metrics::RequestRecord;
@@ -45,6 +47,8 @@ pub enum SloMetric {
     Itl,
     /// End-to-end latency, from `sent` to the last token.
     E2el,
+    /// kneecap: time to the first answer token (reasoning excluded), from `sent`.
+    Ttfo,
 }
 
 /// Which statistic of the metric's samples is bounded.
@@ -102,18 +106,19 @@ pub struct SloOutcome {
 }
 
 impl SloMetric {
-    /// The lowercase name used in SLO strings (`ttft`, `tpot`, `itl`, `e2el`).
+    /// The lowercase name used in SLO strings (`ttft`, `tpot`, `itl`, `e2el`, `ttfo`).
     pub fn as_str(self) -> &'static str {
         match self {
             SloMetric::Ttft => "ttft",
             SloMetric::Tpot => "tpot",
             SloMetric::Itl => "itl",
             SloMetric::E2el => "e2el",
+            SloMetric::Ttfo => "ttfo",
         }
     }
 
     fn parse(name: &str) -> Option<Self> {
-        [Self::Ttft, Self::Tpot, Self::Itl, Self::E2el]
+        [Self::Ttft, Self::Tpot, Self::Itl, Self::E2el, Self::Ttfo]
             .into_iter()
             .find(|m| m.as_str() == name)
     }
@@ -172,7 +177,7 @@ fn parse_statistic(s: &str) -> Result<Slo, String> {
         .split_once('_')
         .ok_or_else(|| format!("`{lhs}` is not `<stat>_<metric>`"))?;
     let metric = SloMetric::parse(metric)
-        .ok_or_else(|| format!("unknown metric `{metric}` (ttft, tpot, itl, e2el)"))?;
+        .ok_or_else(|| format!("unknown metric `{metric}` (ttft, tpot, itl, e2el, ttfo)"))?;
     Ok(Slo {
         metric,
         stat: parse_stat(stat)?,
@@ -219,9 +224,10 @@ fn parse_goodput(s: &str) -> Result<Slo, String> {
         "ttft" => SloMetric::Ttft,
         "tpot" => SloMetric::Tpot,
         "e2el" => SloMetric::E2el,
+        "ttfo" => SloMetric::Ttfo,
         other => {
             return Err(format!(
-                "goodput metric `{other}` is not ttft, tpot or e2el"
+                "goodput metric `{other}` is not ttft, tpot, e2el or ttfo"
             ))
         }
     };
@@ -336,6 +342,7 @@ pub(crate) fn sample_seconds(slo: &Slo, records: &[RequestRecord]) -> Vec<f64> {
             SloMetric::Ttft => ok().filter_map(ttft_seconds).collect(),
             SloMetric::Tpot => ok().filter_map(goodput_tpot_seconds).collect(),
             SloMetric::E2el => ok().filter_map(e2el_seconds).collect(),
+            SloMetric::Ttfo => ok().filter_map(ttfo_seconds).collect(),
             SloMetric::Itl => Samples::from_records(records).itl,
         };
     }
@@ -345,6 +352,7 @@ pub(crate) fn sample_seconds(slo: &Slo, records: &[RequestRecord]) -> Vec<f64> {
         SloMetric::Tpot => samples.tpot,
         SloMetric::Itl => samples.itl,
         SloMetric::E2el => samples.e2el,
+        SloMetric::Ttfo => samples.ttfo,
     }
 }
 

@@ -46,19 +46,34 @@ impl Attainment {
     }
 }
 
-fn hist_of(metric: SloMetric, h: &RunHists) -> &LatencyHist {
+/// The histogram of `metric`; shard files carry none for TTFO.
+fn hist_of(metric: SloMetric, h: &RunHists) -> Option<&LatencyHist> {
     match metric {
-        SloMetric::Ttft => &h.ttft,
-        SloMetric::Tpot => &h.tpot,
-        SloMetric::Itl => &h.itl,
-        SloMetric::E2el => &h.e2el,
+        SloMetric::Ttft => Some(&h.ttft),
+        SloMetric::Tpot => Some(&h.tpot),
+        SloMetric::Itl => Some(&h.itl),
+        SloMetric::E2el => Some(&h.e2el),
+        SloMetric::Ttfo => None,
     }
 }
 
 /// Evaluate `slo` over merged histograms; `attainment` carries the summed
 /// counts of a goodput-form SLO (without them such an SLO fails, saying why).
 pub fn evaluate_hist(slo: &Slo, hists: &RunHists, attainment: Option<Attainment>) -> SloOutcome {
-    let h = hist_of(slo.metric, hists);
+    let Some(h) = hist_of(slo.metric, hists) else {
+        return SloOutcome {
+            slo: *slo,
+            observed_ms: None,
+            pass: false,
+            samples: 0,
+            tail_samples: 0,
+            attained: None,
+            warning: Some(format!(
+                "{slo}: shard files carry no {} histogram; judge it in one process",
+                slo.metric.as_str()
+            )),
+        };
+    };
     let mut o = SloOutcome {
         slo: *slo,
         observed_ms: None,

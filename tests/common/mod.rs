@@ -75,6 +75,11 @@ impl TestServer {
 /// Start the server on 127.0.0.1:0 in the current tokio runtime.
 pub async fn start(b: Behaviour) -> TestServer {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    start_on(listener, b)
+}
+
+/// Start the server on a listener the test bound itself.
+pub fn start_on(listener: tokio::net::TcpListener, b: Behaviour) -> TestServer {
     let addr = listener.local_addr().unwrap();
     let truths = Arc::new(Mutex::new(Vec::new()));
     let t0 = Instant::now();

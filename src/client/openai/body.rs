@@ -16,6 +16,8 @@ pub enum Api {
     Completions,
     /// `/v1/chat/completions` (`--backend openai-chat`).
     Chat,
+    /// `/v1/responses` (`--backend openai-responses`): typed SSE events.
+    Responses,
 }
 
 /// Per-run body settings (everything but prompt and length).
@@ -34,6 +36,42 @@ pub struct BodyOptions {
     /// `--extra-body`, merged last (wins over everything). A `null` value
     /// removes the key instead (see [`request_body`]).
     pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
+    /// `--lora-modules`: each request's `model` becomes one of these adapters.
+    pub lora: Option<LoraPlan>,
+}
+
+/// vLLM's `--lora-modules` with `--lora-assignment`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LoraPlan {
+    /// Adapter names (at least one).
+    pub names: Vec<String>,
+    /// `round-robin`: request k gets `names[k % n]`; otherwise a seeded
+    /// random choice per request (vLLM's default, `random`).
+    pub round_robin: bool,
+    /// Seed of the random choice (`--seed`).
+    pub seed: u64,
+}
+
+impl LoraPlan {
+    /// The adapter for request `index` (pure: the same seed gives the same choice).
+    pub fn name_for(&self, index: usize) -> &str {
+        let n = self.names.len().max(1);
+        let k = if self.round_robin {
+            index % n
+        } else {
+            (splitmix64(self.seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)) % n as u64)
+                as usize
+        };
+        self.names.get(k).map_or("", String::as_str)
+    }
+}
+
+/// SplitMix64's finalizer: a well-mixed 64-bit hash of `x`.
+fn splitmix64(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
 }
 
 /// Serialize the streaming request body for one request.
@@ -59,11 +97,27 @@ pub struct BodyOptions {
 /// A [`Prompt::Tokens`] on chat (the workload should never produce one) is sent
 /// as its ids joined by single spaces, as text.
 pub fn request_body(api: Api, opts: &BodyOptions, prompt: &Prompt, max_tokens: u32) -> Vec<u8> {
+    request_body_for(api, opts, prompt, max_tokens, 0)
+}
+
+/// [`request_body`] for request number `index`, whose `model` is its LoRA
+/// adapter when `--lora-modules` is given.
+pub fn request_body_for(
+    api: Api,
+    opts: &BodyOptions,
+    prompt: &Prompt,
+    max_tokens: u32,
+    index: usize,
+) -> Vec<u8> {
     let chat_text: String;
     let mut fields: Vec<(&str, Field<'_>)> = Vec::with_capacity(
         9 + opts.sampling.len() + opts.extra_body.as_ref().map_or(0, |m| m.len()),
     );
-    fields.push(("model", Field::Str(&opts.model)));
+    let model = match &opts.lora {
+        Some(plan) if !plan.names.is_empty() => plan.name_for(index),
+        _ => opts.model.as_str(),
+    };
+    fields.push(("model", Field::Str(model)));
     match api {
         Api::Completions => {
             let prompt = match prompt {
@@ -86,9 +140,26 @@ pub fn request_body(api: Api, opts: &BodyOptions, prompt: &Prompt, max_tokens: u
             fields.push(("messages", Field::UserMessage(text)));
             fields.push(("max_completion_tokens", Field::U32(max_tokens)));
         }
+        Api::Responses => {
+            let text = match prompt {
+                Prompt::Text(text) => text.as_str(),
+                Prompt::Tokens(ids) => {
+                    chat_text = join_ids(ids);
+                    &chat_text
+                }
+            };
+            fields.push(("input", Field::Str(text)));
+            fields.push(("max_output_tokens", Field::U32(max_tokens)));
+            fields.push(("stream", Field::Bool(true)));
+            // vLLM's client: a stored response would grow the server's heap.
+            fields.push(("store", Field::Bool(false)));
+        }
     }
-    fields.push(("stream", Field::Bool(true)));
-    fields.push(("stream_options", Field::IncludeUsage));
+    if api != Api::Responses {
+        // The Responses API has no stream_options: usage comes with response.completed.
+        fields.push(("stream", Field::Bool(true)));
+        fields.push(("stream_options", Field::IncludeUsage));
+    }
     if opts.ignore_eos {
         fields.push(("ignore_eos", Field::Bool(true)));
     }

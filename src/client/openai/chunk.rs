@@ -17,6 +17,8 @@ pub struct Usage {
     pub prompt_tokens: Option<u32>,
     /// `usage.completion_tokens`: the output length used for TPOT/throughput.
     pub completion_tokens: Option<u32>,
+    /// `usage.completion_tokens_details.reasoning_tokens` (reasoning models).
+    pub reasoning_tokens: Option<u32>,
 }
 
 /// What one SSE data payload carried.
@@ -26,12 +28,17 @@ pub struct ChunkInfo {
     pub has_choices: bool,
     /// `choices[0].text` (completions) or `choices[0].delta.content` (chat).
     pub text: Option<String>,
+    /// `choices[0].delta.reasoning_content` (DeepSeek, llama.cpp) or
+    /// `choices[0].delta.reasoning` (vLLM) is a non-empty string.
+    pub reasoning: bool,
     /// A non-null `usage` object.
     pub usage: Option<Usage>,
     /// An `error` object (message) sent inside the stream.
     pub error: Option<String>,
     /// llama.cpp's `timings` object, when present.
     pub timings: Option<Timings>,
+    /// Responses API: `response.completed` / `response.incomplete`, the end.
+    pub terminal: bool,
 }
 
 /// [`ChunkInfo`] borrowing from the payload: no allocation unless the text
@@ -42,12 +49,17 @@ pub struct ChunkRef<'a> {
     pub has_choices: bool,
     /// `choices[0].text` (completions) or `choices[0].delta.content` (chat).
     pub text: Option<Cow<'a, str>>,
+    /// `choices[0].delta.reasoning_content` (DeepSeek, llama.cpp) or
+    /// `choices[0].delta.reasoning` (vLLM) is a non-empty string.
+    pub reasoning: bool,
     /// A non-null `usage` object.
     pub usage: Option<Usage>,
     /// An error sent inside the stream (its message).
     pub error: Option<Cow<'a, str>>,
     /// llama.cpp's `timings` object, when present.
     pub timings: Option<Timings>,
+    /// Responses API: `response.completed` / `response.incomplete`, the end.
+    pub terminal: bool,
 }
 
 impl ChunkRef<'_> {
@@ -56,9 +68,11 @@ impl ChunkRef<'_> {
         ChunkInfo {
             has_choices: self.has_choices,
             text: self.text.map(Cow::into_owned),
+            reasoning: self.reasoning,
             usage: self.usage,
             error: self.error.map(Cow::into_owned),
             timings: self.timings,
+            terminal: self.terminal,
         }
     }
 }
@@ -82,15 +96,21 @@ pub fn parse_chunk_ref(data: &[u8]) -> Result<ChunkRef<'_>, String> {
     }
     let raw: RawChunk<'_> =
         serde_json::from_slice(data).map_err(|e| format!("invalid chunk JSON: {e}"))?;
-    let (has_choices, text) = match raw.choices {
+    let (has_choices, text, reasoning) = match raw.choices {
         Some(Choices(Some(choice))) => {
-            let text = choice
-                .text
-                .and_then(|t| t.0)
-                .or_else(|| choice.delta.and_then(|d| d.content).and_then(|c| c.0));
-            (true, text)
+            let (content, reasoning) = match choice.delta {
+                Some(d) => {
+                    let non_empty = |r: Option<LooseStr<'_>>| {
+                        r.and_then(|r| r.0).is_some_and(|t| !t.is_empty())
+                    };
+                    let reasoning = non_empty(d.reasoning_content) || non_empty(d.reasoning);
+                    (d.content.and_then(|c| c.0), reasoning)
+                }
+                None => (None, false),
+            };
+            (true, choice.text.and_then(|t| t.0).or(content), reasoning)
         }
-        _ => (false, None),
+        _ => (false, None, false),
     };
     let error = match raw.error {
         Some(ErrorMessage(message)) => Some(message),
@@ -104,9 +124,13 @@ pub fn parse_chunk_ref(data: &[u8]) -> Result<ChunkRef<'_>, String> {
     Ok(ChunkRef {
         has_choices,
         text,
+        reasoning,
         usage: raw.usage.map(|u| Usage {
             prompt_tokens: u.prompt_tokens.as_u32(),
             completion_tokens: u.completion_tokens.as_u32(),
+            reasoning_tokens: u
+                .completion_tokens_details
+                .and_then(|d| d.reasoning_tokens.as_u32()),
         }),
         error,
         timings: raw.timings.map(|t| Timings {
@@ -115,14 +139,15 @@ pub fn parse_chunk_ref(data: &[u8]) -> Result<ChunkRef<'_>, String> {
             predicted_n: t.predicted_n.as_u32(),
             predicted_ms: t.predicted_ms.0,
         }),
+        terminal: false,
     })
 }
 
 /// The message used for an error object without one.
-const NO_MESSAGE: &str = "error without a message";
+pub(super) const NO_MESSAGE: &str = "error without a message";
 
 /// The start of a payload, for error messages.
-fn preview(data: &[u8]) -> String {
+pub(super) fn preview(data: &[u8]) -> String {
     const MAX: usize = 60;
     let text = String::from_utf8_lossy(&data[..data.len().min(MAX)]);
     if data.len() > MAX {
@@ -201,6 +226,10 @@ struct RawChoice<'a> {
 struct RawDelta<'a> {
     #[serde(default, borrow)]
     content: Option<LooseStr<'a>>,
+    #[serde(default, borrow)]
+    reasoning_content: Option<LooseStr<'a>>,
+    #[serde(default, borrow)]
+    reasoning: Option<LooseStr<'a>>,
 }
 
 #[derive(Deserialize)]
@@ -209,6 +238,14 @@ struct RawUsage {
     prompt_tokens: LooseNum,
     #[serde(default)]
     completion_tokens: LooseNum,
+    #[serde(default)]
+    completion_tokens_details: Option<RawTokenDetails>,
+}
+
+#[derive(Deserialize)]
+struct RawTokenDetails {
+    #[serde(default)]
+    reasoning_tokens: LooseNum,
 }
 
 #[derive(Deserialize)]
@@ -247,7 +284,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Choices<'a> {
 
 /// A string (borrowed when it has no escapes); any other JSON value is
 /// accepted and read as `None`, so an odd type never fails the whole chunk.
-struct LooseStr<'a>(Option<Cow<'a, str>>);
+pub(super) struct LooseStr<'a>(pub(super) Option<Cow<'a, str>>);
 
 /// A visitor for [`LooseStr`].
 struct LooseStrVisitor<'a>(std::marker::PhantomData<&'a ()>);
@@ -302,7 +339,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for LooseStr<'a> {
 
 /// The message of an in-stream `error`: a string, or an object's `message`
 /// (falling back to its `type`).
-struct ErrorMessage<'a>(Cow<'a, str>);
+pub(super) struct ErrorMessage<'a>(pub(super) Cow<'a, str>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for ErrorMessage<'a> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -355,11 +392,11 @@ impl<'de: 'a, 'a> Deserialize<'de> for ErrorMessage<'a> {
 
 /// A number; any other JSON value is accepted and read as `None`.
 #[derive(Default)]
-struct LooseNum(Option<f64>);
+pub(super) struct LooseNum(Option<f64>);
 
 impl LooseNum {
     /// The value as a token count, if it is a whole number that fits.
-    fn as_u32(&self) -> Option<u32> {
+    pub(super) fn as_u32(&self) -> Option<u32> {
         self.0
             .filter(|x| x.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(x))
             .map(|x| x as u32)

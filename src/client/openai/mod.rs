@@ -1,12 +1,14 @@
 //! OpenAI-compatible wire format: the request bodies we send (`body.rs`) and
-//! what we read back (`chunk.rs`). Owns the JSON that goes on the wire. Sans-IO:
-//! no sockets, no clock.
+//! what we read back (`chunk.rs`; the Responses API's typed events in
+//! `event.rs`). Owns the JSON that goes on the wire. Sans-IO: no sockets, no clock.
 
 mod body;
 mod chunk;
+mod event;
 
 pub use body::*;
 pub use chunk::*;
+pub use event::*;
 
 #[cfg(test)]
 mod tests;

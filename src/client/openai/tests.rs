@@ -39,6 +39,7 @@ fn full_options() -> BodyOptions {
         ],
         logprobs: Some(3),
         extra_body: extra(r#"{"top_k": 5, "min_tokens": 10, "stream": false}"#),
+        lora: None,
     }
 }
 
@@ -143,6 +144,7 @@ fn usage(prompt: u32, completion: u32) -> Option<Usage> {
     Some(Usage {
         prompt_tokens: Some(prompt),
         completion_tokens: Some(completion),
+        reasoning_tokens: None,
     })
 }
 
@@ -188,7 +190,10 @@ fn parses_token_and_usage_chunks_from_known_servers() {
         (
             "chat delta without content (reasoning)",
             r#"{"choices":[{"index":0,"delta":{"reasoning_content":"hm"}}]}"#,
-            token(None),
+            ChunkInfo {
+                reasoning: true,
+                ..token(None)
+            },
         ),
         (
             "chat usage-only final chunk",
@@ -291,6 +296,58 @@ fn parses_odd_and_error_chunks_from_known_servers() {
 }
 
 #[test]
+fn reasoning_deltas_are_told_apart_from_answer_text() {
+    let reasoning = |text: Option<&str>| ChunkInfo {
+        reasoning: true,
+        ..token(text)
+    };
+    let cases: Vec<(&str, &str, ChunkInfo)> = vec![
+        (
+            "vLLM: delta.reasoning",
+            r#"{"choices":[{"index":0,"delta":{"reasoning":" hmm"},"finish_reason":null}]}"#,
+            reasoning(None),
+        ),
+        (
+            "DeepSeek / llama.cpp: delta.reasoning_content, content null",
+            r#"{"choices":[{"index":0,"delta":{"content":null,"reasoning_content":"Okay"}}]}"#,
+            reasoning(None),
+        ),
+        (
+            "an empty reasoning string is not reasoning",
+            r#"{"choices":[{"delta":{"content":"Hi","reasoning_content":""}}]}"#,
+            token(Some("Hi")),
+        ),
+        (
+            "a reasoning field of another type is ignored",
+            r#"{"choices":[{"delta":{"reasoning":{"x":1},"content":"a"}}]}"#,
+            token(Some("a")),
+        ),
+        (
+            "usage with completion_tokens_details",
+            r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":60,"completion_tokens_details":{"reasoning_tokens":50}}}"#,
+            ChunkInfo {
+                usage: Some(Usage {
+                    reasoning_tokens: Some(50),
+                    ..usage(3, 60).unwrap()
+                }),
+                ..ChunkInfo::default()
+            },
+        ),
+        (
+            "usage with null details",
+            r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":60,"completion_tokens_details":null}}"#,
+            ChunkInfo {
+                usage: usage(3, 60),
+                ..ChunkInfo::default()
+            },
+        ),
+    ];
+    for (name, data, want) in cases {
+        assert_eq!(ok(data), want, "{name}");
+    }
+}
+
+#[test]
 fn unescaped_text_is_borrowed() {
     let data = br#"{"choices":[{"text":"plain"}]}"#;
     let chunk = parse_chunk_ref(data).unwrap_or_default();
@@ -354,4 +411,36 @@ fn parses_model_listings() {
     assert!(parse_models(b"{}").is_err());
     assert!(parse_models(br#"{"data":[{"root":"x"}]}"#).is_err());
     assert!(parse_models(b"not json").is_err());
+}
+
+#[test]
+fn lora_modules_replace_the_model_round_robin_or_seeded_random() {
+    let model_of = |opts: &BodyOptions, index: usize| -> String {
+        let b = request_body_for(Api::Completions, opts, &text("q"), 1, index);
+        let v: Value = serde_json::from_slice(&b).unwrap();
+        v["model"].as_str().unwrap_or_default().to_owned()
+    };
+    let mut plan = LoraPlan {
+        names: vec!["a".into(), "b".into(), "c".into()],
+        round_robin: true,
+        seed: 0,
+    };
+    let with = |plan: &LoraPlan| BodyOptions {
+        lora: Some(plan.clone()),
+        ..opts()
+    };
+    let rr: Vec<String> = (0..6).map(|i| model_of(&with(&plan), i)).collect();
+    assert_eq!(rr, ["a", "b", "c", "a", "b", "c"]);
+    plan.round_robin = false;
+    let random: Vec<String> = (0..300).map(|i| model_of(&with(&plan), i)).collect();
+    for name in ["a", "b", "c"] {
+        let n = random.iter().filter(|m| *m == name).count();
+        assert!((60..=140).contains(&n), "{name} chosen {n} of 300 times");
+    }
+    let again: Vec<String> = (0..300).map(|i| model_of(&with(&plan), i)).collect();
+    assert_eq!(random, again, "the same seed gives the same choices");
+    plan.seed = 1;
+    let other: Vec<String> = (0..300).map(|i| model_of(&with(&plan), i)).collect();
+    assert_ne!(random, other, "another seed, other choices");
+    assert_eq!(model_of(&opts(), 7), "m", "no LoRA: the served model");
 }

@@ -5,7 +5,7 @@
 use crate::cli::run::{ArrivalKind, Backend as BackendArg, DatasetName, RampUp, RunArgs};
 use crate::client::net::proxy::ProxyEnv;
 use crate::client::net::tls::TlsOptions;
-use crate::client::openai::{Api, BodyOptions};
+use crate::client::openai::{Api, BodyOptions, LoraPlan};
 use crate::config::{Backend, LoadConfig, OutputConfig, RunConfig, Target};
 use crate::metrics::stats::{GoodputSlo, StatsOptions};
 use crate::metrics::MetricName;
@@ -16,8 +16,23 @@ use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Validate `kneecap run`'s arguments into a [`RunConfig`].
+/// Where a run goes when the command line names no server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DefaultTarget {
+    /// `kneecap run` / `kneecap sweep`: start the built-in simulator (announced on stderr).
+    Simulator,
+    /// `kneecap bench serve`: vLLM's own default, `http://127.0.0.1:8000`.
+    VllmLocalhost,
+}
+
+/// Validate `kneecap run`'s arguments into a [`RunConfig`] (no target: the simulator).
 pub fn run_config(a: &RunArgs) -> Result<RunConfig> {
+    run_config_for(a, DefaultTarget::Simulator)
+}
+
+/// Validate run arguments into a [`RunConfig`], with `default` deciding the
+/// target when no --base-url, --host or --port is given.
+pub fn run_config_for(a: &RunArgs, default: DefaultTarget) -> Result<RunConfig> {
     let (backend, api, endpoint) = resolve_api(a)?;
     let load = load_config(a)?;
     let dataset = dataset_config(a, api)?;
@@ -34,7 +49,7 @@ pub fn run_config(a: &RunArgs) -> Result<RunConfig> {
         }
     }
     Ok(RunConfig {
-        target: resolve_target(a)?,
+        target: resolve_target(a, default)?,
         endpoint,
         backend,
         api,
@@ -64,6 +79,13 @@ pub fn run_config(a: &RunArgs) -> Result<RunConfig> {
             .map(str::parse)
             .transpose()
             .map_err(anyhow::Error::msg)?,
+        profile: a.vllm.profile,
+        ignored_flags: a
+            .vllm
+            .without_meaning()
+            .into_iter()
+            .map(|(flag, why)| format!("{flag} has no meaning for kneecap ({why}); ignored"))
+            .collect(),
     })
 }
 
@@ -88,7 +110,7 @@ fn nonzero(d: Duration, flag: &str) -> Result<Duration> {
     Ok(d)
 }
 
-fn resolve_target(a: &RunArgs) -> Result<Target> {
+fn resolve_target(a: &RunArgs, default: DefaultTarget) -> Result<Target> {
     if let Some(url) = &a.base_url {
         let url = url.trim_end_matches('/').to_string();
         if !url.starts_with("http://") && !url.starts_with("https://") {
@@ -98,7 +120,7 @@ fn resolve_target(a: &RunArgs) -> Result<Target> {
         }
         return Ok(Target::Url(url));
     }
-    if a.host.is_none() && a.port.is_none() {
+    if a.host.is_none() && a.port.is_none() && default == DefaultTarget::Simulator {
         return Ok(Target::Sim {
             preset: a.sim_preset.clone(),
         });
@@ -115,20 +137,21 @@ fn resolve_target(a: &RunArgs) -> Result<Target> {
 
 /// Backend and endpoint must agree; when only one is given, the other follows.
 fn resolve_api(a: &RunArgs) -> Result<(Backend, Api, String)> {
-    let chat_endpoint = a
-        .endpoint
-        .as_deref()
-        .map(|e| e.ends_with("chat/completions"));
-    let backend = match (a.backend, chat_endpoint) {
-        (Some(BackendArg::Vllm), _) => Backend::Vllm,
-        (Some(BackendArg::Openai), _) => Backend::Openai,
-        (Some(BackendArg::OpenaiChat), _) | (None, Some(true)) => Backend::OpenaiChat,
-        (None, _) => Backend::Openai,
+    let suffix = |s: &str| a.endpoint.as_deref().is_some_and(|e| e.ends_with(s));
+    let backend = match a.backend {
+        Some(BackendArg::Vllm) => Backend::Vllm,
+        Some(BackendArg::Openai) => Backend::Openai,
+        Some(BackendArg::OpenaiChat) => Backend::OpenaiChat,
+        Some(BackendArg::OpenaiResponses) => Backend::OpenaiResponses,
+        None if suffix("chat/completions") => Backend::OpenaiChat,
+        None if suffix("responses") => Backend::OpenaiResponses,
+        None => Backend::Openai,
     };
     let api = backend.api();
     let endpoint = match &a.endpoint {
         Some(e) => e.clone(),
         None if api == Api::Chat => "/v1/chat/completions".into(),
+        None if api == Api::Responses => "/v1/responses".into(),
         None => "/v1/completions".into(),
     };
     if !endpoint.starts_with('/') {
@@ -140,6 +163,9 @@ fn resolve_api(a: &RunArgs) -> Result<(Backend, Api, String)> {
         ),
         Api::Completions if !endpoint.ends_with("completions") || endpoint.ends_with("chat/completions") => bail!(
             "--endpoint {endpoint} does not match the completions backend (use /v1/completions, or --backend openai-chat for chat)"
+        ),
+        Api::Responses if !endpoint.ends_with("responses") => bail!(
+            "--endpoint {endpoint} does not match --backend openai-responses (use /v1/responses)"
         ),
         _ => {}
     }
@@ -268,7 +294,7 @@ fn dataset_config(a: &RunArgs, api: Api) -> Result<DatasetConfig> {
         kind,
         num_prompts: a.num_prompts,
         seed: a.seed,
-        chat: api == Api::Chat,
+        chat: api != Api::Completions,
         disable_shuffle: a.disable_shuffle,
         no_oversample: a.no_oversample,
     })
@@ -317,12 +343,21 @@ fn body_options(a: &RunArgs, ignore_eos: bool) -> Result<BodyOptions> {
             ),
         },
     };
+    if a.vllm.lora_assignment.is_some() && a.vllm.lora_modules.is_empty() {
+        bail!("--lora-assignment needs --lora-modules NAME [NAME ...]");
+    }
+    let lora = (!a.vllm.lora_modules.is_empty()).then(|| LoraPlan {
+        names: a.vllm.lora_modules.clone(),
+        round_robin: a.vllm.lora_assignment.as_deref() == Some("round-robin"),
+        seed: a.seed,
+    });
     Ok(BodyOptions {
         model: String::new(),
         ignore_eos,
         sampling,
         logprobs: a.logprobs,
         extra_body,
+        lora,
     })
 }
 

@@ -43,6 +43,27 @@ fn no_base_url_and_no_host_or_port_means_the_simulator_with_its_preset() {
 }
 
 #[test]
+fn bench_serve_without_a_target_means_vllms_default_never_the_simulator() {
+    let bench = |line: &str| {
+        run_config_for(&run_args(&argv(line)), DefaultTarget::VllmLocalhost)
+            .expect("a valid command line")
+            .target
+    };
+    let localhost = Target::Url("http://127.0.0.1:8000".into());
+    assert_eq!(bench("--model m --num-prompts 20"), localhost);
+    // --sim-preset does not bring the simulator back under vLLM's command.
+    assert_eq!(bench("--sim-preset 7b-24gb"), localhost);
+    assert_eq!(
+        bench("--port 9000"),
+        Target::Url("http://127.0.0.1:9000".into())
+    );
+    assert_eq!(
+        bench("--host example.org"),
+        Target::Url("http://example.org:8000".into())
+    );
+}
+
+#[test]
 fn host_and_port_default_and_ipv6_hosts_get_brackets() {
     for (line, url) in [
         // --host without --port means port 8000.

@@ -48,6 +48,11 @@ pub fn sim_options(a: SimArgs) -> anyhow::Result<SimOptions> {
         (Some(cert), Some(key)) => Some(sim::tls::SimTls { cert, key }),
         _ => None,
     };
+    cfg.reasoning_tokens = a.reasoning_tokens;
+    cfg.reasoning_field = match a.reasoning_field.as_str() {
+        "reasoning_content" => sim::api::ReasoningField::ReasoningContent,
+        _ => sim::api::ReasoningField::Reasoning,
+    };
     cfg.faults = sim::Faults {
         http_500: a.fault_http_500,
         http_429: a.fault_http_429,

@@ -5,6 +5,7 @@
 //! - [`mod@distribution`]: mean / median / std / percentiles (the only implementation).
 //! - [`request`]: per-request values (TTFT, TPOT, ITL, E2EL, queue, lateness) and goodput.
 //! - [`peak`]: peak concurrency and peak output events per second.
+//! - [`reasoning`]: kneecap's TTFO, answer TPOT and reasoning-token totals.
 //!
 //! [`summarize`] ties them together into a [`Summary`]. Latency statistics use
 //! only successful requests (vLLM's S); kneecap's `lateness` uses every request
@@ -17,6 +18,7 @@ use std::time::Duration;
 
 pub mod distribution;
 pub mod peak;
+pub mod reasoning;
 pub mod request;
 #[cfg(test)]
 pub(crate) mod testing;
@@ -92,6 +94,12 @@ pub struct Summary {
     pub e2el_from_due: Distribution,
     /// kneecap: failures by `ErrorKind::as_str()`.
     pub errors_by_kind: BTreeMap<String, u64>,
+    /// kneecap: time to the first answer token (reasoning excluded).
+    pub ttfo: Distribution,
+    /// kneecap: TPOT of the answer alone (reasoning tokens excluded).
+    pub answer_tpot: Distribution,
+    /// kneecap: reasoning-token totals.
+    pub reasoning: reasoning::ReasoningTotals,
 }
 
 /// [`summarize`] for a run whose long tail of ITL gaps was folded (see
@@ -149,6 +157,9 @@ pub fn summarize(records: &[RequestRecord], duration: Duration, opts: &StatsOpti
         ttft_from_due: dist(&samples.ttft_from_due),
         e2el_from_due: dist(&samples.e2el_from_due),
         errors_by_kind: errors_by_kind(records),
+        ttfo: dist(&samples.ttfo),
+        answer_tpot: dist(&samples.answer_tpot),
+        reasoning: reasoning::ReasoningTotals::of(records),
     }
 }
 
@@ -326,7 +337,9 @@ mod tests {
             e2el_including_client_queue: zero.clone(),
             lateness: zero.clone(),
             ttft_from_due: zero.clone(),
-            e2el_from_due: zero,
+            e2el_from_due: zero.clone(),
+            ttfo: zero.clone(),
+            answer_tpot: zero,
             ..Summary::default()
         };
         assert_eq!(s, want);

@@ -105,6 +105,10 @@ pub struct Samples {
     pub ttft_from_due: Vec<f64>,
     /// E2EL from the due time of each successful request.
     pub e2el_from_due: Vec<f64>,
+    /// kneecap: TTFO of each successful request that sent answer text.
+    pub ttfo: Vec<f64>,
+    /// kneecap: the answer's TPOT of each successful request with > 1 answer token.
+    pub answer_tpot: Vec<f64>,
 }
 
 impl Samples {
@@ -127,6 +131,10 @@ impl Samples {
                 .collect(),
             ttft_from_due: ok().filter_map(ttft_from_due_seconds).collect(),
             e2el_from_due: ok().filter_map(e2el_from_due_seconds).collect(),
+            ttfo: ok().filter_map(super::reasoning::ttfo_seconds).collect(),
+            answer_tpot: ok()
+                .filter_map(super::reasoning::answer_tpot_seconds)
+                .collect(),
         }
     }
 }

@@ -39,6 +39,9 @@ pub struct KneecapJson {
     pub errors_by_kind: BTreeMap<String, u64>,
     pub first_errors: Vec<String>,
     pub generator: Option<GeneratorJson>,
+    /// Reasoning models: present when some successful request reasoned.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<ReasoningJson>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shard: Option<ShardJson>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -52,10 +55,30 @@ pub struct KneecapJson {
     /// Per-request failure kind, `null` for a success.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_kinds: Option<Vec<Option<String>>>,
+    /// Per-request TTFO, seconds (`null` without answer text); only when
+    /// some request reasoned.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttfos: Option<Vec<Option<f64>>>,
+    /// Per-request reasoning tokens; only when some request reasoned.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<Vec<u32>>,
     /// The server's own per-request timings (llama.cpp), `null` where absent;
     /// only when some request has them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_timings: Option<Vec<Option<ServerTimings>>>,
+}
+
+/// kneecap's numbers for reasoning models: TTFO (time to the first answer
+/// token; vLLM's TTFT counts reasoning), the answer's own TPOT, and the
+/// reasoning tokens (usage's `completion_tokens_details.reasoning_tokens`,
+/// else reasoning messages counted).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ReasoningJson {
+    pub ttfo: DistJson,
+    pub answer_tpot: DistJson,
+    pub total_reasoning_tokens: u64,
+    pub reasoning_requests: u64,
 }
 
 /// Warm-up requests: how many succeeded of how many sent.
@@ -230,6 +253,12 @@ impl KneecapJson {
                     .collect(),
             }),
             merged: k.merged.clone(),
+            reasoning: (s.reasoning.reasoning_requests > 0).then(|| ReasoningJson {
+                ttfo: DistJson::of(&s.ttfo),
+                answer_tpot: DistJson::of(&s.answer_tpot),
+                total_reasoning_tokens: s.reasoning.reasoning_tokens,
+                reasoning_requests: s.reasoning.reasoning_requests,
+            }),
             ..Default::default()
         };
         if detailed {
@@ -247,6 +276,14 @@ impl KneecapJson {
                 .map(|x| x.error.as_ref().map(|e| e.kind.as_str().to_string()))
                 .collect(),
         );
+        if recs.iter().any(|x| x.reasoning_tokens() > 0) {
+            self.ttfos = Some(
+                recs.iter()
+                    .map(|x| x.ttfo().map(|d| d.as_secs_f64()))
+                    .collect(),
+            );
+            self.reasoning_tokens = Some(recs.iter().map(|x| x.reasoning_tokens()).collect());
+        }
         if recs.iter().any(|x| x.server_timings.is_some()) {
             let timings = recs.iter().map(|x| {
                 x.server_timings.as_deref().map(|t| ServerTimings {

@@ -1,0 +1,286 @@
+//! The rest of `vllm bench serve`'s command line (vLLM 0.33): flags kneecap
+//! accepts so that no vLLM command line is rejected. A few change the load
+//! (`--profile`, `--lora-modules`, `--lora-assignment`); the others have no
+//! meaning for kneecap, and the command layer prints one line for each one
+//! given (`cmd::args::vllm`). Syntax only. The committed list of every vLLM
+//! flag is `tests/data/vllm-0.33-bench-serve-flags.txt`.
+
+use clap::Args;
+
+/// vLLM flags beyond those `RunArgs` defines itself; all hidden from `--help`
+/// except the three that work.
+#[derive(Debug, Clone, Default, Args)]
+pub struct VllmArgs {
+    /// POST /start_profile before the run and /stop_profile after it (the
+    /// server must have a profiler configured).
+    #[arg(long, help_heading = "Load")]
+    pub profile: bool,
+    /// LoRA adapter names: each request's `model` becomes one of them.
+    #[arg(long, num_args = 1.., value_name = "NAME", help_heading = "Model")]
+    pub lora_modules: Vec<String>,
+    /// How a request's LoRA adapter is chosen: random (seeded) or round-robin.
+    #[arg(long, value_parser = ["random", "round-robin"], help_heading = "Model")]
+    pub lora_assignment: Option<String>,
+
+    // ---- accepted, no meaning for kneecap (one line each when given) ----
+    #[arg(long, hide = true)]
+    pub probe_request_rate: Option<f64>,
+    #[arg(long, hide = true, overrides_with = "no_self_timed")]
+    pub self_timed: bool,
+    #[arg(long, hide = true, overrides_with = "self_timed")]
+    pub no_self_timed: bool,
+    #[arg(long, hide = true)]
+    pub chat_template_kwargs: Option<String>,
+    #[arg(long, hide = true)]
+    pub plot_timeline: bool,
+    #[arg(long, hide = true)]
+    pub timeline_itl_thresholds: Option<String>,
+    #[arg(long, hide = true)]
+    pub plot_dataset_stats: bool,
+    #[arg(long, hide = true)]
+    pub enable_multimodal_chat: bool,
+    #[arg(long, hide = true)]
+    pub custom_ensure_client_side_data: bool,
+    #[arg(long, hide = true)]
+    pub spec_bench_output_len: Option<String>,
+    #[arg(long, hide = true)]
+    pub spec_bench_category: Option<String>,
+    #[arg(long, hide = true)]
+    pub timed_trace_chunk_hash_size: Option<String>,
+    #[arg(long, hide = true)]
+    pub timed_trace_sec_multiplier: Option<String>,
+    #[arg(long, hide = true)]
+    pub timed_trace_label_timestamp: Option<String>,
+    #[arg(long, hide = true)]
+    pub timed_trace_label_input_length: Option<String>,
+    #[arg(long, hide = true)]
+    pub timed_trace_label_output_length: Option<String>,
+    #[arg(long, hide = true)]
+    pub timed_trace_label_hash_ids: Option<String>,
+    #[arg(long, hide = true)]
+    pub blazedit_min_distance: Option<String>,
+    #[arg(long, hide = true)]
+    pub blazedit_max_distance: Option<String>,
+    #[arg(long, hide = true)]
+    pub asr_max_audio_len_sec: Option<String>,
+    #[arg(long, hide = true)]
+    pub asr_min_audio_len_sec: Option<String>,
+    #[arg(long, hide = true)]
+    pub hf_subset: Option<String>,
+    #[arg(long, hide = true)]
+    pub hf_split: Option<String>,
+    #[arg(long, hide = true)]
+    pub hf_name: Option<String>,
+    #[arg(long, hide = true)]
+    pub hf_output_len: Option<String>,
+    #[arg(long, hide = true)]
+    pub bfcl_categories: Option<String>,
+    #[arg(long, hide = true)]
+    pub prefix_repetition_prefix_len: Option<String>,
+    #[arg(long, hide = true)]
+    pub prefix_repetition_suffix_len: Option<String>,
+    #[arg(long, hide = true)]
+    pub prefix_repetition_num_prefixes: Option<String>,
+    #[arg(long, hide = true)]
+    pub prefix_repetition_output_len: Option<String>,
+    #[arg(long, hide = true)]
+    pub speed_bench_dataset_subset: Option<String>,
+    #[arg(long, hide = true)]
+    pub speed_bench_output_len: Option<String>,
+    #[arg(long, hide = true)]
+    pub speed_bench_category: Option<String>,
+    #[arg(long, hide = true)]
+    pub random_batch_size: Option<String>,
+    #[arg(long, hide = true)]
+    pub no_reranker: bool,
+    #[arg(long, hide = true)]
+    pub random_mm_base_items_per_request: Option<String>,
+    #[arg(long, hide = true)]
+    pub random_mm_num_mm_items_range_ratio: Option<String>,
+    #[arg(long, hide = true)]
+    pub random_mm_limit_mm_per_prompt: Option<String>,
+    #[arg(long, hide = true)]
+    pub random_mm_bucket_config: Option<String>,
+}
+
+impl VllmArgs {
+    /// The flags given that have no meaning for kneecap, each with why.
+    pub fn without_meaning(&self) -> Vec<(&'static str, &'static str)> {
+        const CHART: &str = "kneecap draws its own charts (kneecap sweep --html, kneecap report)";
+        const DATASET: &str = "an option of a vLLM dataset kneecap does not generate";
+        let strings: [(&'static str, &Option<String>, &'static str); 31] = [
+            (
+                "--chat-template-kwargs",
+                &self.chat_template_kwargs,
+                "kneecap never applies a chat template",
+            ),
+            (
+                "--timeline-itl-thresholds",
+                &self.timeline_itl_thresholds,
+                CHART,
+            ),
+            (
+                "--spec-bench-output-len",
+                &self.spec_bench_output_len,
+                DATASET,
+            ),
+            ("--spec-bench-category", &self.spec_bench_category, DATASET),
+            (
+                "--timed-trace-chunk-hash-size",
+                &self.timed_trace_chunk_hash_size,
+                DATASET,
+            ),
+            (
+                "--timed-trace-sec-multiplier",
+                &self.timed_trace_sec_multiplier,
+                DATASET,
+            ),
+            (
+                "--timed-trace-label-timestamp",
+                &self.timed_trace_label_timestamp,
+                DATASET,
+            ),
+            (
+                "--timed-trace-label-input-length",
+                &self.timed_trace_label_input_length,
+                DATASET,
+            ),
+            (
+                "--timed-trace-label-output-length",
+                &self.timed_trace_label_output_length,
+                DATASET,
+            ),
+            (
+                "--timed-trace-label-hash-ids",
+                &self.timed_trace_label_hash_ids,
+                DATASET,
+            ),
+            (
+                "--blazedit-min-distance",
+                &self.blazedit_min_distance,
+                DATASET,
+            ),
+            (
+                "--blazedit-max-distance",
+                &self.blazedit_max_distance,
+                DATASET,
+            ),
+            (
+                "--asr-max-audio-len-sec",
+                &self.asr_max_audio_len_sec,
+                DATASET,
+            ),
+            (
+                "--asr-min-audio-len-sec",
+                &self.asr_min_audio_len_sec,
+                DATASET,
+            ),
+            ("--hf-subset", &self.hf_subset, DATASET),
+            ("--hf-split", &self.hf_split, DATASET),
+            ("--hf-name", &self.hf_name, DATASET),
+            ("--hf-output-len", &self.hf_output_len, DATASET),
+            ("--bfcl-categories", &self.bfcl_categories, DATASET),
+            (
+                "--prefix-repetition-prefix-len",
+                &self.prefix_repetition_prefix_len,
+                DATASET,
+            ),
+            (
+                "--prefix-repetition-suffix-len",
+                &self.prefix_repetition_suffix_len,
+                DATASET,
+            ),
+            (
+                "--prefix-repetition-num-prefixes",
+                &self.prefix_repetition_num_prefixes,
+                DATASET,
+            ),
+            (
+                "--prefix-repetition-output-len",
+                &self.prefix_repetition_output_len,
+                DATASET,
+            ),
+            (
+                "--speed-bench-dataset-subset",
+                &self.speed_bench_dataset_subset,
+                DATASET,
+            ),
+            (
+                "--speed-bench-output-len",
+                &self.speed_bench_output_len,
+                DATASET,
+            ),
+            (
+                "--speed-bench-category",
+                &self.speed_bench_category,
+                DATASET,
+            ),
+            (
+                "--random-batch-size",
+                &self.random_batch_size,
+                "batches embedding inputs, which kneecap does not send",
+            ),
+            (
+                "--random-mm-base-items-per-request",
+                &self.random_mm_base_items_per_request,
+                DATASET,
+            ),
+            (
+                "--random-mm-num-mm-items-range-ratio",
+                &self.random_mm_num_mm_items_range_ratio,
+                DATASET,
+            ),
+            (
+                "--random-mm-limit-mm-per-prompt",
+                &self.random_mm_limit_mm_per_prompt,
+                DATASET,
+            ),
+            (
+                "--random-mm-bucket-config",
+                &self.random_mm_bucket_config,
+                DATASET,
+            ),
+        ];
+        let flags: [(&'static str, bool, &'static str); 8] = [
+            (
+                "--probe-request-rate",
+                self.probe_request_rate.is_some_and(|r| r > 0.0),
+                "kneecap sends no side probes (its own self-check runs every step)",
+            ),
+            (
+                "--self-timed",
+                self.self_timed,
+                "it belongs to vLLM's timed_trace dataset",
+            ),
+            (
+                "--no-self-timed",
+                self.no_self_timed,
+                "it belongs to vLLM's timed_trace dataset",
+            ),
+            ("--plot-timeline", self.plot_timeline, CHART),
+            ("--plot-dataset-stats", self.plot_dataset_stats, CHART),
+            (
+                "--enable-multimodal-chat",
+                self.enable_multimodal_chat,
+                "kneecap sends text prompts only",
+            ),
+            (
+                "--custom-ensure-client-side-data",
+                self.custom_ensure_client_side_data,
+                DATASET,
+            ),
+            ("--no-reranker", self.no_reranker, DATASET),
+        ];
+        strings
+            .into_iter()
+            .filter(|(_, v, _)| v.is_some())
+            .map(|(f, _, why)| (f, why))
+            .chain(
+                flags
+                    .into_iter()
+                    .filter(|(_, on, _)| *on)
+                    .map(|(f, _, why)| (f, why)),
+            )
+            .collect()
+    }
+}
