@@ -13,7 +13,8 @@ pub async fn execute(args: SimArgs, mut interrupt: watch::Receiver<bool>) -> Res
     let opts = sim_options(args)?;
     let cfg = opts.config;
     if let Some((input_len, output_len)) = opts.explain {
-        print!("{}", sim::explain(&cfg, input_len, output_len));
+        let hit = opts.explain_cache_hit;
+        print!("{}", sim::explain_cached(&cfg, input_len, output_len, hit));
         return Ok(ExitCode::SUCCESS);
     }
     let bind = format!("{}:{}", opts.host, opts.port);
