@@ -52,6 +52,9 @@ pub struct KneecapJson {
     /// Per-request failure kind, `null` for a success.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_kinds: Option<Vec<Option<String>>>,
+    /// The server's prefix-cache hit rate over the run, when it reports one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefix_cache: Option<crate::report::PrefixCacheStats>,
     /// The server's own per-request timings (llama.cpp), `null` where absent;
     /// only when some request has them.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -230,6 +233,7 @@ impl KneecapJson {
                     .collect(),
             }),
             merged: k.merged.clone(),
+            prefix_cache: k.prefix_cache.clone(),
             ..Default::default()
         };
         if detailed {
