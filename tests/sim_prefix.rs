@@ -62,7 +62,11 @@ async fn reported_hit_rate_equals_the_simulators_per_request_cached_tokens() {
         .await
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     handle.shutdown().await.unwrap();
 
     let result: Value =
@@ -90,7 +94,10 @@ async fn reported_hit_rate_equals_the_simulators_per_request_cached_tokens() {
     // 3 prefixes of 16 blocks: every request after the first of its prefix
     // hits all 16 blocks.
     assert_eq!(cached, 27 * 256);
-    assert!(stdout.contains("Prefix cache hit rate (server):"), "{stdout}");
+    assert!(
+        stdout.contains("Prefix cache hit rate (server):"),
+        "{stdout}"
+    );
 }
 
 /// A simulator whose cost is mostly prefill, so prefix sharing matters:
@@ -160,13 +167,7 @@ async fn sharing_ninety_percent_of_each_prompt_moves_the_knee_as_explain_says() 
     let h = 896.0 / f64::from(N_IN);
     let mu_plain = sim::service_rate(&cfg, N_IN, N_OUT);
     let mu_shared = sim::service_rate_cached(&cfg, N_IN, N_OUT, h);
-    let (plain, _) = knee(&[
-        "--random-input-len",
-        "1008",
-        "--random-output-len",
-        "8",
-    ])
-    .await;
+    let (plain, _) = knee(&["--random-input-len", "1008", "--random-output-len", "8"]).await;
     let (shared, _) = knee(&[
         "--dataset-name",
         "prefix_repetition",
@@ -190,5 +191,8 @@ async fn sharing_ninety_percent_of_each_prompt_moves_the_knee_as_explain_says() 
         shared < mu_shared && shared > 0.6 * mu_shared,
         "90% shared: knee {shared} vs μ {mu_shared:.1}"
     );
-    assert!(shared >= 2.0 * plain, "knee {shared} vs {plain} without sharing");
+    assert!(
+        shared >= 2.0 * plain,
+        "knee {shared} vs {plain} without sharing"
+    );
 }

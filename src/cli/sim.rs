@@ -80,7 +80,12 @@ pub struct SimArgs {
     #[arg(long, default_value_t = 128, requires = "explain")]
     pub output_len: u32,
     /// Share (0..=1) of each prompt --explain assumes the prefix cache serves.
-    #[arg(long, default_value_t = 0.0, requires = "explain", value_name = "FRACTION")]
+    #[arg(
+        long,
+        default_value_t = 0.0,
+        requires = "explain",
+        value_name = "FRACTION"
+    )]
     pub cache_hit_fraction: f64,
     /// Turn the simulated prefix cache off (vLLM's --no-enable-prefix-caching).
     #[arg(long)]

@@ -132,7 +132,9 @@ fn kneecap_block(out: &mut String, r: &RunResult) {
         h.arrival, h.dataset, h.seed
     );
     if let Some(pc) = &k.prefix_cache {
-        let rate = pc.hit_rate.map_or("n/a".into(), |r| format!("{:.1}%", r * 100.0));
+        let rate = pc
+            .hit_rate
+            .map_or("n/a".into(), |r| format!("{:.1}%", r * 100.0));
         let _ = writeln!(
             out,
             "{:<40} {rate} ({} of {} prompt tokens, from {})",

@@ -182,11 +182,16 @@ fn completion_prompt_tokens(prompt: Option<&Value>, h: &mut BlockHasher) -> Resu
                 if u32::try_from(items.len()).is_err() {
                     return Err(ApiError::bad_request("the prompt is too long"));
                 }
-                items.iter().filter_map(Value::as_u64).for_each(|id| h.push_token(id));
+                items
+                    .iter()
+                    .filter_map(Value::as_u64)
+                    .for_each(|id| h.push_token(id));
                 return Ok(());
             }
             match items.as_slice() {
-                [one @ (Value::String(_) | Value::Array(_))] => completion_prompt_tokens(Some(one), h),
+                [one @ (Value::String(_) | Value::Array(_))] => {
+                    completion_prompt_tokens(Some(one), h)
+                }
                 _ => Err(ApiError::bad_request(
                     "`prompt` must be a string, a list of token ids, or a single-element batch",
                 )),

@@ -142,7 +142,7 @@ mod tests {
     fn equal_leading_blocks_hash_equal_and_a_changed_token_changes_every_later_block() {
         let words: Vec<String> = (0..64).map(|i| format!("w{i}")).collect();
         let a = words.join(" ");
-        let mut changed = words.clone();
+        let mut changed = words;
         changed[20] = "zz".into(); // token 21: inside block 1 (tokens 16..32)
         let b = changed.join(" ");
         let (na, ba) = text_blocks(&a);

@@ -159,7 +159,10 @@ mod tests {
         let short = capacity(&params(), 100, 11);
         assert!((cached.mu - short.mu).abs() / short.mu < 1e-9);
         assert!(cached.mu > 2.0 * capacity(&params(), 1000, 11).mu);
-        assert_eq!(capacity_cached(&params(), 1000, 11, 0.0), capacity(&params(), 1000, 11));
+        assert_eq!(
+            capacity_cached(&params(), 1000, 11, 0.0),
+            capacity(&params(), 1000, 11)
+        );
     }
 
     #[test]

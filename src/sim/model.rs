@@ -42,8 +42,8 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use super::blocks::BLOCK_TOKENS;
-use super::prefix::PrefixCache;
 pub use super::events::{Counters, Event, EventKind, StepOutcome};
+use super::prefix::PrefixCache;
 
 /// Engine parameters: the batch limits and the step-time cost model.
 #[derive(Debug, Clone, PartialEq)]

@@ -25,10 +25,13 @@ fn drain(engine: &mut Engine, mut now: Duration, steps: &mut Vec<StepOutcome>) -
 }
 
 fn cached_of(steps: &[StepOutcome], id: u64) -> Option<u32> {
-    steps.iter().flat_map(|s| &s.events).find_map(|e| match e.kind {
-        EventKind::Scheduled { cached } if e.id == id => Some(cached),
-        _ => None,
-    })
+    steps
+        .iter()
+        .flat_map(|s| &s.events)
+        .find_map(|e| match e.kind {
+            EventKind::Scheduled { cached } if e.id == id => Some(cached),
+            _ => None,
+        })
 }
 
 #[test]
@@ -45,10 +48,7 @@ fn a_repeated_prefix_is_prefilled_once_and_counted_as_hits() {
     drain(&mut engine, t, &mut steps);
     // Only the second prompt's own 2 blocks and 5 loose tokens are computed.
     assert_eq!(steps[first].prefill_tokens, 2 * B + 5);
-    assert_eq!(
-        steps[first].duration,
-        p.step_time(u64::from(2 * B + 5), 0)
-    );
+    assert_eq!(steps[first].duration, p.step_time(u64::from(2 * B + 5), 0));
     assert_eq!(cached_of(&steps, 0), Some(0));
     assert_eq!(cached_of(&steps, 1), Some(10 * B));
     let c = engine.counters();
@@ -159,5 +159,9 @@ fn overload_rate_with_a_shared_prefix_converges_to_the_cached_mu() {
     assert!(err < 0.05, "measured {measured:.1} req/s vs μ {:.1}", c.mu);
     let hits = engine.counters().prefix_cache_hits as f64;
     let queries = engine.counters().prefix_cache_queries as f64;
-    assert!((hits / queries - h).abs() < 0.01, "hit rate {}", hits / queries);
+    assert!(
+        (hits / queries - h).abs() < 0.01,
+        "hit rate {}",
+        hits / queries
+    );
 }

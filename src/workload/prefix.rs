@@ -179,10 +179,7 @@ mod tests {
         assert!(reqs.iter().all(|r| r.prompt_len == 25 && r.output_len == 7));
         let mut prefixes: Vec<&[u32]> = reqs.iter().map(|r| &ids(r)[..20]).collect();
         prefixes.sort();
-        let mut counts: Vec<usize> = prefixes
-            .chunk_by(|a, b| a == b)
-            .map(<[_]>::len)
-            .collect();
+        let mut counts: Vec<usize> = prefixes.chunk_by(|a, b| a == b).map(<[_]>::len).collect();
         counts.sort();
         assert_eq!(counts, vec![3, 3, 4]);
         let mut suffixes: Vec<&[u32]> = reqs.iter().map(|r| &ids(r)[20..]).collect();
