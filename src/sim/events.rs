@@ -20,7 +20,7 @@ pub enum EventKind {
 /// One per-request event of a step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Event {
-    /// The id given to [`Engine::submit`].
+    /// The id given to [`super::model::Engine::submit`].
     pub id: u64,
     /// What happened.
     pub kind: EventKind,
@@ -29,7 +29,7 @@ pub struct Event {
 /// The result of one engine step.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StepOutcome {
-    /// When the step began (the `now` passed to [`Engine::step`]).
+    /// When the step began (the `now` passed to [`super::model::Engine::step`]).
     pub start: Duration,
     /// How long the step takes; its tokens leave at `start + duration`.
     pub duration: Duration,
