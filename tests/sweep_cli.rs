@@ -130,3 +130,80 @@ async fn a_step_far_above_capacity_is_judged_unsteady_not_only_slow() {
     );
     assert_eq!(out.status.code(), Some(1), "no step passed");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calibration_finds_mu_and_starts_the_search_near_the_knee() {
+    let _serial = SERIAL.lock().await;
+    let server = common::start(slotted()).await;
+    let (json, out) = sweep(
+        server.url(),
+        &["--slo", "p99_ttft_ms<=300", "--max-steps", "1"],
+    )
+    .await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let cal = &json["calibration"];
+    assert_eq!(cal["end"], "plateau", "{stderr}");
+    let mu = cal["service_rate"].as_f64().unwrap();
+    assert!(
+        (mu / MU - 1.0).abs() < 0.25,
+        "probed μ {mu} vs {MU:.1}\n{stderr}"
+    );
+    let first = json["steps"][0]["load"].as_f64().unwrap();
+    assert!(
+        (first - 0.75 * mu).abs() < 1e-6,
+        "first step {first} at ¾ μ"
+    );
+    assert!(stderr.contains("calibration (plateau)"), "{stderr}");
+}
+
+/// The probe stops within its budget against a server that starts failing
+/// or stalls, and the search falls back to doubling from --start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calibration_stops_on_errors_and_stalls_and_falls_back_to_doubling() {
+    let _serial = SERIAL.lock().await;
+    for (behaviour, end) in [
+        (
+            Behaviour {
+                fail_after: Some(20),
+                ..slotted()
+            },
+            "errors",
+        ),
+        (
+            Behaviour {
+                stall_after: Some(1),
+                ..slotted()
+            },
+            "stalled",
+        ),
+    ] {
+        let server = common::start(behaviour).await;
+        let (json, out) = sweep(
+            server.url(),
+            &[
+                "--slo",
+                "p99_ttft_ms<=300",
+                "--calibrate-budget",
+                "4s",
+                "--max-steps",
+                "1",
+                "--step-max-duration",
+                "5s",
+                "--step-drain",
+                "1s",
+            ],
+        )
+        .await;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let cal = &json["calibration"];
+        assert_eq!(cal["end"], end, "{stderr}");
+        assert!(cal["service_rate"].is_null());
+        let took = cal["duration_s"].as_f64().unwrap();
+        assert!(took <= 4.0 + 1.0, "probe took {took} s for a 4 s budget");
+        assert!(
+            stderr.contains("falling back to the doubling search from 1 req/s"),
+            "{stderr}"
+        );
+        assert_eq!(json["steps"][0]["load"], 1.0, "doubling starts at --start");
+    }
+}

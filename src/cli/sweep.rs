@@ -47,22 +47,39 @@ pub struct SweepArgs {
     pub tolerance: f64,
     #[arg(long, default_value_t = 16, help_heading = "Sweep")]
     pub max_steps: usize,
+    /// Confidence a step's SLO verdict needs before the step ends (adaptive
+    /// steps: a step far from the knee ends at its minimum, one whose
+    /// percentile straddles the bound runs on, up to --step-max-duration).
+    #[arg(long, default_value_t = 0.90, help_heading = "Sweep")]
+    pub confidence: f64,
+    /// Every step runs its set length, decided or not (no adaptive steps;
+    /// refinement steps are --step-refine-factor times longer).
+    #[arg(long, help_heading = "Sweep")]
+    pub fixed_steps: bool,
+    /// Before a rate search, probe the service rate μ in closed loop for at
+    /// most this long and start near the knee it implies.
+    #[arg(long, default_value = "20s", value_parser = parse_duration, help_heading = "Sweep")]
+    pub calibrate_budget: Duration,
+    /// Skip the calibration probe: the search starts at --start and doubles.
+    #[arg(long, help_heading = "Sweep")]
+    pub no_calibrate: bool,
     /// Minimum measured time per step, after the warm-up window
-    /// [default: 15s; 4s against the built-in simulator].
+    /// [default: 6s (15s with --fixed-steps); 4s against the built-in simulator].
     #[arg(long, value_parser = parse_duration, help_heading = "Sweep")]
     pub step_duration: Option<Duration>,
     /// Minimum measured requests per step; the step is lengthened to get them
-    /// [default: 200; 80 against the built-in simulator].
+    /// [default: 100 (200 with --fixed-steps); 80 against the built-in simulator].
     #[arg(long, help_heading = "Sweep")]
     pub step_min_requests: Option<usize>,
     /// Longest a step may run (measured window + warm-up), whatever the minimums say.
     #[arg(long, default_value = "120s", value_parser = parse_duration, help_heading = "Sweep")]
     pub step_max_duration: Duration,
     /// Warm-up window at the start of each step, excluded from the statistics
-    /// [default: 3s; 1s against the built-in simulator].
+    /// [default: 2s (3s with --fixed-steps); 1s against the built-in simulator].
     #[arg(long, value_parser = parse_duration, help_heading = "Sweep")]
     pub step_warmup: Option<Duration>,
-    /// Refinement steps (once a step has failed) measure this many times longer.
+    /// With --fixed-steps: refinement steps (once a step has failed) measure
+    /// this many times longer (adaptive steps lengthen themselves).
     #[arg(long, default_value_t = 2.5, help_heading = "Sweep")]
     pub step_refine_factor: f64,
     /// How long in-flight requests may finish after a step's last arrival.

@@ -81,6 +81,8 @@ pub struct Level {
     pub specs: Arc<Vec<RequestSpec>>,
     pub max_concurrency: Option<usize>,
     pub cancel_at: Option<Duration>,
+    /// An adaptive sweep step's observer and early end.
+    pub watch: Option<engine::Watch>,
 }
 
 /// Run one load level with prepared state; output counts resolved (vLLM §2.3).
@@ -95,6 +97,7 @@ pub async fn run_level(
         specs,
         max_concurrency,
         cancel_at,
+        watch,
     } = level;
     let plan = LoadPlan {
         specs,
@@ -105,6 +108,7 @@ pub async fn run_level(
         // A sweep step (cancel_at set) slices records by time: keep them whole.
         fold_itl: cancel_at.is_none() && !p.save_detailed,
         cancel_at,
+        watch,
     };
     let mut out = engine::run_level(p.client.clone(), plan, progress, interrupt).await;
     resolve_output_counts(&mut out.records, p.tokenizer.as_ref());

@@ -106,6 +106,7 @@ fn shard_level(
             specs: p.specs.clone(),
             max_concurrency: cfg.load.max_concurrency,
             cancel_at: None,
+            watch: None,
         };
         return Ok((level, None));
     };
@@ -122,6 +123,7 @@ fn shard_level(
         specs: load.specs,
         max_concurrency,
         cancel_at: None,
+        watch: None,
     };
     Ok((level, load.globals))
 }

@@ -69,9 +69,15 @@ pub fn compare(fa: &str, a: &SweepResult, fb: &str, b: &SweepResult) -> SweepCom
     } else if overlaps {
         "knee change within measurement resolution (the brackets overlap)".to_string()
     } else if sb.knee.last_pass.unwrap_or(0.0) >= sa.knee.first_fail.unwrap_or(f64::INFINITY) {
-        "knee change significant: B's knee is above A's (the brackets do not overlap)".to_string()
+        format!(
+            "knee change significant: B's knee is above A's (the brackets do not overlap{})",
+            joint_confidence(b.knee.last_pass_confidence, a.knee.first_fail_confidence)
+        )
     } else {
-        "knee change significant: B's knee is below A's (the brackets do not overlap)".to_string()
+        format!(
+            "knee change significant: B's knee is below A's (the brackets do not overlap{})",
+            joint_confidence(a.knee.last_pass_confidence, b.knee.first_fail_confidence)
+        )
     };
     SweepComparison {
         knee_change_pct: change_pct(sa.knee.last_pass, sb.knee.last_pass),
@@ -82,6 +88,17 @@ pub fn compare(fa: &str, a: &SweepResult, fb: &str, b: &SweepResult) -> SweepCom
         unit: a.load_unit().to_string(),
         baseline: sa,
         candidate: sb,
+    }
+}
+
+/// The knees are ordered as stated when the higher sweep's passing step
+/// really passes and the lower sweep's failing step really fails; the two
+/// sweeps are independent, so that holds with the product of their
+/// confidences (adaptive sweeps only).
+fn joint_confidence(pass: Option<f64>, fail: Option<f64>) -> String {
+    match pass.zip(fail) {
+        Some((p, f)) => format!("; confidence {:.0}%", p * f * 100.0),
+        None => String::new(),
     }
 }
 

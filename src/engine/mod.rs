@@ -43,6 +43,28 @@ pub struct LoadPlan {
     /// Fold ITL gaps into a histogram past [`crate::metrics::fold::FOLD_AFTER_ITLS`]
     /// (off when per-request detail is wanted, or a sweep slices records by time).
     pub fold_itl: bool,
+    /// Watches the level as it runs, and may end its releases early (an
+    /// adaptive sweep step that has its verdict). `None` for plain runs.
+    pub watch: Option<Watch>,
+}
+
+/// Sees each request released and each record finished, on the engine's
+/// collecting task (never on a request's own timing path).
+pub trait Observer: Send + Sync {
+    /// Request `index`, due at `due` from t0, was released.
+    fn released(&self, index: usize, due: Duration);
+    /// A request finished (or failed); its record is final.
+    fn finished(&self, record: &RequestRecord);
+}
+
+/// An observer and the signal that ends releases early (not an interrupt:
+/// what was released still runs to the end, within `cancel_at`).
+#[derive(Clone)]
+pub struct Watch {
+    pub observer: Arc<dyn Observer>,
+    pub end_releases: watch::Receiver<bool>,
+    /// After an early end, what is in flight may finish for this long.
+    pub drain: Duration,
 }
 
 /// What the engine observed.
@@ -57,20 +79,32 @@ pub struct EngineOutput {
     pub interrupted: bool,
     /// The folded ITL gaps, when `fold_itl` was set.
     pub fold: Option<ItlFold>,
+    /// When the watch ended releases early (offset from t0).
+    pub releases_ended_at: Option<Duration>,
 }
 
 /// Finished records, and the fold that keeps a long run's memory bounded.
 struct Finished {
     records: Vec<RequestRecord>,
     fold: Option<ItlFold>,
+    observer: Option<Arc<dyn Observer>>,
 }
 
 impl Finished {
     fn push(&mut self, mut rec: RequestRecord) {
+        if let Some(o) = &self.observer {
+            o.finished(&rec);
+        }
         if let Some(fold) = self.fold.as_mut() {
             fold.admit(&mut rec, &mut self.records);
         }
         self.records.push(rec);
+    }
+
+    fn released(&self, index: usize, due: Duration) {
+        if let Some(o) = &self.observer {
+            o.released(index, due);
+        }
     }
 }
 
@@ -108,8 +142,10 @@ pub async fn run_level(
     let mut records = Finished {
         records: Vec::with_capacity(ctx.specs.len()),
         fold: plan.fold_itl.then(ItlFold::default),
+        observer: plan.watch.as_ref().map(|w| w.observer.clone()),
     };
     let mut interrupted = false;
+    let mut releases_ended_at = None;
     {
         let dispatch = release_all(
             &ctx,
@@ -120,13 +156,20 @@ pub async fn run_level(
         );
         tokio::pin!(dispatch);
         let mut interrupt = interrupt.clone();
+        let mut end = plan.watch.as_ref().map(|w| w.end_releases.clone());
         tokio::select! {
             _ = &mut dispatch => {}
             _ = wait_true(&mut interrupt) => { interrupted = true; stop_dispatch.store(true, Ordering::Relaxed); }
+            _ = wait_some_true(end.as_mut()) => {
+                releases_ended_at = Some(ctx.t0.elapsed());
+                stop_dispatch.store(true, Ordering::Relaxed);
+            }
         }
     }
-    let cancel_at = plan
-        .cancel_at
+    let early_cancel = releases_ended_at
+        .zip(plan.watch.as_ref())
+        .map(|(end, w)| end + w.drain);
+    let cancel_at = earliest_offset(plan.cancel_at, early_cancel)
         .map(|d| tokio::time::Instant::from_std(ctx.t0 + d));
     let interrupted = drain(
         &mut tasks,
@@ -139,7 +182,9 @@ pub async fn run_level(
     )
     .await;
     let duration = ctx.t0.elapsed();
-    let Finished { mut records, fold } = records;
+    let Finished {
+        mut records, fold, ..
+    } = records;
     records.sort_by_key(|r| r.index);
     ctx.progress.finish_and_clear();
     EngineOutput {
@@ -148,6 +193,23 @@ pub async fn run_level(
         started_at,
         interrupted,
         fold,
+        releases_ended_at,
+    }
+}
+
+fn earliest_offset(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
+/// [`wait_true`] on an optional receiver; never resolves without one.
+async fn wait_some_true(rx: Option<&mut watch::Receiver<bool>>) {
+    match rx {
+        Some(rx) => wait_true(rx).await,
+        None => std::future::pending().await,
     }
 }
 
@@ -182,7 +244,9 @@ async fn release_all(
                 return;
             }
             while let Some(release) = rx.recv().await {
+                let (index, due) = (release.index, release.due);
                 tasks.spawn(one_request(ctx.clone(), release, None));
+                records.released(index, due);
                 reap(tasks, records);
             }
         }
@@ -202,6 +266,7 @@ async fn release_all(
                     released: now,
                 };
                 tasks.spawn(one_request(ctx.clone(), release, Some(permit)));
+                records.released(index, now);
                 reap(tasks, records);
                 tokio::task::yield_now().await;
             }

@@ -202,6 +202,9 @@ fn evidence(
             || steps
                 .iter()
                 .any(|(_, st)| st.verdict == Verdict::Interrupted),
+        // Sharded steps run their set length: no adaptive decision to merge.
+        confidence: None,
+        ended_early: false,
     }
 }
 

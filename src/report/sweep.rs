@@ -89,6 +89,9 @@ pub struct SweepResult {
     pub max_error_rate: f64,
     /// `rate` (open loop, req/s) or `concurrency` (closed loop, streams).
     pub mode: LoadUnit,
+    /// The calibration probe, when one ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<CalibrationRow>,
     /// Every step in the order it ran.
     pub steps: Vec<StepResult>,
     pub knee: KneeSummary,
@@ -145,6 +148,12 @@ pub struct KneeSummary {
     pub bounded_by_generator: bool,
     /// A step passed above a failing one: the curve is not monotonic.
     pub non_monotonic: bool,
+    /// Confidence (0–1) that the `last_pass` step really meets the SLOs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_pass_confidence: Option<f64>,
+    /// Confidence (0–1) that the `first_fail` step really misses an SLO.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_fail_confidence: Option<f64>,
 }
 
 /// One load level of the sweep.
@@ -191,6 +200,9 @@ pub struct StepResult {
     /// (`--save-detailed` only): the intended schedule.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub due_times_s: Vec<f64>,
+    /// An adaptive step: how sure its SLO verdict is and why it ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<DecisionRow>,
     /// A shard's step: counters, histograms and steady-state inputs that
     /// `kneecap merge` adds up (written by the command layer, `cmd/sweep/sharded.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -217,6 +229,71 @@ pub struct SloOutcomeRow {
     pub samples: usize,
     pub tail_samples: usize,
     pub warning: Option<String>,
+    /// The exact binomial confidence of this SLO's verdict (percentile and
+    /// goodput-form SLOs of an adaptive step).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<SloConfidenceRow>,
+}
+
+/// How sure one SLO's verdict is (see `sweep::confidence`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SloConfidenceRow {
+    /// Confidence that the SLO holds, 0–1.
+    pub pass: f64,
+    /// Confidence that it is missed, 0–1.
+    pub fail: f64,
+    /// Samples' worth of independent evidence (after the dependence correction).
+    pub effective_samples: usize,
+    /// Distribution-free interval of the percentile at the sweep's level, ms
+    /// (`null`: the samples cannot bound that end).
+    pub interval_low_ms: Option<f64>,
+    pub interval_high_ms: Option<f64>,
+}
+
+/// The closed-loop probe of μ that ran before the search.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct CalibrationRow {
+    /// One row per probe level, in order.
+    pub levels: Vec<ProbeLevelRow>,
+    /// `plateau`, `budget`, `limit` (a μ to start from), `errors` or
+    /// `stalled` (the search fell back to doubling from `--start`).
+    pub end: String,
+    /// The probed service rate μ, req/s (`null` when the probe ended without one).
+    pub service_rate: Option<f64>,
+    /// Where the search started.
+    pub start_load: f64,
+    /// Wall time the probe took, seconds.
+    pub duration_s: f64,
+}
+
+/// One level of the calibration probe.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ProbeLevelRow {
+    pub concurrency: usize,
+    pub completed: usize,
+    pub failed: usize,
+    /// Mean end-to-end latency of the completed requests, ms.
+    pub mean_e2el_ms: Option<f64>,
+    /// Completed requests per second by Little's law (streams / mean latency).
+    pub throughput: Option<f64>,
+    pub duration_s: f64,
+}
+
+/// Where an adaptive step's SLO verdict stood when it ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DecisionRow {
+    /// Confidence asked (`--confidence`).
+    pub level: f64,
+    /// `pass`, `fail` or `undecided` (the step reached its cap first).
+    pub decision: String,
+    /// How sure that decision is, 0–1.
+    pub confidence: f64,
+    /// Successful requests the SLO tests rest on.
+    pub samples: usize,
+    /// The fewest effective samples of any SLO test.
+    pub effective_samples: usize,
+    /// The step ended its releases early because it was decided.
+    pub ended_early: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]

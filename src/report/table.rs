@@ -189,6 +189,9 @@ pub fn knee_lines(r: &SweepResult) -> Vec<String> {
         (None, None) if r.steps.is_empty() => "knee: unknown (no steps ran)".into(),
         (None, None) => "knee: unknown (no step passed or failed)".into(),
     }];
+    if let Some(line) = confidence_line(r) {
+        lines.push(line);
+    }
     if let Some(line) = generator_line(r) {
         lines.push(line);
     }
@@ -203,6 +206,41 @@ pub fn knee_lines(r: &SweepResult) -> Vec<String> {
         lines.push("note: the sweep was interrupted; only the steps so far are shown".into());
     }
     lines
+}
+
+/// "confidence: 33.9 req/s passes the SLOs with 93% confidence; …" for
+/// adaptive steps, saying when an end is below the confidence asked.
+fn confidence_line(r: &SweepResult) -> Option<String> {
+    let unit = r.load_unit();
+    let k = &r.knee;
+    let asked = r
+        .steps
+        .iter()
+        .find_map(|s| s.decision.as_ref().map(|d| d.level))?;
+    let pct = |c: f64| format!("{}%", num(c * 100.0, 0));
+    let end = |load: Option<f64>, c: Option<f64>, verb: &str| {
+        let (load, c) = (load?, c?);
+        let noise = if c < asked { " (within noise)" } else { "" };
+        Some(format!(
+            "{} {unit} {verb} with {} confidence{noise}",
+            load_label(load),
+            pct(c)
+        ))
+    };
+    let parts: Vec<String> = [
+        end(k.last_pass, k.last_pass_confidence, "meets the SLOs"),
+        end(k.first_fail, k.first_fail_confidence, "misses them"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    (!parts.is_empty()).then(|| {
+        format!(
+            "confidence: {} (exact binomial, {} asked)",
+            parts.join("; "),
+            pct(asked)
+        )
+    })
 }
 
 /// "the load generator, not the server, was the limit at X: the server's knee is at least Y".
@@ -242,6 +280,23 @@ pub fn summary_lines(r: &SweepResult) -> Vec<String> {
         ));
     }
     lines.push(mu_line(r));
+    if let Some(c) = &r.calibration {
+        lines.push(match c.service_rate {
+            Some(mu) => format!(
+                "calibration: μ ≈ {} req/s from a {:.1} s closed-loop probe ({}); the search started at {} {unit}",
+                num(mu, 1),
+                c.duration_s,
+                c.end,
+                load_label(c.start_load)
+            ),
+            None => format!(
+                "calibration: no service rate ({} after {:.1} s); the search doubled from {} {unit}",
+                c.end,
+                c.duration_s,
+                load_label(c.start_load)
+            ),
+        });
+    }
     lines.push(match r.queue_onset_load {
         Some(q) => format!(
             "queue onset: {} {unit} (the waiting queue first left zero)",

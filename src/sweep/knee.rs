@@ -47,6 +47,11 @@ pub enum SearchPlan {
         max_steps: usize,
         /// Rates or (integer) concurrencies.
         unit: LoadUnit,
+        /// The calibration probe's service rate μ: the climb does not jump
+        /// past it (a load at μ already fails, so it brackets the knee) until
+        /// a step at it has passed.
+        #[serde(default)]
+        ceiling: Option<f64>,
     },
     /// Exactly these loads, in order (duplicates skipped; loads at or above a
     /// generator-limited one are skipped because they cannot be measured).
@@ -63,6 +68,7 @@ impl SearchPlan {
             max_load,
             max_steps: 20,
             unit,
+            ceiling: None,
         }
     }
 
@@ -126,6 +132,9 @@ pub struct StepPoint {
     pub goodput: f64,
     /// Mean of the server's `num_requests_waiting` gauge, if scraped.
     pub mean_waiting: Option<f64>,
+    /// How sure the step's SLO verdict is (adaptive steps), 0–1.
+    #[serde(default)]
+    pub confidence: Option<f64>,
 }
 
 /// The knee as an interval, with the caveats that come with it.
@@ -142,6 +151,10 @@ pub struct Knee {
     pub goodput_at_knee: Option<f64>,
     /// A step above `first_fail` passed: the curve is noisy or not monotonic.
     pub non_monotonic: bool,
+    /// Confidence of the `last_pass` step's pass, and of the `first_fail`
+    /// step's failure (adaptive steps).
+    pub last_pass_confidence: Option<f64>,
+    pub first_fail_confidence: Option<f64>,
 }
 
 fn loads_with(history: &[StepPoint], verdict: StepVerdict) -> impl Iterator<Item = f64> + '_ {
@@ -182,6 +195,7 @@ fn auto_candidate(plan: &SearchPlan, history: &[StepPoint]) -> Option<f64> {
         tolerance,
         max_load,
         unit,
+        ceiling,
         ..
     } = *plan
     else {
@@ -194,7 +208,14 @@ fn auto_candidate(plan: &SearchPlan, history: &[StepPoint]) -> Option<f64> {
     }
     let knee = knee(history);
     match (knee.last_pass, knee.first_fail) {
-        (Some(pass), None) => climb(pass, factor, fix(max_load), integer),
+        (Some(pass), None) => {
+            let top = match ceiling {
+                Some(c) if pass < c * 0.999 => fix(c.min(max_load)),
+                _ => fix(max_load),
+            };
+            climb(pass, factor, top, integer)
+                .or_else(|| climb(pass, factor, fix(max_load), integer))
+        }
         (Some(pass), Some(fail)) => bisect(pass, fail, tolerance, integer),
         (None, Some(fail)) => step_down(fail, factor, start, integer),
         (None, None) => None,
@@ -240,6 +261,13 @@ pub fn knee(history: &[StepPoint]) -> Knee {
     let last_pass = loads_with(history, StepVerdict::Pass)
         .filter(below_fail)
         .reduce(f64::max);
+    let confidence_at = |load: Option<f64>, v: StepVerdict| {
+        let load = load?;
+        history
+            .iter()
+            .find(|p| p.load == load && p.verdict == v)
+            .and_then(|p| p.confidence)
+    };
     let goodput_at_knee = last_pass.and_then(|l| {
         history
             .iter()
@@ -254,6 +282,8 @@ pub fn knee(history: &[StepPoint]) -> Knee {
         goodput_at_knee,
         non_monotonic: first_fail
             .is_some_and(|f| loads_with(history, StepVerdict::Pass).any(|l| l > f)),
+        last_pass_confidence: confidence_at(last_pass, StepVerdict::Pass),
+        first_fail_confidence: confidence_at(first_fail, StepVerdict::Fail),
     }
 }
 

@@ -10,6 +10,7 @@ fn point(load: f64, verdict: StepVerdict) -> StepPoint {
         steady: verdict == StepVerdict::Pass,
         goodput: load * 0.9,
         mean_waiting: None,
+        confidence: None,
     }
 }
 
@@ -128,6 +129,7 @@ fn the_search_takes_at_most_max_steps() {
         max_load: 1e9,
         max_steps: 5,
         unit: LoadUnit::Rate,
+        ceiling: None,
     };
     assert_eq!(run(&plan, |_| StepVerdict::Pass).len(), 5);
 }
@@ -208,6 +210,7 @@ fn invalid_plans_are_rejected_and_measure_nothing() {
             max_load: 10.0,
             max_steps: 5,
             unit: LoadUnit::Rate,
+            ceiling: None,
         },
         SearchPlan::List(vec![]),
         SearchPlan::List(vec![1.0, f64::NAN]),
@@ -241,6 +244,7 @@ fn service_rate_is_the_median_achieved_rate_of_saturated_steps() {
 fn queue_onset_is_the_lowest_load_whose_waiting_gauge_reached_one_half() {
     let waiting = |load: f64, w: Option<f64>| StepPoint {
         mean_waiting: w,
+        confidence: None,
         ..point(load, StepVerdict::Pass)
     };
     let points = [
@@ -265,6 +269,7 @@ fn closed_loop_climb_advances_by_at_least_one_even_with_a_small_factor() {
         max_load: 4.0,
         max_steps: 20,
         unit: LoadUnit::Concurrency,
+        ceiling: None,
     };
     assert_eq!(
         loads(&run(&plan, |_| StepVerdict::Pass)),
@@ -289,6 +294,7 @@ fn closed_loop_service_rate_comes_from_steps_where_the_server_queued() {
     let step = |load: f64, achieved: f64, waiting: Option<f64>| StepPoint {
         achieved_rate: achieved,
         mean_waiting: waiting,
+        confidence: None,
         ..point(load, StepVerdict::Pass)
     };
     let points = [

@@ -12,6 +12,9 @@
 //! generator was limited is [`StepVerdict::GeneratorLimited`] whatever else
 //! happened: a step that failed only because the generator fell behind is
 //! never the server's knee.
+pub mod adaptive;
+pub mod calibrate;
+pub mod confidence;
 pub mod knee;
 pub mod rows;
 pub mod slo;

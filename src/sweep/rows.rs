@@ -85,6 +85,7 @@ pub fn slo_row(o: &slo::SloOutcome) -> model::SloOutcomeRow {
         samples: o.samples,
         tail_samples: o.tail_samples,
         warning: o.warning.clone(),
+        confidence: None,
     }
 }
 
@@ -124,6 +125,26 @@ pub fn point(s: &StepResult) -> StepPoint {
         steady: s.steady.steady,
         goodput: s.goodput,
         mean_waiting: s.mean_waiting,
+        confidence: verdict_confidence(s, verdict),
+    }
+}
+
+/// How sure a step's verdict is, from its SLOs' confidences: a pass as
+/// sure as its least sure SLO, a failure as its surest missed SLO. `None`
+/// without confidences, or when no SLO was missed in a failed step (it
+/// failed on errors or steadiness, which the binomial test does not cover).
+fn verdict_confidence(s: &StepResult, verdict: StepVerdict) -> Option<f64> {
+    let each = s
+        .slo_outcomes
+        .iter()
+        .filter_map(|o| o.confidence.map(|c| (o.pass, c)));
+    match verdict {
+        StepVerdict::Pass => each.map(|(_, c)| c.pass).reduce(f64::min),
+        StepVerdict::Fail => each
+            .filter(|(pass, _)| !pass)
+            .map(|(_, c)| c.fail)
+            .reduce(f64::max),
+        StepVerdict::GeneratorLimited => None,
     }
 }
 
@@ -136,6 +157,8 @@ pub fn finish(r: &mut SweepResult, history: &[StepPoint]) {
         goodput_at_knee: k.goodput_at_knee,
         bounded_by_generator: k.bounded_by_generator,
         non_monotonic: k.non_monotonic,
+        last_pass_confidence: k.last_pass_confidence,
+        first_fail_confidence: k.first_fail_confidence,
     };
     // Open loop: an overloaded step's throughput is μ. Closed loop never
     // overloads the client's way; there the server's own queue says when the

@@ -5,6 +5,7 @@
 //! steadiness and generator health, and assembles the [`StepResult`] both
 //! write. PURE: no clock, no I/O.
 
+use super::confidence::{self, Decision, SloConfidence};
 use super::rows::{dist, queue_stats, slo_row, steady_row, verdict_of};
 use super::slo::SloOutcome;
 use super::steady::{self, Steadiness};
@@ -12,7 +13,9 @@ use super::{judge, StepVerdictInput};
 use crate::client::scrape::QueueSample;
 use crate::metrics::health::{self, GeneratorHealth};
 use crate::metrics::stats::Distribution;
-use crate::report::sweep::{GeneratorRow, StepResult, Verdict};
+use crate::report::sweep::{
+    DecisionRow, GeneratorRow, SloConfidenceRow, SloOutcomeRow, StepResult, Verdict,
+};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -68,11 +71,17 @@ pub struct StepEvidence {
     pub extra_warnings: Vec<String>,
     /// Cut short by a signal (on some shard): the verdict is `interrupted`.
     pub interrupted: bool,
+    /// An adaptive step: the confidence asked and each SLO's confidence
+    /// (aligned with `slo_outcomes`).
+    pub confidence: Option<(f64, Vec<Option<SloConfidence>>)>,
+    /// The adaptive step ended its releases early, decided.
+    pub ended_early: bool,
 }
 
 /// Judge one step and assemble its row of the sweep result.
 pub fn judge_step(e: StepEvidence, max_error_rate: f64) -> StepResult {
     let (w0, w1) = e.window;
+    let slo_rows = slo_rows(&e);
     let steadiness = with_queue_trend(e.steadiness, &e.queue, e.window);
     let c = &e.counts;
     let error_rate = if c.n_requests == 0 {
@@ -88,10 +97,19 @@ pub fn judge_step(e: StepEvidence, max_error_rate: f64) -> StepResult {
         generator: &e.generator,
     };
     let (verdict, reasons) = judge(&input);
+    // An SLO with a binomial confidence states how sure it is; its
+    // few-tail-samples warning would only repeat that less precisely.
+    let has_confidence = |i: usize| {
+        e.confidence
+            .as_ref()
+            .is_some_and(|(_, each)| each.get(i).is_some_and(Option::is_some))
+    };
     let mut warnings: Vec<String> = e
         .slo_outcomes
         .iter()
-        .filter_map(|o| o.warning.clone())
+        .enumerate()
+        .filter(|(i, _)| !has_confidence(*i))
+        .filter_map(|(_, o)| o.warning.clone())
         .collect();
     warnings.extend(e.generator.warnings.iter().cloned());
     warnings.extend(e.extra_warnings.iter().cloned());
@@ -124,7 +142,11 @@ pub fn judge_step(e: StepEvidence, max_error_rate: f64) -> StepResult {
         e2el_ms: dist(&d.e2el),
         ttft_from_due_ms: dist(&d.ttft_from_due),
         lateness_ms: dist(&d.lateness),
-        slo_outcomes: e.slo_outcomes.iter().map(slo_row).collect(),
+        slo_outcomes: slo_rows,
+        decision: e
+            .confidence
+            .as_ref()
+            .map(|(level, each)| decision_row(*level, each, e.ended_early, c.completed)),
         steady: steady_row(&steadiness),
         generator: GeneratorRow {
             limited: e.generator.limited,
@@ -144,6 +166,58 @@ pub fn judge_step(e: StepEvidence, max_error_rate: f64) -> StepResult {
         first_errors: e.counts.first_errors,
         due_times_s: Vec::new(),
         shard: None,
+    }
+}
+
+/// The SLO rows, with each SLO's confidence when the step has them.
+fn slo_rows(e: &StepEvidence) -> Vec<SloOutcomeRow> {
+    let confidence = |i: usize| {
+        e.confidence
+            .as_ref()
+            .and_then(|(_, each)| each.get(i).copied().flatten())
+    };
+    e.slo_outcomes
+        .iter()
+        .enumerate()
+        .map(|(i, o)| SloOutcomeRow {
+            warning: o.warning.clone().filter(|_| confidence(i).is_none()),
+            confidence: confidence(i).map(|c| SloConfidenceRow {
+                pass: c.pass,
+                fail: c.fail,
+                effective_samples: c.effective_samples,
+                interval_low_ms: c.interval_low_ms,
+                interval_high_ms: c.interval_high_ms,
+            }),
+            ..slo_row(o)
+        })
+        .collect()
+}
+
+/// Where the step's SLO verdict stood: the decision its confidences support.
+fn decision_row(
+    level: f64,
+    each: &[Option<SloConfidence>],
+    ended_early: bool,
+    samples: usize,
+) -> DecisionRow {
+    let (decision, confidence) = confidence::decide(each, level);
+    DecisionRow {
+        level,
+        decision: match decision {
+            Decision::Pass => "pass",
+            Decision::Fail => "fail",
+            Decision::Undecided => "undecided",
+        }
+        .into(),
+        confidence,
+        samples,
+        effective_samples: each
+            .iter()
+            .flatten()
+            .map(|c| c.effective_samples)
+            .min()
+            .unwrap_or(0),
+        ended_early,
     }
 }
 

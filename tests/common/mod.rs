@@ -29,6 +29,10 @@ pub struct Behaviour {
     /// Serve at most this many requests at once (others queue FIFO), like a
     /// server with fixed slots: capacity μ = slots / service time.
     pub slots: Option<usize>,
+    /// POSTs after the first `n` answer HTTP 500 (a server that starts failing).
+    pub fail_after: Option<usize>,
+    /// POSTs after the first `n` never answer (a server that stalls).
+    pub stall_after: Option<usize>,
 }
 
 impl Default for Behaviour {
@@ -40,6 +44,8 @@ impl Default for Behaviour {
             model: "test-model".into(),
             status: None,
             slots: None,
+            fail_after: None,
+            stall_after: None,
         }
     }
 }
@@ -139,7 +145,12 @@ async fn handle(
         .unwrap_or_default();
     let received = t0.elapsed().as_secs_f64();
     let body: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
-    if let Some(status) = b.status {
+    let seen = truths.lock().unwrap().len();
+    if b.stall_after.is_some_and(|n| seen >= n) {
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+    }
+    let failing = b.fail_after.is_some_and(|n| seen >= n).then_some(500);
+    if let Some(status) = b.status.or(failing) {
         truths.lock().unwrap().push(Truth {
             request_id,
             received,

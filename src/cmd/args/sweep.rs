@@ -31,7 +31,24 @@ pub fn sweep_config(a: &SweepArgs) -> Result<SweepConfig> {
     let timing = timing(a, sim)?;
     let plan = plan(a, sim)?;
     check_shard(&run, &plan, a.mode)?;
+    if !(a.confidence > 0.5 && a.confidence < 1.0) {
+        bail!(
+            "--confidence: {} must be between 0.5 and 1 (e.g. 0.9 for 90%)",
+            a.confidence
+        );
+    }
+    let adaptive = !a.fixed_steps && run.shard.is_none();
+    // The probe sets the start of an automatic rate search; a start or load
+    // list the user gave wins, and shards never probe on their own.
+    let probe = !a.no_calibrate
+        && a.start.is_none()
+        && a.mode == SweepMode::Rate
+        && matches!(plan, SearchPlan::Auto { .. })
+        && run.shard.is_none()
+        && !a.calibrate_budget.is_zero();
     Ok(SweepConfig {
+        confidence: adaptive.then_some(a.confidence),
+        calibrate: probe.then_some(a.calibrate_budget),
         slos: slos(a)?,
         max_error_rate: a.max_error_rate,
         mode: unit(a.mode),
@@ -91,11 +108,12 @@ fn slos(a: &SweepArgs) -> Result<Vec<Slo>> {
 }
 
 /// Step timing; the built-in simulator gets short steps so a sweep takes about a minute.
+/// Adaptive steps run longer by themselves when undecided, so their minimum is shorter.
 fn timing(a: &SweepArgs, sim: bool) -> Result<StepTiming> {
-    let (warmup, measured, requests) = if sim {
-        (Duration::from_secs(1), Duration::from_secs(4), 80)
-    } else {
-        (Duration::from_secs(3), Duration::from_secs(15), 200)
+    let (warmup, measured, requests) = match (sim, a.fixed_steps) {
+        (true, _) => (Duration::from_secs(1), Duration::from_secs(4), 80),
+        (false, false) => (Duration::from_secs(2), Duration::from_secs(6), 100),
+        (false, true) => (Duration::from_secs(3), Duration::from_secs(15), 200),
     };
     let t = StepTiming {
         warmup: a.step_warmup.unwrap_or(warmup),
@@ -148,6 +166,7 @@ fn plan(a: &SweepArgs, sim: bool) -> Result<SearchPlan> {
             max_load: a.max_load,
             max_steps: a.max_steps,
             unit,
+            ceiling: None,
         }
     } else {
         SearchPlan::List(list)
@@ -206,12 +225,38 @@ mod tests {
     }
 
     #[test]
-    fn real_servers_get_full_step_timing() {
-        let t = config(REAL).timing;
+    fn real_servers_get_adaptive_steps_or_full_fixed_ones() {
+        let c = config(REAL);
+        let t = &c.timing;
+        assert_eq!(
+            (t.warmup, t.min_measured, t.min_requests),
+            (secs(2), secs(6), 100),
+            "adaptive steps lengthen themselves; their minimum is short"
+        );
+        assert_eq!(c.confidence, Some(0.9));
+        assert_eq!(c.calibrate, Some(secs(20)));
+        let c = config(&format!("{REAL} --fixed-steps"));
+        let t = &c.timing;
         assert_eq!(
             (t.warmup, t.min_measured, t.min_requests),
             (secs(3), secs(15), 200)
         );
+        assert_eq!(c.confidence, None);
+    }
+
+    #[test]
+    fn a_given_start_list_or_flag_skips_the_probe() {
+        for extra in [
+            "--start 5",
+            "--rates 1,2",
+            "--no-calibrate",
+            "--mode concurrency",
+        ] {
+            let c = config(&format!("{REAL} {extra}"));
+            assert_eq!(c.calibrate, None, "{extra}");
+        }
+        let row = format!("{REAL} --confidence 1.5 => --confidence: 1.5 must be between 0.5 and 1");
+        assert_rows_rejected(&[row.as_str()], |args| sweep_config(&sweep_args(args)));
     }
 
     #[test]
@@ -266,6 +311,7 @@ mod tests {
             max_load,
             max_steps,
             unit,
+            ceiling: None,
         };
         assert_eq!(c.plan, want);
     }

@@ -2,6 +2,8 @@
 //! keep the evidence (client records, server queue gauges, generator health),
 //! and rewrite the sweep JSON after every step so an interruption loses nothing.
 
+mod adaptive;
+mod calibrate;
 mod sharded;
 mod start;
 mod step;
@@ -133,8 +135,27 @@ async fn search(
     out: &Path,
     interrupt: watch::Receiver<bool>,
 ) -> Result<()> {
+    let mut plan = ctx.cfg.plan.clone();
+    if let Some(budget) = ctx.cfg.calibrate {
+        match calibrate::calibrate(ctx, budget, interrupt.clone()).await {
+            None => {
+                result.interrupted = true;
+                return Ok(());
+            }
+            Some((end, mu, levels, took)) => {
+                plan = crate::sweep::calibrate::plan_after(&plan, mu);
+                let start = match plan {
+                    knee::SearchPlan::Auto { start, .. } => start,
+                    knee::SearchPlan::List(_) => 0.0,
+                };
+                let row = calibrate::row(end, mu, &levels, took, start);
+                eprintln!("{}", calibration_line(&row));
+                result.calibration = Some(row);
+            }
+        }
+    }
     let mut history: Vec<StepPoint> = Vec::new();
-    while let Some(load) = knee::next_load(&ctx.cfg.plan, &history) {
+    while let Some(load) = knee::next_load(&plan, &history) {
         let refining = history.iter().any(|p| p.verdict == StepVerdict::Fail);
         let step = run_step(ctx, history.len(), load, refining, interrupt.clone()).await;
         if !keep_step(result, &mut history, step, *interrupt.borrow(), out)? {
@@ -142,6 +163,27 @@ async fn search(
         }
     }
     Ok(())
+}
+
+/// One stderr line on the probe: its μ and where the search starts, or why
+/// it fell back to the doubling search.
+fn calibration_line(c: &crate::report::sweep::CalibrationRow) -> String {
+    let streams: Vec<String> = c.levels.iter().map(|l| l.concurrency.to_string()).collect();
+    let probe = format!(
+        "closed-loop probe at {} streams, {:.1} s",
+        streams.join(", "),
+        c.duration_s
+    );
+    match c.service_rate {
+        Some(mu) => format!(
+            "kneecap sweep: calibration ({}): μ ≈ {mu:.1} req/s ({probe}); the search starts at {:.1} req/s",
+            c.end, c.start_load
+        ),
+        None => format!(
+            "kneecap sweep: calibration ended ({}) without a service rate ({probe}); falling back to the doubling search from {} req/s",
+            c.end, c.start_load
+        ),
+    }
 }
 
 /// Add a finished step to the result and save it; false when the sweep must

@@ -69,7 +69,7 @@ pub(super) async fn run_all_steps(
         if let Some(ms) = overran_ms {
             eprintln!("kneecap sweep: shard {me}: step {k} starts {ms:.0} ms after its slot (the previous step overran it)");
         }
-        let (releases, length, cap) = live::step_releases(cfg, &timing, k, load);
+        let (releases, length, cap) = live::step_releases(cfg, &timing, k, load, None);
         let flag = match cfg.mode {
             LoadUnit::Rate => "--max-concurrency",
             LoadUnit::Concurrency => "--concurrencies",
@@ -84,8 +84,9 @@ pub(super) async fn run_all_steps(
             specs: mine.specs,
             max_concurrency: cap,
             cancel_at: Some(length + timing.drain),
+            watch: None,
         };
-        let m = live::measure(ctx, level, interrupt.clone()).await;
+        let m = live::measure(ctx, level, None, interrupt.clone()).await;
         let interrupted = *interrupt.borrow();
         let window = (timing.warmup, length);
         let evidence = Evidence {
@@ -94,6 +95,7 @@ pub(super) async fn run_all_steps(
             queue: m.queue,
             source: m.source,
             check: m.check,
+            ended_early: false,
         };
         let mut step = live::judge_records(cfg, load, evidence);
         let slot_info = Slot { at, overran_ms };

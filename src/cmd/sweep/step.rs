@@ -3,6 +3,7 @@
 //! turning the records into the evidence the one step judge
 //! ([`crate::sweep::step`]) weighs.
 
+use super::adaptive::{watch_step, Monitor};
 use super::Ctx;
 use crate::client::scrape::QueueSample;
 use crate::cmd::prepare::{self as runner, Level};
@@ -13,11 +14,13 @@ use crate::metrics::stats::{self, StatsOptions};
 use crate::metrics::{RequestRecord, KNEECAP_PERCENTILES};
 use crate::report::sweep::StepResult;
 use crate::schedule::{self, Arrival};
+use crate::sweep::adaptive::{step_decision, AdaptiveRule};
 use crate::sweep::knee::LoadUnit;
 use crate::sweep::rows::{due_times, goodput_slo, mean};
 use crate::sweep::step::{judge_step, StepCounts, StepDists, StepEvidence};
 use crate::sweep::{slo, steady};
 use rand::{rngs::StdRng, SeedableRng};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
@@ -26,7 +29,9 @@ const SCRAPE_EVERY: Duration = Duration::from_millis(250);
 /// Event-loop lag probe period.
 const LAG_EVERY: Duration = Duration::from_millis(10);
 
-/// Run one step at `load` and judge it.
+/// Run one step at `load` and judge it. With `--confidence` (the default)
+/// the step is adaptive: it is scheduled up to its cap and ends its releases
+/// as soon as its verdict is decided ([`crate::sweep::adaptive`]).
 pub(crate) async fn run_step(
     ctx: &Ctx<'_>,
     index: usize,
@@ -35,25 +40,50 @@ pub(crate) async fn run_step(
     interrupt: watch::Receiver<bool>,
 ) -> StepResult {
     let cfg = ctx.cfg;
-    let timing = if refining {
-        cfg.timing.refined()
-    } else {
-        cfg.timing.clone()
+    let timing = match (refining, cfg.confidence) {
+        (true, None) => cfg.timing.refined(),
+        _ => cfg.timing.clone(),
     };
-    let (releases, length, cap) = step_releases(cfg, &timing, index, load);
+    let min_length = match cfg.mode {
+        LoadUnit::Rate => timing.length_for_rate(load),
+        LoadUnit::Concurrency => timing.length_closed(),
+    };
+    let horizon = cfg.confidence.map(|_| timing.max_total.max(min_length));
+    let (releases, length, cap) = step_releases(cfg, &timing, index, load, horizon);
+    let (end_tx, end_rx) = watch::channel(false);
+    let adaptive = cfg.confidence.map(|level| {
+        let rule = AdaptiveRule {
+            window_start: timing.warmup,
+            min_length,
+            min_requests: match cfg.mode {
+                LoadUnit::Rate => timing.min_requests,
+                LoadUnit::Concurrency => 0,
+            },
+            cap: length,
+            level,
+        };
+        (Arc::new(Monitor::new(&cfg.slos)), rule, end_tx)
+    });
     let level = Level {
         releases,
         specs: ctx.prepared.specs.clone(),
         max_concurrency: cap,
         cancel_at: Some(length + timing.drain),
+        watch: adaptive.as_ref().map(|(monitor, _, _)| engine::Watch {
+            observer: monitor.clone(),
+            end_releases: end_rx,
+            drain: timing.drain,
+        }),
     };
-    let m = measure(ctx, level, interrupt).await;
+    let m = measure(ctx, level, adaptive, interrupt).await;
+    let end = m.out.releases_ended_at.unwrap_or(length);
     let evidence = Evidence {
         records: &m.out.records,
-        window: (timing.warmup, length),
+        window: (timing.warmup, end.max(timing.warmup)),
         queue: m.queue,
         source: m.source,
         check: m.check,
+        ended_early: m.out.releases_ended_at.is_some(),
     };
     let mut step = judge_records(cfg, load, evidence);
     if cfg.run.output.save_detailed {
@@ -71,13 +101,26 @@ pub(crate) struct Measured {
     pub(crate) queue: Vec<QueueSample>,
 }
 
-/// Run one load level while scraping the server's queue gauges.
+/// An adaptive step's observer, rule and the sender that ends its releases.
+pub(crate) type Adaptive = (Arc<Monitor>, AdaptiveRule, watch::Sender<bool>);
+
+/// Run one load level while scraping the server's queue gauges (and, for
+/// an adaptive step, watching for its verdict).
 pub(crate) async fn measure(
     ctx: &Ctx<'_>,
     level: Level,
+    adaptive: Option<Adaptive>,
     interrupt: watch::Receiver<bool>,
 ) -> Measured {
     let (stop_tx, stop_rx) = watch::channel(false);
+    let watcher = async {
+        match adaptive {
+            Some((monitor, rule, end)) => {
+                watch_step(monitor, rule, ctx.cfg.slos.clone(), end, stop_rx.clone()).await
+            }
+            None => None,
+        }
+    };
     let t0 = Instant::now();
     let scrape = async {
         match &ctx.scraper {
@@ -92,7 +135,7 @@ pub(crate) async fn measure(
         let _ = stop_tx.send(true);
         out
     };
-    let ((out, check), (source, queue)) = tokio::join!(run, scrape);
+    let ((out, check), (source, queue), _last_look) = tokio::join!(run, scrape, watcher);
     Measured {
         out,
         check,
@@ -102,16 +145,18 @@ pub(crate) async fn measure(
 }
 
 /// Releases for one step: a Poisson/gamma schedule at `load` req/s, or a
-/// closed loop of `load` streams. Seeded per step so reruns are identical.
+/// closed loop of `load` streams, for the step's minimum length or up to
+/// `horizon` (an adaptive step's cap). Seeded per step so reruns are identical.
 pub(crate) fn step_releases(
     cfg: &SweepConfig,
     timing: &StepTiming,
     index: usize,
     load: f64,
+    horizon: Option<Duration>,
 ) -> (Releases, Duration, Option<usize>) {
     match cfg.mode {
         LoadUnit::Rate => {
-            let length = timing.length_for_rate(load);
+            let length = horizon.unwrap_or_else(|| timing.length_for_rate(load));
             let burstiness = cfg.run.load.burstiness;
             let arrival = if burstiness.is_infinite() {
                 Arrival::Constant { rate: load }
@@ -130,7 +175,7 @@ pub(crate) fn step_releases(
             )
         }
         LoadUnit::Concurrency => {
-            let length = timing.length_closed();
+            let length = horizon.unwrap_or_else(|| timing.length_closed());
             (
                 Releases::ClosedFor(length),
                 length,
@@ -147,6 +192,8 @@ pub(crate) struct Evidence<'a> {
     pub(crate) queue: Vec<QueueSample>,
     pub(crate) source: Option<String>,
     pub(crate) check: probe::SelfCheck,
+    /// An adaptive step ended its releases early, decided.
+    pub(crate) ended_early: bool,
 }
 
 /// Judge a step from its records: the window's stats, SLOs, steadiness and
@@ -188,6 +235,10 @@ pub(crate) fn judge_records(cfg: &SweepConfig, load: f64, e: Evidence<'_>) -> St
         queue_source: e.source,
         cpu_busy_fraction: cpu,
         event_loop_lag_p99_ms: lag_p99,
+        confidence: cfg
+            .confidence
+            .map(|level| (level, step_decision(&cfg.slos, &in_window, level).2)),
+        ended_early: e.ended_early,
         ..StepEvidence::default()
     };
     judge_step(evidence, cfg.max_error_rate)

@@ -1,0 +1,108 @@
+//! The live calibration probe: run the closed-loop levels the pure probe
+//! ([`crate::sweep::calibrate`]) asks for, within its time budget, and turn
+//! its μ into the search plan's start (or fall back to the doubling search).
+
+use super::Ctx;
+use crate::cmd::prepare::{self as runner, Level};
+use crate::engine::Releases;
+use crate::report::sweep::{CalibrationRow, ProbeLevelRow};
+use crate::sweep::calibrate::{next_probe, ProbeEnd, ProbeLevel, ProbeStep};
+use crate::sweep::knee::SearchPlan;
+use indicatif::ProgressBar;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+/// Run the probe within `budget`; `None` when interrupted.
+pub(super) async fn calibrate(
+    ctx: &Ctx<'_>,
+    budget: Duration,
+    interrupt: watch::Receiver<bool>,
+) -> Option<(ProbeEnd, Option<f64>, Vec<ProbeLevel>, Duration)> {
+    let t0 = Instant::now();
+    let max_streams = match ctx.cfg.plan {
+        SearchPlan::Auto { max_load, .. } => (max_load.ceil() as usize).clamp(1, 4096),
+        SearchPlan::List(_) => 4096,
+    };
+    let mut levels: Vec<ProbeLevel> = Vec::new();
+    loop {
+        match next_probe(&levels, t0.elapsed(), budget, max_streams) {
+            ProbeStep::Done { end, mu } => return Some((end, mu, levels, t0.elapsed())),
+            ProbeStep::Run {
+                concurrency,
+                length,
+            } => {
+                // The level's drain never runs past the budget.
+                let left = budget.saturating_sub(t0.elapsed());
+                let level = Level {
+                    releases: Releases::ClosedFor(length),
+                    specs: ctx.prepared.specs.clone(),
+                    max_concurrency: Some(concurrency),
+                    cancel_at: Some(left.max(length)),
+                    watch: None,
+                };
+                let started = Instant::now();
+                let out = runner::run_level(
+                    &ctx.prepared,
+                    level,
+                    ProgressBar::hidden(),
+                    interrupt.clone(),
+                )
+                .await;
+                if out.interrupted {
+                    return None;
+                }
+                levels.push(summarize(concurrency, &out.records, started.elapsed()));
+            }
+        }
+    }
+}
+
+fn summarize(
+    concurrency: usize,
+    records: &[crate::metrics::RequestRecord],
+    took: Duration,
+) -> ProbeLevel {
+    let e2el: Vec<f64> = records
+        .iter()
+        .filter(|r| r.is_ok())
+        .filter_map(|r| r.last_token.map(|t| t.saturating_sub(r.sent).as_secs_f64()))
+        .collect();
+    let completed = e2el.len();
+    ProbeLevel {
+        concurrency,
+        completed,
+        failed: records.len() - records.iter().filter(|r| r.is_ok()).count(),
+        mean_e2el_s: (completed > 0).then(|| e2el.iter().sum::<f64>() / completed as f64),
+        duration_s: took.as_secs_f64(),
+    }
+}
+
+/// The probe as the sweep JSON records it.
+pub(super) fn row(
+    end: ProbeEnd,
+    mu: Option<f64>,
+    levels: &[ProbeLevel],
+    took: Duration,
+    start_load: f64,
+) -> CalibrationRow {
+    CalibrationRow {
+        levels: levels
+            .iter()
+            .map(|l| ProbeLevelRow {
+                concurrency: l.concurrency,
+                completed: l.completed,
+                failed: l.failed,
+                mean_e2el_ms: l.mean_e2el_s.map(|s| s * 1000.0),
+                throughput: l.throughput(),
+                duration_s: l.duration_s,
+            })
+            .collect(),
+        end: serde_json::to_value(end)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default(),
+        service_rate: mu,
+        start_load,
+        duration_s: took.as_secs_f64(),
+    }
+}

@@ -1,0 +1,113 @@
+//! Adaptive steps driven by synthetic sample streams in fake time.
+use super::*;
+use crate::sweep::testing::ok;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+const RATE: f64 = 40.0;
+
+fn rule() -> AdaptiveRule {
+    AdaptiveRule {
+        window_start: Duration::from_secs(2),
+        min_length: Duration::from_secs(8),
+        min_requests: 100,
+        cap: Duration::from_secs(120),
+        level: 0.9,
+    }
+}
+
+/// Requests due every 1/RATE s; a fraction `p_over` (independently) has a
+/// TTFT of 900 ms, the rest 50–250 ms. Each finishes at its first token.
+fn stream(p_over: f64, seed: u64) -> Vec<crate::metrics::RequestRecord> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    (0..(RATE * 130.0) as u64)
+        .map(|i| {
+            let sent_ms = (i as f64 * 1000.0 / RATE) as u64;
+            let ttft = if rng.random::<f64>() < p_over {
+                900
+            } else {
+                rng.random_range(50..250)
+            };
+            let mut r = ok(sent_ms, ttft, &[], 1);
+            r.index = i as usize;
+            r
+        })
+        .collect()
+}
+
+/// Look every 250 ms, as the live step does, until the rule ends the step.
+fn run(records: &[crate::metrics::RequestRecord], slo: &str) -> (Duration, Look) {
+    let slos = vec![slo.parse::<Slo>().unwrap()];
+    let mut t = Duration::ZERO;
+    loop {
+        t += LOOK_EVERY;
+        let finished: Vec<_> = records
+            .iter()
+            .filter(|r| r.due <= t && r.last_token.unwrap() <= t)
+            .cloned()
+            .collect();
+        let oldest = records
+            .iter()
+            .filter(|r| r.due <= t && r.last_token.unwrap() > t)
+            .map(|r| r.due)
+            .min();
+        let look = rule().look(t, &slos, &finished, oldest);
+        if look.end {
+            return (t, look);
+        }
+    }
+}
+
+#[test]
+fn a_clear_pass_ends_at_the_minimum() {
+    let (t, look) = run(&stream(0.0, 1), "p99_ttft_ms<=300");
+    assert_eq!(look.decision, Decision::Pass);
+    assert!(look.confidence >= 0.9);
+    assert!(t <= Duration::from_secs(9), "ended at {t:?}");
+}
+
+#[test]
+fn a_clear_fail_ends_at_the_minimum() {
+    let (t, look) = run(&stream(0.05, 2), "p99_ttft_ms<=300");
+    assert_eq!(look.decision, Decision::Fail);
+    assert!(t <= Duration::from_secs(9), "ended at {t:?}");
+}
+
+#[test]
+fn a_step_straddling_the_bound_runs_on_instead_of_deciding_on_a_noisy_sample() {
+    // Exactly 1% over 300 ms: the true p99 sits on the bound. With 90%
+    // confidence asked, the rule may decide only when chance makes the
+    // sample look clear-cut, which the binomial test bounds at 10% per side.
+    let mut ended_at_minimum = 0;
+    let mut capped = 0;
+    for seed in 0..10 {
+        let (t, look) = run(&stream(0.01, 100 + seed), "p99_ttft_ms<=300");
+        ended_at_minimum += usize::from(t <= Duration::from_secs(9));
+        if t >= rule().cap {
+            capped += 1;
+            assert_eq!(look.decision, Decision::Undecided);
+        }
+    }
+    assert_eq!(
+        ended_at_minimum, 0,
+        "no straddling step ends at its minimum"
+    );
+    assert!(capped >= 5, "most run to the cap undecided: {capped}/10");
+}
+
+#[test]
+fn a_slow_request_in_flight_holds_back_the_sample_behind_it() {
+    let slos = vec!["p99_ttft_ms<=300".parse::<Slo>().unwrap()];
+    let recs = stream(0.0, 3);
+    let t = Duration::from_secs(10);
+    let finished: Vec<_> = recs.iter().filter(|r| r.due < t).cloned().collect();
+    let all = rule().look(t, &slos, &finished, None);
+    let held = rule().look(t, &slos, &finished, Some(Duration::from_secs(3)));
+    assert!(
+        held.samples < all.samples / 4,
+        "{} vs {}",
+        held.samples,
+        all.samples
+    );
+    assert!(!held.end, "too few samples before the slow request to end");
+}

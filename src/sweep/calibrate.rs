@@ -1,0 +1,315 @@
+//! Calibration: a short closed-loop probe of the service rate μ before the
+//! open-loop search, so the search starts near the knee instead of at
+//! 1 req/s. PURE: the command layer runs each level and passes what it saw.
+//!
+//! The probe runs 1, 2, … concurrent streams, doubling (quadrupling while
+//! throughput still scales almost linearly). A closed loop without think
+//! time completes `X = c / R` requests per second (Little's law, `R` the mean
+//! end-to-end latency). While the server has free batch slots, doubling `c`
+//! nearly doubles `X`; once the batch is full, extra streams only queue and
+//! `X` stays at μ. The probe stops when `X` rises by less than
+//! [`PLATEAU_GAIN`], at the first failed request, when a level completes
+//! nothing (a stalled server), or when its time budget would be exceeded.
+//! Only a plateau (or a budget reached while still climbing, a lower bound)
+//! gives a μ to start from; errors and stalls fall back to the doubling search.
+
+use super::knee::SearchPlan;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// `X` must grow by at least this factor per doubling to keep probing.
+pub const PLATEAU_GAIN: f64 = 1.10;
+/// The search starts at this fraction of the probed μ.
+pub const START_FRACTION: f64 = 0.75;
+/// Shortest probe level.
+pub const MIN_LEVEL: Duration = Duration::from_millis(1500);
+/// A level lasts this many of the previous level's mean latencies (each
+/// stream then completes about that many requests).
+const LEVEL_LATENCIES: f64 = 3.0;
+/// Throughput that grew by at least this factor per doubling is far from
+/// the plateau: the next level quadruples the streams instead of doubling.
+const LINEAR_GAIN: f64 = 1.8;
+
+/// What one probe level saw.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeLevel {
+    /// Concurrent streams.
+    pub concurrency: usize,
+    /// Requests that finished successfully.
+    pub completed: usize,
+    /// Requests that failed (or were cut off at the level's end).
+    pub failed: usize,
+    /// Mean end-to-end latency of the completed requests, seconds.
+    pub mean_e2el_s: Option<f64>,
+    /// How long the level ran, seconds.
+    pub duration_s: f64,
+}
+
+impl ProbeLevel {
+    /// Completed requests per second by Little's law, `c / R`.
+    pub fn throughput(&self) -> Option<f64> {
+        self.mean_e2el_s
+            .filter(|r| *r > 0.0 && self.completed > 0)
+            .map(|r| self.concurrency as f64 / r)
+    }
+}
+
+/// Why the probe ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProbeEnd {
+    /// Throughput stopped rising: μ found.
+    Plateau,
+    /// The budget ran out while throughput still rose: μ is a lower bound.
+    Budget,
+    /// The concurrency limit was reached while throughput still rose.
+    Limit,
+    /// A request failed.
+    Errors,
+    /// A level completed nothing.
+    Stalled,
+}
+
+impl ProbeEnd {
+    /// Whether the probe's μ may start the search.
+    pub fn usable(self) -> bool {
+        matches!(self, ProbeEnd::Plateau | ProbeEnd::Budget | ProbeEnd::Limit)
+    }
+}
+
+/// What the probe does next.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProbeStep {
+    /// Run `concurrency` streams for `length`.
+    Run {
+        concurrency: usize,
+        length: Duration,
+    },
+    /// Stop; `mu` is the highest throughput seen when the end is usable.
+    Done { end: ProbeEnd, mu: Option<f64> },
+}
+
+/// The next probe level, given the levels so far, the time spent and the
+/// budget, and the most streams allowed.
+pub fn next_probe(
+    levels: &[ProbeLevel],
+    spent: Duration,
+    budget: Duration,
+    max_concurrency: usize,
+) -> ProbeStep {
+    let Some(last) = levels.last() else {
+        return ProbeStep::Run {
+            concurrency: 1,
+            length: MIN_LEVEL.min(budget),
+        };
+    };
+    let done = |end: ProbeEnd| ProbeStep::Done {
+        end,
+        mu: end.usable().then(|| best(levels)).flatten(),
+    };
+    if last.completed == 0 {
+        return done(ProbeEnd::Stalled);
+    }
+    if last.failed > 0 {
+        return done(ProbeEnd::Errors);
+    }
+    let mut jump = 2;
+    if let [.., prev, last] = levels {
+        if let (Some(a), Some(b)) = (prev.throughput(), last.throughput()) {
+            if b < a * PLATEAU_GAIN {
+                return done(ProbeEnd::Plateau);
+            }
+            if b >= a * LINEAR_GAIN {
+                jump = 4;
+            }
+        }
+    }
+    let concurrency = last.concurrency * jump;
+    if concurrency > max_concurrency {
+        return done(ProbeEnd::Limit);
+    }
+    let latency = last.mean_e2el_s.unwrap_or(0.0);
+    let length = MIN_LEVEL.max(Duration::from_secs_f64(LEVEL_LATENCIES * latency));
+    if spent + length > budget {
+        return done(ProbeEnd::Budget);
+    }
+    ProbeStep::Run {
+        concurrency,
+        length,
+    }
+}
+
+/// The search plan after the probe: an automatic rate search starting at
+/// [`START_FRACTION`] of μ, whose climb stops at μ first; unchanged (the
+/// doubling search from `--start`) when the probe found no μ.
+pub fn plan_after(plan: &SearchPlan, mu: Option<f64>) -> SearchPlan {
+    match (plan.clone(), mu) {
+        (
+            SearchPlan::Auto {
+                factor,
+                tolerance,
+                max_load,
+                max_steps,
+                unit,
+                ..
+            },
+            Some(mu),
+        ) if mu.is_finite() && mu > 0.0 => SearchPlan::Auto {
+            start: (mu * START_FRACTION).min(max_load),
+            factor,
+            tolerance,
+            max_load,
+            max_steps,
+            unit,
+            ceiling: Some(mu),
+        },
+        (plan, _) => plan,
+    }
+}
+
+/// The highest throughput of any level.
+fn best(levels: &[ProbeLevel]) -> Option<f64> {
+    levels
+        .iter()
+        .filter_map(ProbeLevel::throughput)
+        .reduce(f64::max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server with `slots` slots and a fixed service time `s`: c streams
+    /// see R = s·max(1, c/slots).
+    fn level(c: usize, slots: usize, s: f64) -> ProbeLevel {
+        ProbeLevel {
+            concurrency: c,
+            completed: 50,
+            failed: 0,
+            mean_e2el_s: Some(s * (c as f64 / slots as f64).max(1.0)),
+            duration_s: 2.0,
+        }
+    }
+
+    fn probe(server: impl Fn(usize) -> ProbeLevel, budget: Duration) -> (Vec<usize>, ProbeStep) {
+        let (mut levels, mut spent) = (Vec::new(), Duration::ZERO);
+        loop {
+            match next_probe(&levels, spent, budget, 4096) {
+                ProbeStep::Run {
+                    concurrency,
+                    length,
+                } => {
+                    spent += length;
+                    levels.push(server(concurrency));
+                }
+                done => return (levels.iter().map(|l| l.concurrency).collect(), done),
+            }
+        }
+    }
+
+    #[test]
+    fn from_the_probed_rate_the_search_brackets_the_knee_in_few_steps() {
+        // The server: μ = 4 / 0.095 s ≈ 42.1 req/s, true knee ≈ 35.
+        use crate::sweep::knee::{knee, next_load, LoadUnit, StepPoint, StepVerdict};
+        let mu = 4.0 / 0.095;
+        let plan = plan_after(&SearchPlan::auto(1.0, 4096.0, LoadUnit::Rate), Some(mu));
+        let mut history: Vec<StepPoint> = Vec::new();
+        while let Some(load) = next_load(&plan, &history) {
+            let verdict = if load <= 35.0 {
+                StepVerdict::Pass
+            } else {
+                StepVerdict::Fail
+            };
+            history.push(StepPoint {
+                load,
+                verdict,
+                achieved_rate: load,
+                offered_rate: load,
+                steady: true,
+                goodput: load,
+                mean_waiting: None,
+                confidence: None,
+            });
+        }
+        let loads: Vec<f64> = history.iter().map(|p| p.load).collect();
+        assert!(
+            (loads[0] - 0.75 * mu).abs() < 1e-9,
+            "starts at 3/4 μ: {loads:?}"
+        );
+        assert!(
+            (loads[1] - mu).abs() < 1e-9,
+            "climbs to μ, not 2× past it: {loads:?}"
+        );
+        assert!(loads.len() <= 6, "{loads:?}");
+        let k = knee(&history);
+        let (pass, fail) = (k.last_pass.unwrap(), k.first_fail.unwrap());
+        assert!(pass >= 0.95 * 35.0 && fail <= 1.05 * 35.0, "{pass}..{fail}");
+        assert!(
+            loads.iter().all(|&l| l >= 35.0 / 2.0),
+            "no step below half the knee"
+        );
+    }
+
+    #[test]
+    fn without_a_rate_the_plan_is_the_doubling_search() {
+        let plan = SearchPlan::auto(1.0, 4096.0, crate::sweep::knee::LoadUnit::Rate);
+        assert_eq!(plan_after(&plan, None), plan);
+    }
+
+    #[test]
+    fn a_four_slot_server_plateaus_at_its_service_rate() {
+        let (cs, done) = probe(|c| level(c, 4, 0.095), Duration::from_secs(20));
+        assert_eq!(cs, [1, 2, 8, 32], "quadruples while throughput scales");
+        let ProbeStep::Done { end, mu } = done else {
+            panic!()
+        };
+        assert_eq!(end, ProbeEnd::Plateau);
+        assert!((mu.unwrap() - 4.0 / 0.095).abs() < 1e-9);
+    }
+
+    #[test]
+    fn errors_and_stalls_end_the_probe_without_a_rate() {
+        let failing = |c| ProbeLevel {
+            failed: usize::from(c >= 2),
+            ..level(c, 4, 0.1)
+        };
+        let (cs, done) = probe(failing, Duration::from_secs(20));
+        assert_eq!(cs, [1, 2]);
+        assert_eq!(
+            done,
+            ProbeStep::Done {
+                end: ProbeEnd::Errors,
+                mu: None
+            }
+        );
+        let stalled = |c| ProbeLevel {
+            completed: 0,
+            mean_e2el_s: None,
+            ..level(c, 4, 0.1)
+        };
+        let (_, done) = probe(stalled, Duration::from_secs(20));
+        assert_eq!(
+            done,
+            ProbeStep::Done {
+                end: ProbeEnd::Stalled,
+                mu: None
+            }
+        );
+    }
+
+    #[test]
+    fn the_budget_bounds_the_probe() {
+        // 64 slots of 1 s requests: levels last 3 latencies, so the 20 s
+        // budget ends the climb; μ is the best level so far.
+        let (cs, done) = probe(|c| level(c, 64, 1.0), Duration::from_secs(20));
+        assert_eq!(cs, [1, 2, 8, 32, 128]);
+        let ProbeStep::Done { end, mu } = done else {
+            panic!()
+        };
+        assert_eq!(end, ProbeEnd::Budget);
+        assert_eq!(mu, Some(64.0));
+        let (cs, done) = probe(|c| level(c, 64, 1.0), Duration::from_secs(6));
+        assert_eq!(cs, [1, 2], "a short budget stops sooner");
+        assert!(matches!(done, ProbeStep::Done { end: ProbeEnd::Budget, mu: Some(m) } if m == 2.0));
+    }
+}

@@ -1,0 +1,203 @@
+//! Confidence: how sure a step's SLO verdict is. Exact binomial bounds on a
+//! percentile from order statistics (no normal approximation), the sample
+//! count deflated for autocorrelation, and the rule that ends an adaptive
+//! step once its verdict is decided. PURE: no clock, no I/O.
+//!
+//! **The test.** An SLO `pQ_metric <= b` holds for the server when the true
+//! Q-th percentile is within `b`, i.e. when a request meets `b` with
+//! probability `F(b) ≥ q` (`q = Q/100`). Of `n` independent samples, the
+//! number `W` within `b` is binomial `Bin(n, F(b))`; at the boundary
+//! `F(b) = q`. So:
+//!
+//! - confidence that the SLO **holds** = `P(Bin(n, q) ≤ W − 1)`: how unlikely
+//!   `W` or more samples within `b` would be if the server were just failing;
+//! - confidence that it **misses** = `P(Bin(n, q) > W)`.
+//!
+//! This is the order-statistic argument: the SLO holds with confidence `c`
+//! exactly when the order statistic that bounds the percentile from above at
+//! level `c` is within `b`. Goodput-form SLOs (`ttft:500@0.95`) are the same
+//! test with `q` = the ratio. Means have no distribution-free interval and
+//! are left to the step's minimum length.
+//!
+//! **Dependence.** Latencies of neighbouring requests are correlated under
+//! queueing (a burst delays several in a row), so `n` samples carry less than
+//! `n` samples' worth of evidence. The within/over sequence, in due order, is
+//! treated as an AR(1) process: with lag-1 autocorrelation `ρ > 0`, the
+//! effective count is `n·(1 − ρ)/(1 + ρ)`. ITL gaps of one request are
+//! dependent too: their effective count is at most the number of requests.
+
+use super::slo::{sample_seconds, Slo, SloMetric, SloOp, SloStat};
+use crate::metrics::RequestRecord;
+use serde::{Deserialize, Serialize};
+
+/// Default confidence an adaptive step needs before its verdict is decided.
+pub const DEFAULT_CONFIDENCE: f64 = 0.90;
+
+/// The effective-sample factor never drops below this (a fully correlated
+/// window still counts as a few independent samples per hundred).
+const MIN_EFFECTIVE_FRACTION: f64 = 0.02;
+
+/// How sure one SLO's verdict is, from one step's samples.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SloConfidence {
+    /// Samples the test saw.
+    pub samples: usize,
+    /// Samples' worth of independent evidence after the dependence correction.
+    pub effective_samples: usize,
+    /// Confidence that the SLO holds for the server (0–1).
+    pub pass: f64,
+    /// Confidence that the SLO is missed (0–1).
+    pub fail: f64,
+    /// Two-sided order-statistic interval of the percentile at the level
+    /// asked, ms; `None` at an end the samples cannot bound.
+    pub interval_low_ms: Option<f64>,
+    pub interval_high_ms: Option<f64>,
+}
+
+/// Where a step's verdict stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// Every SLO with an interval holds with the confidence asked.
+    Pass,
+    /// Some SLO is missed with the confidence asked.
+    Fail,
+    /// Neither yet: the step should run longer.
+    Undecided,
+}
+
+/// `P(Bin(n, q) ≤ k)`, exactly: the probability mass summed in log space (no
+/// normal approximation; fine for the sample counts of a step).
+pub fn binomial_cdf(n: usize, q: f64, k: i64) -> f64 {
+    if k < 0 {
+        return 0.0;
+    }
+    if k as usize >= n || q <= 0.0 {
+        return 1.0;
+    }
+    if q >= 1.0 {
+        return 0.0;
+    }
+    let (ln_q, ln_p) = (q.ln(), (1.0 - q).ln());
+    let mut ln_pmf = n as f64 * ln_p;
+    let mut ln_sum = ln_pmf;
+    for j in 0..k as usize {
+        ln_pmf += ((n - j) as f64 / (j + 1) as f64).ln() + ln_q - ln_p;
+        ln_sum = ln_add(ln_sum, ln_pmf);
+    }
+    ln_sum.exp().clamp(0.0, 1.0)
+}
+
+fn ln_add(a: f64, b: f64) -> f64 {
+    let (hi, lo) = if a > b { (a, b) } else { (b, a) };
+    hi + (lo - hi).exp().ln_1p()
+}
+
+/// The AR(1) effective-sample fraction `(1 − ρ)/(1 + ρ)` of a 0/1 sequence,
+/// in `[MIN_EFFECTIVE_FRACTION, 1]`; 1 when it has no variance or ρ ≤ 0.
+pub fn effective_fraction(over: &[bool]) -> f64 {
+    let n = over.len();
+    if n < 3 {
+        return 1.0;
+    }
+    let x: Vec<f64> = over.iter().map(|&b| f64::from(u8::from(b))).collect();
+    let mean = x.iter().sum::<f64>() / n as f64;
+    let var: f64 = x.iter().map(|v| (v - mean).powi(2)).sum();
+    if var <= 0.0 {
+        return 1.0;
+    }
+    let cov: f64 = x.windows(2).map(|w| (w[0] - mean) * (w[1] - mean)).sum();
+    let rho = cov / var;
+    if rho <= 0.0 {
+        return 1.0;
+    }
+    ((1.0 - rho) / (1.0 + rho)).clamp(MIN_EFFECTIVE_FRACTION, 1.0)
+}
+
+/// The quantile (0–1) an SLO bounds; `None` for means.
+fn quantile_of(stat: SloStat) -> Option<f64> {
+    match stat {
+        SloStat::Mean => None,
+        SloStat::Median => Some(0.5),
+        SloStat::Percentile(p) => Some((p / 100.0).clamp(0.0, 1.0)),
+        SloStat::Attainment(r) => Some(r),
+    }
+}
+
+/// How sure `slo`'s verdict is over `records` (successful ones are sampled),
+/// which must be in due order; `level` sets the interval's coverage.
+/// `None` for means, or without samples.
+pub fn slo_confidence(slo: &Slo, records: &[RequestRecord], level: f64) -> Option<SloConfidence> {
+    let q = quantile_of(slo.stat)?;
+    let values = sample_seconds(slo, records);
+    if values.is_empty() {
+        return None;
+    }
+    let bound = slo.threshold_ms / 1000.0;
+    let over: Vec<bool> = values
+        .iter()
+        .map(|&v| !match slo.op {
+            SloOp::Le => v <= bound,
+            SloOp::Lt => v < bound,
+        })
+        .collect();
+    let mut fraction = effective_fraction(&over);
+    if slo.metric == SloMetric::Itl {
+        let requests = records.iter().filter(|r| r.itl.len() > 0).count().max(1);
+        fraction = fraction.min(requests as f64 / values.len() as f64);
+    }
+    let n = values.len();
+    let n_eff = ((n as f64 * fraction).round() as usize).max(1);
+    let within = over.iter().filter(|o| !**o).count();
+    let w_eff = ((within as f64 * fraction).round() as usize).min(n_eff);
+    let (low, high) = order_interval(&values, q, level, n_eff);
+    Some(SloConfidence {
+        samples: n,
+        effective_samples: n_eff,
+        pass: binomial_cdf(n_eff, q, w_eff as i64 - 1),
+        fail: 1.0 - binomial_cdf(n_eff, q, w_eff as i64),
+        interval_low_ms: low,
+        interval_high_ms: high,
+    })
+}
+
+/// The two-sided distribution-free interval of the `q` quantile at coverage
+/// `level`: order statistics `x(l) ≤ ξ ≤ x(u)` with `P(l ≤ B < u) ≥ level`,
+/// `B ~ Bin(n_eff, q)`, positions scaled back to the `values` ranks.
+fn order_interval(values: &[f64], q: f64, level: f64, n_eff: usize) -> (Option<f64>, Option<f64>) {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let alpha = (1.0 - level.clamp(0.0, 1.0)) / 2.0;
+    let scale = sorted.len() as f64 / n_eff as f64;
+    let rank = |j: usize| -> Option<f64> {
+        let i = ((j as f64 * scale).round() as usize).clamp(1, sorted.len());
+        (j >= 1 && j <= n_eff).then(|| sorted[i - 1] * 1000.0)
+    };
+    // Lower: the largest l with P(B ≤ l − 1) ≤ α; upper: the smallest u with
+    // P(B ≤ u − 1) ≥ 1 − α.
+    let cdf = |j: usize| binomial_cdf(n_eff, q, j as i64 - 1);
+    let low = (1..=n_eff).take_while(|&l| cdf(l) <= alpha).last();
+    let high = (1..=n_eff).find(|&u| cdf(u) >= 1.0 - alpha);
+    (low.and_then(rank), high.and_then(rank))
+}
+
+/// The verdict the confidences support at `level`, and how sure it is: a
+/// fail as soon as one SLO is missed with confidence `level`; a pass once
+/// every SLO with an interval holds with it. Means (`None`) do not block a
+/// pass. The confidence returned is that of the leading verdict.
+pub fn decide(confidences: &[Option<SloConfidence>], level: f64) -> (Decision, f64) {
+    let known: Vec<&SloConfidence> = confidences.iter().flatten().collect();
+    let fail = known.iter().map(|c| c.fail).fold(0.0, f64::max);
+    if fail >= level {
+        return (Decision::Fail, fail);
+    }
+    let pass = known.iter().map(|c| c.pass).fold(1.0, f64::min);
+    if !known.is_empty() && pass >= level {
+        return (Decision::Pass, pass);
+    }
+    (Decision::Undecided, pass.max(fail))
+}
+
+#[cfg(test)]
+#[path = "confidence_tests.rs"]
+mod tests;

@@ -1,0 +1,111 @@
+//! Tests of the binomial confidence: exact values against hand computations,
+//! the dependence correction, and the decision rule.
+use super::*;
+use crate::sweep::testing::ok;
+
+fn records_with_ttft(ttft_ms: impl IntoIterator<Item = u64>) -> Vec<RequestRecord> {
+    ttft_ms
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| ok(i as u64 * 10, t, &[], 1))
+        .collect()
+}
+
+fn slo(text: &str) -> Slo {
+    text.parse().expect("valid SLO")
+}
+
+#[test]
+fn binomial_cdf_matches_hand_computed_values() {
+    // Bin(10, 1/2): P(X ≤ 5) = 638/1024.
+    assert!((binomial_cdf(10, 0.5, 5) - 638.0 / 1024.0).abs() < 1e-12);
+    // P(X ≤ n − 1) = 1 − qⁿ.
+    let p = binomial_cdf(230, 0.99, 229);
+    assert!((p - (1.0 - 0.99f64.powi(230))).abs() < 1e-9, "{p}");
+    assert_eq!(binomial_cdf(10, 0.3, -1), 0.0);
+    assert_eq!(binomial_cdf(10, 0.3, 10), 1.0);
+    // Large n stays finite and monotone.
+    let a = binomial_cdf(100_000, 0.99, 98_900);
+    let b = binomial_cdf(100_000, 0.99, 99_000);
+    assert!(a < b && (0.0..=1.0).contains(&a), "{a} {b}");
+    assert!((b - 0.5).abs() < 0.05, "the mean sits near the median: {b}");
+}
+
+#[test]
+fn a_p99_with_no_exceedance_needs_about_230_samples_for_90_percent() {
+    let s = slo("p99_ttft_ms<=300");
+    let c100 = slo_confidence(&s, &records_with_ttft(vec![50; 100]), 0.9).unwrap();
+    let c230 = slo_confidence(&s, &records_with_ttft(vec![50; 230]), 0.9).unwrap();
+    assert!((c100.pass - (1.0 - 0.99f64.powi(100))).abs() < 1e-9);
+    assert!(c100.pass < 0.9 && c230.pass >= 0.9, "{c100:?} {c230:?}");
+    assert_eq!(c230.fail, 0.0);
+    assert_eq!(
+        decide(&[Some(c100)], 0.9).0,
+        Decision::Undecided,
+        "100 samples cannot vouch for a p99"
+    );
+    assert_eq!(decide(&[Some(c230)], 0.9).0, Decision::Pass);
+}
+
+#[test]
+fn five_percent_over_the_bound_fails_a_p99_with_certainty() {
+    let values = (0..1000).map(|i| if i % 20 == 0 { 900 } else { 50 });
+    let c = slo_confidence(&slo("p99_ttft_ms<=300"), &records_with_ttft(values), 0.9).unwrap();
+    assert!(c.fail > 0.999, "{c:?}");
+    assert_eq!(decide(&[Some(c)], 0.9).0, Decision::Fail);
+}
+
+#[test]
+fn clustered_exceedances_count_as_fewer_independent_samples() {
+    // 1000 samples, 10 over the bound: spread out vs in one burst.
+    let spread = (0..1000).map(|i| if i % 100 == 0 { 900 } else { 50 });
+    let burst = (0..1000).map(|i| if i < 10 { 900 } else { 50 });
+    let s = slo("p99_ttft_ms<=300");
+    let a = slo_confidence(&s, &records_with_ttft(spread), 0.9).unwrap();
+    let b = slo_confidence(&s, &records_with_ttft(burst), 0.9).unwrap();
+    assert_eq!(a.effective_samples, 1000);
+    assert!(b.effective_samples < 100, "{b:?}");
+    assert_eq!(effective_fraction(&[true, false, true, false, true]), 1.0);
+}
+
+#[test]
+fn the_order_statistic_interval_brackets_the_sample_percentile() {
+    // TTFTs 1..=1000 ms: the sample p90 is ≈ 900 ms.
+    let c = slo_confidence(
+        &slo("p90_ttft_ms<=2000"),
+        &records_with_ttft(1..=1000),
+        0.95,
+    )
+    .unwrap();
+    let (lo, hi) = (c.interval_low_ms.unwrap(), c.interval_high_ms.unwrap());
+    assert!(lo < 900.0 && 900.0 < hi, "{lo} {hi}");
+    assert!(
+        hi - lo < 50.0,
+        "1000 samples pin a p90 down to a few %: {lo} {hi}"
+    );
+    // A p99.9 of 100 samples has no upper order statistic.
+    let c = slo_confidence(
+        &slo("p99.9_ttft_ms<=2000"),
+        &records_with_ttft(1..=100),
+        0.95,
+    )
+    .unwrap();
+    assert_eq!(c.interval_high_ms, None);
+}
+
+#[test]
+fn means_have_no_interval_and_do_not_block_a_pass() {
+    let recs = records_with_ttft(vec![50; 300]);
+    assert_eq!(slo_confidence(&slo("mean_ttft_ms<=300"), &recs, 0.9), None);
+    let p99 = slo_confidence(&slo("p99_ttft_ms<=300"), &recs, 0.9);
+    assert_eq!(decide(&[None, p99], 0.9).0, Decision::Pass);
+    assert_eq!(decide(&[None], 0.9).0, Decision::Undecided);
+}
+
+#[test]
+fn goodput_form_slos_use_their_ratio_as_the_quantile() {
+    // ttft:300@0.9 with 5% over: passes, and surely so with 1000 samples.
+    let values = (0..1000).map(|i| if i % 20 == 0 { 900 } else { 50 });
+    let c = slo_confidence(&slo("ttft:300@0.9"), &records_with_ttft(values), 0.9).unwrap();
+    assert!(c.pass > 0.999, "{c:?}");
+}
