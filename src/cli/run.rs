@@ -25,6 +25,9 @@ pub enum DatasetName {
     Random,
     Sharegpt,
     Custom,
+    /// Prompts sharing one of a few long prefixes (vLLM's `prefix_repetition`).
+    #[value(name = "prefix_repetition", alias = "prefix-repetition")]
+    PrefixRepetition,
 }
 
 /// vLLM's `--ramp-up-strategy`.
@@ -154,6 +157,18 @@ pub struct RunArgs {
     pub random_prefix_len: u32,
     #[arg(long, help_heading = "Dataset")]
     pub sharegpt_output_len: Option<u32>,
+    /// prefix_repetition: tokens of each shared prefix.
+    #[arg(long, default_value_t = 256, help_heading = "Dataset")]
+    pub prefix_repetition_prefix_len: u32,
+    /// prefix_repetition: tokens of each request's own suffix.
+    #[arg(long, default_value_t = 256, help_heading = "Dataset")]
+    pub prefix_repetition_suffix_len: u32,
+    /// prefix_repetition: how many distinct prefixes.
+    #[arg(long, default_value_t = 10, help_heading = "Dataset")]
+    pub prefix_repetition_num_prefixes: u32,
+    /// prefix_repetition: output tokens per request.
+    #[arg(long, default_value_t = 128, help_heading = "Dataset")]
+    pub prefix_repetition_output_len: u32,
     /// -1 takes each row's output_tokens.
     #[arg(
         long,

@@ -138,4 +138,15 @@ pub struct SimArgs {
     /// Print --explain (and the true knee) as one JSON object.
     #[arg(long, requires = "explain")]
     pub json: bool,
+    /// Share (0..=1) of each prompt --explain assumes the prefix cache serves.
+    #[arg(
+        long,
+        default_value_t = 0.0,
+        requires = "explain",
+        value_name = "FRACTION"
+    )]
+    pub cache_hit_fraction: f64,
+    /// Turn the simulated prefix cache off (vLLM's --no-enable-prefix-caching).
+    #[arg(long)]
+    pub no_enable_prefix_caching: bool,
 }

@@ -66,6 +66,32 @@ pub fn parse_gauges(text: &str) -> Option<(GaugeSource, QueueSample)> {
     (llama.waiting.is_some() || llama.running.is_some()).then_some((GaugeSource::LlamaCpp, llama))
 }
 
+/// vLLM's prefix-cache counters (tokens), summed over engines.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct PrefixCacheCounters {
+    /// `vllm:prefix_cache_queries_total` (older: `vllm:gpu_prefix_cache_queries_total`).
+    pub queries: f64,
+    /// `vllm:prefix_cache_hits_total` (older: `vllm:gpu_prefix_cache_hits_total`).
+    pub hits: f64,
+}
+
+/// The prefix-cache counters in a Prometheus text body, if the server has them.
+pub fn parse_prefix_cache(text: &str) -> Option<PrefixCacheCounters> {
+    let (mut q, mut h) = (None, None);
+    for (name, v) in text.lines().filter_map(parse_sample_line) {
+        let slot = match name {
+            "vllm:prefix_cache_queries_total" | "vllm:gpu_prefix_cache_queries_total" => &mut q,
+            "vllm:prefix_cache_hits_total" | "vllm:gpu_prefix_cache_hits_total" => &mut h,
+            _ => continue,
+        };
+        *slot = Some(slot.unwrap_or(0.0) + v);
+    }
+    Some(PrefixCacheCounters {
+        queries: q?,
+        hits: h?,
+    })
+}
+
 /// One sample line of the Prometheus text format: `name{labels} value [ts]`.
 /// Comments and malformed lines give `None`. Hand-written because the
 /// `prometheus-parse` crate rejects the `:` that vLLM and llama.cpp put in
@@ -128,6 +154,16 @@ impl Scraper {
 
     /// One reading, or `None` when the endpoint is absent or has no known gauge.
     pub async fn sample(&self) -> Option<(GaugeSource, QueueSample)> {
+        parse_gauges(&self.text().await?)
+    }
+
+    /// The prefix-cache counters now, or `None` when the server has none.
+    pub async fn prefix_cache(&self) -> Option<PrefixCacheCounters> {
+        parse_prefix_cache(&self.text().await?)
+    }
+
+    /// The `/metrics` body (2 s timeout).
+    async fn text(&self) -> Option<String> {
         use http_body_util::BodyExt;
         let fut = async {
             let resp = self.client.get(self.url.clone()).await.ok()?;
@@ -135,7 +171,7 @@ impl Scraper {
                 return None;
             }
             let body = resp.into_body().collect().await.ok()?.to_bytes();
-            parse_gauges(std::str::from_utf8(&body).ok()?)
+            String::from_utf8(body.to_vec()).ok()
         };
         tokio::time::timeout(Duration::from_secs(2), fut)
             .await
@@ -185,6 +221,17 @@ impl Scraper {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prefix_cache_counters_are_summed_and_old_names_accepted() {
+        let text = "vllm:prefix_cache_queries_total{engine=\"0\"} 100\n\
+vllm:prefix_cache_queries_total{engine=\"1\"} 50\nvllm:prefix_cache_hits_total{engine=\"0\"} 90\n";
+        let c = parse_prefix_cache(text).unwrap();
+        assert_eq!((c.queries, c.hits), (150.0, 90.0));
+        let old = "vllm:gpu_prefix_cache_queries_total 10\nvllm:gpu_prefix_cache_hits_total 4\n";
+        assert_eq!(parse_prefix_cache(old).unwrap().hits, 4.0);
+        assert_eq!(parse_prefix_cache("vllm:num_requests_running 1\n"), None);
+    }
 
     #[test]
     fn vllm_gauges_are_summed_over_engines() {

@@ -4,6 +4,7 @@
 //! `cmd` back. Arguments become validated configs once, in [`args`].
 
 pub mod args;
+mod cache_hits;
 mod clock;
 mod compare;
 mod merge;

@@ -3,6 +3,7 @@
 //! modules it calls.
 
 use super::args::run::{run_config_for, DefaultTarget};
+use super::cache_hits::CacheProbe;
 use super::clock;
 use super::prepare::{check_os_limits, prepare, progress_bar, run_level, Level, Prepared};
 use super::target::{self, Server};
@@ -74,8 +75,10 @@ async fn run_against(
     if cfg.profile {
         super::prepare::profile(&p.client, "/start_profile").await;
     }
+    let cache = CacheProbe::start(&server.base_url).await;
     let level = run_level(&p, level, progress, interrupt);
     let (mut out, check) = engine::probe::self_checked(level, LAG_PROBE_EVERY).await;
+    let prefix_cache = cache.finish(&out.records).await;
     if cfg.profile {
         super::prepare::profile(&p.client, "/stop_profile").await;
     }
@@ -96,7 +99,9 @@ async fn run_against(
         merged: None,
     };
     let header = run_header(cfg, server, p.model_id);
-    Ok(RunResult::assemble(header, summary, out.records, outcome))
+    let mut result = RunResult::assemble(header, summary, out.records, outcome);
+    result.kneecap.prefix_cache = prefix_cache;
+    Ok(result)
 }
 
 /// The whole load, or this shard's part of it (`--shard`): releases, prompts

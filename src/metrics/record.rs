@@ -7,6 +7,8 @@ use std::time::Duration;
 /// checking our TTFT/TPOT against the server's numbers.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Timings {
+    /// Prompt tokens served from the prompt cache (not processed).
+    pub cache_n: Option<u32>,
     /// Prompt tokens processed (not counting cached ones).
     pub prompt_n: Option<u32>,
     /// Prompt processing time, milliseconds.

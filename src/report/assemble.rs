@@ -86,6 +86,7 @@ impl RunResult {
                 generator: o.generator,
                 shard: o.shard,
                 merged: o.merged,
+                prefix_cache: None,
             },
         }
     }

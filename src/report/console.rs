@@ -131,6 +131,16 @@ fn kneecap_block(out: &mut String, r: &RunResult) {
         "Load: {} | dataset {} | seed {}",
         h.arrival, h.dataset, h.seed
     );
+    if let Some(pc) = &k.prefix_cache {
+        let rate = pc
+            .hit_rate
+            .map_or("n/a".into(), |r| format!("{:.1}%", r * 100.0));
+        let _ = writeln!(
+            out,
+            "{:<40} {rate} ({} of {} prompt tokens, from {})",
+            "Prefix cache hit rate (server):", pc.hit_tokens, pc.queried_tokens, pc.source
+        );
+    }
     let l = &s.lateness;
     let _ = writeln!(
         out,

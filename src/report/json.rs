@@ -350,6 +350,7 @@ mod tests {
     fn detailed_json_keeps_the_servers_own_timings_per_request() {
         let timed = RequestRecord {
             server_timings: Some(Box::new(Timings {
+                cache_n: None,
                 prompt_n: Some(64),
                 prompt_ms: Some(310.5),
                 predicted_n: Some(32),

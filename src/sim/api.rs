@@ -6,6 +6,8 @@
 
 use serde_json::Value;
 
+use super::blocks::BlockHasher;
+
 /// Which endpoint a request came in on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Endpoint {
@@ -45,6 +47,8 @@ pub struct GenRequest {
     pub endpoint: Endpoint,
     /// Prompt length in tokens (token-id list length, or [`count_text_tokens`]).
     pub prompt_tokens: u32,
+    /// Chained hashes of the prompt's full KV blocks (see [`super::blocks`]).
+    pub prompt_blocks: Vec<u64>,
     /// `max_tokens` (or chat `max_completion_tokens`).
     pub max_tokens: u32,
     /// `stream`.
@@ -124,19 +128,21 @@ pub fn parse_request(
     let Some(obj) = value.as_object() else {
         return Err(ApiError::bad_request("request body must be a JSON object"));
     };
-    let prompt_tokens = match endpoint {
-        Endpoint::Completions => completion_prompt_tokens(obj.get("prompt"))?,
-        Endpoint::Chat => chat_prompt_tokens(obj.get("messages"))?,
+    let mut hasher = BlockHasher::new();
+    match endpoint {
+        Endpoint::Completions => completion_prompt_tokens(obj.get("prompt"), &mut hasher)?,
+        Endpoint::Chat => chat_prompt_tokens(obj.get("messages"), &mut hasher)?,
         Endpoint::Responses => match obj.get("input") {
-            Some(Value::String(s)) => count_text_tokens(s),
-            Some(items @ Value::Array(_)) => chat_prompt_tokens(Some(items))?,
+            Some(Value::String(s)) => hasher.push_text(s),
+            Some(items @ Value::Array(_)) => chat_prompt_tokens(Some(items), &mut hasher)?,
             _ => {
                 return Err(ApiError::bad_request(
                     "missing field `input` (a string or a list of messages)",
                 ))
             }
         },
-    };
+    }
+    let (prompt_tokens, prompt_blocks) = hasher.finish();
     if prompt_tokens == 0 {
         return Err(ApiError::bad_request("the prompt is empty"));
     }
@@ -180,6 +186,7 @@ pub fn parse_request(
     Ok(GenRequest {
         endpoint,
         prompt_tokens,
+        prompt_blocks,
         max_tokens,
         stream: flag("stream")?,
         include_usage,
@@ -198,17 +205,28 @@ fn positive_u32(v: &Value, field: &str) -> Result<u32, ApiError> {
 }
 
 /// `prompt`: a string, a token-id list, or a one-element list of either.
-fn completion_prompt_tokens(prompt: Option<&Value>) -> Result<u32, ApiError> {
-    let too_long = || ApiError::bad_request("the prompt is too long");
+fn completion_prompt_tokens(prompt: Option<&Value>, h: &mut BlockHasher) -> Result<(), ApiError> {
     match prompt {
         None | Some(Value::Null) => Err(ApiError::bad_request("missing field `prompt`")),
-        Some(Value::String(s)) => Ok(count_text_tokens(s)),
+        Some(Value::String(s)) => {
+            h.push_text(s);
+            Ok(())
+        }
         Some(Value::Array(items)) => {
             if items.iter().all(Value::is_u64) {
-                return u32::try_from(items.len()).map_err(|_| too_long());
+                if u32::try_from(items.len()).is_err() {
+                    return Err(ApiError::bad_request("the prompt is too long"));
+                }
+                items
+                    .iter()
+                    .filter_map(Value::as_u64)
+                    .for_each(|id| h.push_token(id));
+                return Ok(());
             }
             match items.as_slice() {
-                [one @ (Value::String(_) | Value::Array(_))] => completion_prompt_tokens(Some(one)),
+                [one @ (Value::String(_) | Value::Array(_))] => {
+                    completion_prompt_tokens(Some(one), h)
+                }
                 _ => Err(ApiError::bad_request(
                     "`prompt` must be a string, a list of token ids, or a single-element batch",
                 )),
@@ -222,7 +240,7 @@ fn completion_prompt_tokens(prompt: Option<&Value>) -> Result<u32, ApiError> {
 
 /// `messages`: a non-empty list; `content` a string or a list of parts whose
 /// `text` parts are counted (other parts, e.g. images, count nothing).
-fn chat_prompt_tokens(messages: Option<&Value>) -> Result<u32, ApiError> {
+fn chat_prompt_tokens(messages: Option<&Value>, h: &mut BlockHasher) -> Result<(), ApiError> {
     let Some(Value::Array(messages)) = messages else {
         return Err(ApiError::bad_request(
             "missing field `messages` (a list of {role, content})",
@@ -231,25 +249,23 @@ fn chat_prompt_tokens(messages: Option<&Value>) -> Result<u32, ApiError> {
     if messages.is_empty() {
         return Err(ApiError::bad_request("`messages` must not be empty"));
     }
-    let mut n = 0u32;
     for m in messages {
-        let tokens = match m.get("content") {
-            Some(Value::String(s)) => count_text_tokens(s),
+        h.mix(m.get("role").and_then(Value::as_str).unwrap_or(""));
+        match m.get("content") {
+            Some(Value::String(s)) => h.push_text(s),
             Some(Value::Array(parts)) => parts
                 .iter()
                 .filter_map(|p| p.get("text").and_then(Value::as_str))
-                .map(count_text_tokens)
-                .fold(0u32, u32::saturating_add),
-            None | Some(Value::Null) => 0,
+                .for_each(|t| h.push_text(t)),
+            None | Some(Value::Null) => {}
             Some(other) => {
                 return Err(ApiError::bad_request(format!(
                     "message `content` must be a string or a list of parts, got {other}"
                 )))
             }
-        };
-        n = n.saturating_add(tokens);
+        }
     }
-    Ok(n)
+    Ok(())
 }
 
 /// Text of output token `index` (1-based): a short word with a leading space.

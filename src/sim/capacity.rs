@@ -18,6 +18,11 @@
 //!   `μ = B / (L·base + B·(n_in·per_prefill_token + (n_out − 1)·per_decode_seq))`:
 //!   the fixed step cost is shared by the batch, the per-token costs are not.
 //!
+//! With a prefix-cache hit fraction `h`, a request computes only
+//! `n_c = max(1, n_in·(1 − h))` prompt tokens: `n_c` replaces `n_in` in `k_p`,
+//! in the token budget and in the step time, and a sequence holds `n_c` of
+//! its own KV tokens (the shared `n_in·h` are held once, by the cache).
+//!
 //! When the KV cache binds, preemptions add recompute work that the formula
 //! ignores, so μ is then an upper estimate.
 
@@ -59,7 +64,20 @@ pub struct Capacity {
 
 /// Computes μ and friends for prompts of `input_len` and outputs of `output_len` tokens.
 pub fn capacity(p: &ModelParams, input_len: u32, output_len: u32) -> Capacity {
-    let n_in = f64::from(input_len.max(1));
+    capacity_cached(p, input_len, output_len, 0.0)
+}
+
+/// [`capacity`] when the prefix cache serves `hit_fraction` (0..=1) of every
+/// prompt's tokens.
+pub fn capacity_cached(
+    p: &ModelParams,
+    input_len: u32,
+    output_len: u32,
+    hit_fraction: f64,
+) -> Capacity {
+    let h = hit_fraction.clamp(0.0, 1.0);
+    let shared = f64::from(input_len.max(1)) * h;
+    let n_in = (f64::from(input_len.max(1)) - shared).max(1.0);
     let n_out = f64::from(output_len.max(1));
     let budget = f64::from(p.max_num_batched_tokens.max(1));
     let base = p.step_base.as_secs_f64();
@@ -69,7 +87,7 @@ pub fn capacity(p: &ModelParams, input_len: u32, output_len: u32) -> Capacity {
     let k_p = (n_in / budget).ceil();
     let lifetime = k_p + n_out - 1.0;
     let seqs = f64::from(p.max_num_seqs.max(1));
-    let kv_batch = f64::from(p.kv_cache_tokens) / (n_in + n_out / 2.0);
+    let kv_batch = (f64::from(p.kv_cache_tokens) - shared).max(0.0) / (n_in + n_out / 2.0);
     let (batch, mut bottleneck) = if kv_batch < seqs {
         (kv_batch.max(1.0), Bottleneck::KvCache)
     } else {
@@ -132,6 +150,19 @@ mod tests {
         let c = capacity(&p, 200, 20);
         assert_eq!(c.bottleneck, Bottleneck::KvCache);
         assert!((c.batch - 2_000.0 / 210.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn cached_prompt_tokens_cost_nothing() {
+        // 90% of 1000 prompt tokens cached computes like a 100-token prompt.
+        let cached = capacity_cached(&params(), 1000, 11, 0.9);
+        let short = capacity(&params(), 100, 11);
+        assert!((cached.mu - short.mu).abs() / short.mu < 1e-9);
+        assert!(cached.mu > 2.0 * capacity(&params(), 1000, 11).mu);
+        assert_eq!(
+            capacity_cached(&params(), 1000, 11, 0.0),
+            capacity(&params(), 1000, 11)
+        );
     }
 
     #[test]

@@ -36,8 +36,9 @@ pub const SPIN: Duration = Duration::from_micros(100);
 /// One event for a request's connection task; times are since the epoch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Delivery {
-    /// First admitted to the batch.
-    Scheduled { at: Duration },
+    /// First admitted to the batch, with `cached` prompt tokens served by
+    /// the prefix cache.
+    Scheduled { at: Duration, cached: u32 },
     /// Preempted back to the waiting queue.
     Preempted,
     /// Output token `index` (1-based) released at `at`; `last` ends the request.
@@ -50,12 +51,14 @@ pub enum Delivery {
 
 /// A request handed to the engine (its channel is registered with the
 /// dispatcher first, see [`DispatchMsg::Register`]).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Submission {
     /// Engine-wide request id.
     pub id: u64,
     /// Prompt length in tokens.
     pub prompt_tokens: u32,
+    /// Hashes of the prompt's full KV blocks (for the prefix cache).
+    pub prompt_blocks: Vec<u64>,
     /// Exact number of tokens to produce.
     pub output_tokens: u32,
     /// When the request body was fully received (since the epoch).
@@ -131,6 +134,7 @@ impl EngineThread {
     /// With `realtime`, the thread asks for `SCHED_FIFO` (see [`try_realtime`]).
     pub fn spawn(
         params: ModelParams,
+        prefix_caching: bool,
         epoch: Instant,
         metrics: Arc<Mutex<SimMetrics>>,
         out: UnboundedSender<DispatchMsg>,
@@ -146,7 +150,7 @@ impl EngineThread {
                     m.engine_realtime = realtime;
                 }
                 Driver {
-                    engine: Engine::new(params),
+                    engine: Engine::new(params).with_prefix_caching(prefix_caching),
                     epoch,
                     metrics,
                     out,
@@ -222,8 +226,13 @@ impl Driver {
     fn apply(&mut self, cmd: Command) -> bool {
         match cmd {
             Command::Submit(s) => {
-                self.engine
-                    .submit(s.id, s.prompt_tokens, s.output_tokens, s.arrival);
+                self.engine.submit_blocks(
+                    s.id,
+                    s.prompt_tokens,
+                    s.prompt_blocks,
+                    s.output_tokens,
+                    s.arrival,
+                );
                 self.arrivals.insert(s.id, s.arrival);
             }
             Command::Abort(id) => {
@@ -255,7 +264,10 @@ impl Driver {
         let mut batch = Vec::with_capacity(out.events.len());
         for ev in &out.events {
             let delivery = match ev.kind {
-                EventKind::Scheduled => Delivery::Scheduled { at: out.start },
+                EventKind::Scheduled { cached } => Delivery::Scheduled {
+                    at: out.start,
+                    cached,
+                },
                 EventKind::Preempted => Delivery::Preempted,
                 EventKind::Token { index, last } => {
                     if index == 1 {

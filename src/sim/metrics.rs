@@ -156,6 +156,18 @@ impl SimMetrics {
             c.generation_tokens.to_string(),
         );
         metric(
+            "vllm:prefix_cache_queries_total",
+            "counter",
+            "Prefix cache queries, in terms of number of queried tokens.",
+            c.prefix_cache_queries.to_string(),
+        );
+        metric(
+            "vllm:prefix_cache_hits_total",
+            "counter",
+            "Prefix cache hits, in terms of number of cached tokens.",
+            c.prefix_cache_hits.to_string(),
+        );
+        metric(
             "kneecap_sim_steps_total",
             "counter",
             "Engine steps run by the simulator.",
@@ -212,6 +224,8 @@ mod tests {
             "vllm:num_preemptions_total{",
             "vllm:prompt_tokens_total{",
             "vllm:generation_tokens_total{",
+            "vllm:prefix_cache_queries_total{",
+            "vllm:prefix_cache_hits_total{",
             "vllm:time_to_first_token_seconds_bucket{",
             "kneecap_sim_step_lag_seconds_count{",
         ] {

@@ -39,12 +39,15 @@
 //! connection threads. `tests/sim_load.rs` / `bench/sim_load.sh` reproduce this.
 
 pub mod api;
+pub mod blocks;
 pub mod capacity;
 mod conn;
 pub mod driver;
+pub mod events;
 pub mod fault;
 pub mod metrics;
 pub mod model;
+pub mod prefix;
 pub mod preset;
 pub mod responses;
 pub mod server;
@@ -90,6 +93,8 @@ pub struct SimConfig {
     pub reasoning_tokens: u32,
     /// Which chat delta field carries reasoning (`reasoning`, as vLLM).
     pub reasoning_field: api::ReasoningField,
+    /// Automatic prefix caching (vLLM V1's default, on): see [`model`].
+    pub prefix_caching: bool,
 }
 
 /// Default `--served-model-name`.
@@ -117,6 +122,7 @@ impl SimConfig {
             tls: None,
             reasoning_tokens: 0,
             reasoning_field: api::ReasoningField::default(),
+            prefix_caching: true,
         })
     }
 
@@ -147,6 +153,9 @@ pub struct SimOptions {
     pub port: u16,
     /// `--explain`: print the capacity of this (input, output) shape and exit.
     pub explain: Option<(u32, u32)>,
+    /// `--cache-hit-fraction`: the share of each prompt `--explain` assumes
+    /// the prefix cache serves (0 by default).
+    pub explain_cache_hit: f64,
 }
 
 /// Sustainable request rate μ (requests/s) for prompts of `input_len` and
@@ -158,8 +167,28 @@ pub fn service_rate(cfg: &SimConfig, input_len: u32, output_len: u32) -> f64 {
 /// Human-readable capacity of the sim for a workload shape: the parameters,
 /// the lone-request latencies, the binding limit and μ.
 pub fn explain(cfg: &SimConfig, input_len: u32, output_len: u32) -> String {
+    explain_cached(cfg, input_len, output_len, 0.0)
+}
+
+/// μ (requests/s) when the prefix cache serves `hit_fraction` of every prompt.
+pub fn service_rate_cached(
+    cfg: &SimConfig,
+    input_len: u32,
+    output_len: u32,
+    hit_fraction: f64,
+) -> f64 {
+    capacity::capacity_cached(&cfg.params, input_len, output_len, hit_fraction).mu
+}
+
+/// [`explain`] when the prefix cache serves `hit_fraction` of every prompt.
+pub fn explain_cached(
+    cfg: &SimConfig,
+    input_len: u32,
+    output_len: u32,
+    hit_fraction: f64,
+) -> String {
     let p = &cfg.params;
-    let c = capacity::capacity(p, input_len, output_len);
+    let c = capacity::capacity_cached(p, input_len, output_len, hit_fraction);
     let us = |d: std::time::Duration| d.as_secs_f64() * 1e6;
     let mut s = String::new();
     let _ = writeln!(
@@ -183,6 +212,14 @@ pub fn explain(cfg: &SimConfig, input_len: u32, output_len: u32) -> String {
         s,
         "workload: {input_len} input tokens, {output_len} output tokens (ignore_eos)"
     );
+    if hit_fraction > 0.0 {
+        let _ = writeln!(
+            s,
+            "  prefix cache serves {:.0}% of each prompt: {:.0} tokens computed per request",
+            hit_fraction * 100.0,
+            (f64::from(input_len) * (1.0 - hit_fraction)).max(1.0)
+        );
+    }
     let _ = writeln!(
         s,
         "  lone request: TTFT {:.2} ms, TPOT {:.2} ms",
@@ -219,6 +256,11 @@ mod tests {
         let text = explain(&cfg, 128, 64);
         assert!(text.contains("simulated"));
         assert!(text.contains(&format!("{:.2} req/s", service_rate(&cfg, 128, 64))));
+        let cached = explain_cached(&cfg, 1024, 16, 0.9);
+        assert!(cached.contains("serves 90% of each prompt"), "{cached}");
+        let mu = service_rate_cached(&cfg, 1024, 16, 0.9);
+        assert!(cached.contains(&format!("{mu:.2} req/s")));
+        assert!(mu > service_rate(&cfg, 1024, 16));
     }
 
     #[test]

@@ -25,11 +25,25 @@
 //! completes its prefill, then one token per step until it has produced its
 //! target length.
 //!
+//! With prefix caching on (the default, as in vLLM V1), a request admitted
+//! from the waiting queue first looks up the longest cached prefix of its
+//! prompt's KV blocks ([`super::prefix`]); those tokens count as already
+//! computed, so its prefill charges only the rest (at least one token is
+//! always computed, as in vLLM). A sequence's full prompt blocks enter the
+//! cache when its prefill completes; blocks no running sequence holds stay
+//! cached in free KV and are evicted least recently used first when the
+//! budget needs the room. The KV in use is the sequences' own tokens plus
+//! every block some sequence holds, counted once.
+//!
 //! Time is passed in ([`Duration`] since the simulation started); the caller
 //! (the real-time driver, or a test) decides when the next step begins.
 
 use std::collections::VecDeque;
 use std::time::Duration;
+
+use super::blocks::BLOCK_TOKENS;
+pub use super::events::{Counters, Event, EventKind, StepOutcome};
+use super::prefix::PrefixCache;
 
 /// Engine parameters: the batch limits and the step-time cost model.
 #[derive(Debug, Clone, PartialEq)]
@@ -85,68 +99,6 @@ impl ModelParams {
     }
 }
 
-/// What happened to one request in a step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EventKind {
-    /// First admitted to the running batch (at the step's start).
-    Scheduled,
-    /// Preempted back to the waiting queue (at the step's start).
-    Preempted,
-    /// Token number `index` (1-based; 1 is the first token) left at the
-    /// step's end; `last` means the request is finished.
-    Token { index: u32, last: bool },
-}
-
-/// One per-request event of a step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Event {
-    /// The id given to [`Engine::submit`].
-    pub id: u64,
-    /// What happened.
-    pub kind: EventKind,
-}
-
-/// The result of one engine step.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StepOutcome {
-    /// When the step began (the `now` passed to [`Engine::step`]).
-    pub start: Duration,
-    /// How long the step takes; its tokens leave at `start + duration`.
-    pub duration: Duration,
-    /// Prompt (or recompute) tokens computed in the step.
-    pub prefill_tokens: u32,
-    /// Sequences that decoded one token in the step.
-    pub decode_seqs: u32,
-    /// Per-request events, in scheduling order.
-    pub events: Vec<Event>,
-}
-
-impl StepOutcome {
-    /// When the step's tokens leave.
-    pub fn end(&self) -> Duration {
-        self.start + self.duration
-    }
-}
-
-/// Monotonic counters since the engine was created.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Counters {
-    /// Steps run.
-    pub n_steps: u64,
-    /// Requests submitted.
-    pub n_submitted: u64,
-    /// Requests that produced all their tokens.
-    pub n_finished: u64,
-    /// Requests aborted by the caller.
-    pub n_aborted: u64,
-    /// Preemptions (a request preempted twice counts twice).
-    pub n_preemptions: u64,
-    /// Prompt tokens of requests whose first prefill completed.
-    pub prompt_tokens: u64,
-    /// Output tokens produced.
-    pub generation_tokens: u64,
-}
-
 /// One request inside the engine.
 #[derive(Debug, Clone)]
 struct Seq {
@@ -160,6 +112,11 @@ struct Seq {
     /// (the prompt, or prompt + generated after a preemption).
     prefill_target: u32,
     ever_scheduled: bool,
+    /// Hashes of the prompt's full KV blocks (empty without prefix caching).
+    blocks: Vec<u64>,
+    /// Leading prompt blocks this sequence holds in the prefix cache; their
+    /// tokens are part of `computed` but counted once, in the cache.
+    held: u32,
     /// Tokens scheduled in the current step (0 = not scheduled).
     step_tokens: u32,
     /// Whether the current step is a decode (else a prefill chunk).
@@ -170,6 +127,11 @@ impl Seq {
     fn in_prefill(&self) -> bool {
         self.computed < self.prefill_target
     }
+
+    /// Computed tokens this sequence holds outside the prefix cache.
+    fn private_tokens(&self) -> u64 {
+        u64::from(self.computed).saturating_sub(u64::from(self.held * BLOCK_TOKENS))
+    }
 }
 
 /// The engine: a running batch, a waiting queue and a KV-cache budget.
@@ -178,7 +140,10 @@ pub struct Engine {
     params: ModelParams,
     waiting: VecDeque<Seq>,
     running: Vec<Seq>,
-    kv_used: u64,
+    /// KV tokens of running sequences outside the prefix cache.
+    kv_private: u64,
+    cache: PrefixCache,
+    prefix_caching: bool,
     counters: Counters,
 }
 
@@ -189,9 +154,18 @@ impl Engine {
             params,
             waiting: VecDeque::new(),
             running: Vec::new(),
-            kv_used: 0,
+            kv_private: 0,
+            cache: PrefixCache::new(),
+            prefix_caching: true,
             counters: Counters::default(),
         }
+    }
+
+    /// The same engine with prefix caching on or off (vLLM's
+    /// `--enable-prefix-caching`; on by default).
+    pub fn with_prefix_caching(mut self, on: bool) -> Self {
+        self.prefix_caching = on;
+        self
     }
 
     /// The engine's parameters.
@@ -202,8 +176,24 @@ impl Engine {
     /// Queues request `id` that will produce exactly `output_tokens` tokens
     /// (at least 1). `now` is only recorded by callers; admission happens at
     /// the next [`Engine::step`].
-    pub fn submit(&mut self, id: u64, prompt_tokens: u32, output_tokens: u32, _now: Duration) {
+    pub fn submit(&mut self, id: u64, prompt_tokens: u32, output_tokens: u32, now: Duration) {
+        self.submit_blocks(id, prompt_tokens, Vec::new(), output_tokens, now);
+    }
+
+    /// [`Engine::submit`] with the hashes of the prompt's full KV blocks
+    /// ([`super::blocks`]), which the prefix cache matches.
+    pub fn submit_blocks(
+        &mut self,
+        id: u64,
+        prompt_tokens: u32,
+        mut blocks: Vec<u64>,
+        output_tokens: u32,
+        _now: Duration,
+    ) {
         self.counters.n_submitted += 1;
+        if !self.prefix_caching {
+            blocks.clear();
+        }
         let prompt_tokens = prompt_tokens.max(1);
         self.waiting.push_back(Seq {
             id,
@@ -213,6 +203,8 @@ impl Engine {
             computed: 0,
             prefill_target: prompt_tokens,
             ever_scheduled: false,
+            blocks,
+            held: 0,
             step_tokens: 0,
             step_decodes: false,
         });
@@ -224,7 +216,7 @@ impl Engine {
             self.waiting.remove(pos);
         } else if let Some(pos) = self.running.iter().position(|s| s.id == id) {
             let seq = self.running.remove(pos);
-            self.kv_used -= u64::from(seq.computed);
+            self.free_seq(&seq);
         } else {
             return false;
         }
@@ -249,12 +241,12 @@ impl Engine {
 
     /// KV-cache tokens in use.
     pub fn kv_used(&self) -> u64 {
-        self.kv_used
+        self.kv_private + self.cache.referenced() * u64::from(BLOCK_TOKENS)
     }
 
     /// Fraction (0..=1) of the KV cache in use.
     pub fn kv_usage(&self) -> f64 {
-        self.kv_used as f64 / f64::from(self.params.kv_cache_tokens.max(1))
+        self.kv_used() as f64 / f64::from(self.params.kv_cache_tokens.max(1))
     }
 
     /// Counters since creation.
@@ -268,6 +260,7 @@ impl Engine {
         let mut events = Vec::new();
         let mut budget = self.params.max_num_batched_tokens;
         let preempted = self.schedule_running(&mut budget, &mut events);
+        self.evict_to_fit();
         if !preempted {
             self.admit_waiting(&mut budget, &mut events);
         }
@@ -294,6 +287,7 @@ impl Engine {
         }
         self.counters.n_steps += 1;
         self.complete_step(&mut events);
+        self.evict_to_fit();
         Some(StepOutcome {
             start: now,
             duration: self
@@ -306,7 +300,19 @@ impl Engine {
     }
 
     fn kv_free(&self) -> u64 {
-        u64::from(self.params.kv_cache_tokens).saturating_sub(self.kv_used)
+        u64::from(self.params.kv_cache_tokens).saturating_sub(self.kv_used())
+    }
+
+    /// Evicts cached blocks nobody holds until they fit in the free KV.
+    fn evict_to_fit(&mut self) {
+        let block = u64::from(BLOCK_TOKENS);
+        while self.cache.evictable() * block > self.kv_free() && self.cache.evict_lru() {}
+    }
+
+    /// Lets go of a sequence's KV: its own tokens and its cached blocks.
+    fn free_seq(&mut self, seq: &Seq) {
+        self.kv_private -= seq.private_tokens();
+        self.cache.release(&seq.blocks[..seq.held as usize]);
     }
 
     /// Schedules running sequences oldest first, preempting the newest when
@@ -339,7 +345,7 @@ impl Engine {
             seq.step_tokens = tokens;
             seq.step_decodes = decodes;
             seq.computed += tokens;
-            self.kv_used += u64::from(tokens);
+            self.kv_private += u64::from(tokens);
             *budget -= tokens;
             i += 1;
         }
@@ -348,7 +354,8 @@ impl Engine {
 
     fn preempt_newest(&mut self, events: &mut Vec<Event>) {
         if let Some(mut seq) = self.running.pop() {
-            self.kv_used -= u64::from(seq.computed);
+            self.free_seq(&seq);
+            seq.held = 0;
             seq.computed = 0;
             seq.prefill_target = seq.prompt_tokens + seq.generated;
             seq.step_tokens = 0;
@@ -367,42 +374,66 @@ impl Engine {
             let Some(head) = self.waiting.front() else {
                 break;
             };
-            let tokens = (head.prefill_target - head.computed).min(*budget);
-            if self.kv_free() < u64::from(tokens) {
+            // At least one token is computed, so the lookup stops a block short
+            // of a fully cached prompt.
+            let max_hit = ((head.prefill_target - 1) / BLOCK_TOKENS) as usize;
+            let hit = self.cache.lookup(&head.blocks, max_hit);
+            let cached = hit.blocks as u32 * BLOCK_TOKENS;
+            let tokens = (head.prefill_target - cached).min(*budget);
+            let need = u64::from(tokens) + hit.revived as u64 * u64::from(BLOCK_TOKENS);
+            if self.kv_free() < need {
                 break;
             }
             let Some(mut seq) = self.waiting.pop_front() else {
                 break;
             };
+            if self.prefix_caching {
+                self.counters.prefix_cache_queries += u64::from(seq.prefill_target);
+                self.counters.prefix_cache_hits += u64::from(cached);
+            }
+            self.cache.acquire(&seq.blocks[..hit.blocks]);
+            seq.held = hit.blocks as u32;
+            seq.computed = cached;
             if !seq.ever_scheduled {
                 seq.ever_scheduled = true;
                 events.push(Event {
                     id: seq.id,
-                    kind: EventKind::Scheduled,
+                    kind: EventKind::Scheduled { cached },
                 });
             }
             seq.step_tokens = tokens;
             seq.step_decodes = false;
             seq.computed += tokens;
-            self.kv_used += u64::from(tokens);
+            self.kv_private += u64::from(tokens);
             *budget -= tokens;
             self.running.push(seq);
+            self.evict_to_fit();
         }
     }
 
-    /// Emits the step's tokens and retires finished sequences.
+    /// Emits the step's tokens, caches the prompt blocks of sequences whose
+    /// prefill just completed, and retires finished sequences.
     fn complete_step(&mut self, events: &mut Vec<Event>) {
-        let counters = &mut self.counters;
-        let mut freed = 0u64;
-        self.running.retain_mut(|seq| {
+        let mut finished = Vec::new();
+        let mut i = 0;
+        while i < self.running.len() {
+            let seq = &mut self.running[i];
             if seq.step_tokens == 0 || seq.in_prefill() {
-                return true;
+                i += 1;
+                continue;
             }
-            if !seq.step_decodes && seq.generated == 0 {
-                counters.prompt_tokens += u64::from(seq.prompt_tokens);
+            if !seq.step_decodes {
+                let held = seq.held as usize;
+                let owned = seq.blocks.len() - held;
+                self.cache.acquire(&seq.blocks[held..]);
+                self.kv_private -= (owned as u64) * u64::from(BLOCK_TOKENS);
+                seq.held = seq.blocks.len() as u32;
+                if seq.generated == 0 {
+                    self.counters.prompt_tokens += u64::from(seq.prompt_tokens);
+                }
             }
             seq.generated += 1;
-            counters.generation_tokens += 1;
+            self.counters.generation_tokens += 1;
             let last = seq.generated >= seq.target_tokens;
             events.push(Event {
                 id: seq.id,
@@ -412,12 +443,15 @@ impl Engine {
                 },
             });
             if last {
-                counters.n_finished += 1;
-                freed += u64::from(seq.computed);
+                self.counters.n_finished += 1;
+                finished.push(self.running.remove(i));
+            } else {
+                i += 1;
             }
-            !last
-        });
-        self.kv_used -= freed;
+        }
+        for seq in finished {
+            self.free_seq(&seq);
+        }
     }
 }
 
@@ -443,3 +477,7 @@ pub(crate) fn splitmix64(x: u64) -> u64 {
 #[cfg(test)]
 #[path = "model_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "model_prefix_tests.rs"]
+mod prefix_tests;

@@ -122,6 +122,8 @@ impl SimHandle {
             "finished": m.counters.n_finished,
             "preemptions": m.counters.n_preemptions,
             "generation_tokens": m.counters.generation_tokens,
+            "prefix_cache_queries": m.counters.prefix_cache_queries,
+            "prefix_cache_hits": m.counters.prefix_cache_hits,
             "step_lag_max_s": m.step_lag_max,
             "step_lag_mean_s": m.step_lag.sum() / m.step_lag.count().max(1) as f64,
         });
@@ -147,6 +149,7 @@ pub async fn start(cfg: SimConfig, listener: TcpListener) -> anyhow::Result<SimH
     let (dispatch_tx, dispatch_rx) = tokio::sync::mpsc::unbounded_channel();
     let engine = EngineThread::spawn(
         cfg.params.clone(),
+        cfg.prefix_caching,
         epoch,
         metrics.clone(),
         dispatch_tx.clone(),
@@ -394,6 +397,7 @@ fn submit(
     let submission = Submission {
         id,
         prompt_tokens: greq.prompt_tokens,
+        prompt_blocks: greq.prompt_blocks.clone(),
         output_tokens: n_out,
         arrival: rec.arrival,
     };

@@ -49,7 +49,10 @@ impl Tracker {
     /// Notes a scheduling event.
     pub fn on_event(&mut self, d: &Delivery) {
         match *d {
-            Delivery::Scheduled { at } => self.rec.scheduled = Some(at),
+            Delivery::Scheduled { at, cached } => {
+                self.rec.scheduled = Some(at);
+                self.rec.cached_tokens = cached;
+            }
             Delivery::Preempted => self.rec.preemptions += 1,
             Delivery::Token { index, at, .. } => {
                 let now =

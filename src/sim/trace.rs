@@ -45,6 +45,8 @@ pub struct TraceRecord {
     pub finish: Duration,
     /// Prompt tokens.
     pub prompt_tokens: u32,
+    /// Prompt tokens the prefix cache served at first admission.
+    pub cached_tokens: u32,
     /// Output tokens sent.
     pub output_tokens: u32,
     /// Times the request was preempted.
@@ -74,6 +76,7 @@ impl TraceRecord {
             "first_token_s": s(self.first_token),
             "finish_s": self.finish.as_secs_f64(),
             "prompt_tokens": self.prompt_tokens,
+            "cached_tokens": self.cached_tokens,
             "output_tokens": self.output_tokens,
             "preemptions": self.preemptions,
             "first_reasoning_s": s(self.first_reasoning),

@@ -13,7 +13,7 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
 use super::tokenizer::TokenCounter;
-use super::{custom, random, sharegpt, Prompt, RequestSpec};
+use super::{custom, prefix, random, sharegpt, Prompt, RequestSpec};
 
 /// Which dataset, with its own options (vLLM flag names in the docs).
 #[derive(Debug, Clone, PartialEq)]
@@ -35,6 +35,8 @@ pub enum DatasetKind {
     /// `--dataset-name custom --dataset-path FILE.jsonl [--custom-output-len N]`;
     /// `output_len` -1 means: take `output_tokens` from each row.
     Custom { path: PathBuf, output_len: i64 },
+    /// `--dataset-name prefix_repetition` with its four `--prefix-repetition-*` flags.
+    PrefixRepetition(prefix::PrefixParams),
 }
 
 /// Everything [`load`] needs to build a workload.
@@ -134,6 +136,9 @@ pub fn load(
             let origin = path.display().to_string();
             let rows = custom::parse(&origin, &contents)?;
             custom::sample(&origin, rows, *output_len, &opts, tokenizer, &mut rng)
+        }
+        DatasetKind::PrefixRepetition(params) => {
+            prefix::generate(params, &opts, tokenizer, cfg.chat, &mut rng)
         }
     }
 }

@@ -5,6 +5,7 @@
 
 pub mod custom;
 pub mod dataset;
+pub mod prefix;
 pub mod random;
 pub mod sharegpt;
 pub mod tokenizer;

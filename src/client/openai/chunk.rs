@@ -134,6 +134,7 @@ pub fn parse_chunk_ref(data: &[u8]) -> Result<ChunkRef<'_>, String> {
         }),
         error,
         timings: raw.timings.map(|t| Timings {
+            cache_n: t.cache_n.as_u32(),
             prompt_n: t.prompt_n.as_u32(),
             prompt_ms: t.prompt_ms.0,
             predicted_n: t.predicted_n.as_u32(),
@@ -250,6 +251,8 @@ struct RawTokenDetails {
 
 #[derive(Deserialize)]
 struct RawTimings {
+    #[serde(default)]
+    cache_n: LooseNum,
     #[serde(default)]
     prompt_n: LooseNum,
     #[serde(default)]

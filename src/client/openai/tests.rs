@@ -216,6 +216,7 @@ fn parses_token_and_usage_chunks_from_known_servers() {
                 text: Some(String::new()),
                 usage: usage(4, 16),
                 timings: Some(Timings {
+                    cache_n: Some(0),
                     prompt_n: Some(4),
                     prompt_ms: Some(1.5),
                     predicted_n: Some(16),

@@ -12,6 +12,7 @@ use crate::metrics::MetricName;
 use crate::schedule::{Arrival, RampStrategy};
 use crate::shard::Shard;
 use crate::workload::dataset::{DatasetConfig, DatasetKind};
+use crate::workload::prefix::PrefixParams;
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -40,6 +41,7 @@ pub fn run_config_for(a: &RunArgs, default: DefaultTarget) -> Result<RunConfig> 
         DatasetName::Random => "random",
         DatasetName::Sharegpt => "sharegpt",
         DatasetName::Custom => "custom",
+        DatasetName::PrefixRepetition => "prefix_repetition",
     };
     // vLLM forces ignore_eos for the random dataset on OpenAI-compatible backends.
     let ignore_eos = a.ignore_eos || a.dataset_name == DatasetName::Random;
@@ -286,6 +288,17 @@ fn dataset_config(a: &RunArgs, api: Api) -> Result<DatasetConfig> {
             path: need_path("custom")?,
             output_len: a.output_len.map(i64::from).unwrap_or(a.custom_output_len),
         },
+        DatasetName::PrefixRepetition => {
+            if a.dataset_path.is_some() {
+                bail!("--dataset-path cannot be used with --dataset-name prefix_repetition (it is synthetic)");
+            }
+            DatasetKind::PrefixRepetition(PrefixParams {
+                prefix_len: a.prefix_repetition_prefix_len,
+                suffix_len: a.prefix_repetition_suffix_len,
+                num_prefixes: a.prefix_repetition_num_prefixes,
+                output_len: a.output_len.unwrap_or(a.prefix_repetition_output_len),
+            })
+        }
     };
     if let DatasetKind::Random { input_len: 0, .. } = kind {
         bail!("--random-input-len must be at least 1");

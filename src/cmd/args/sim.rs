@@ -68,12 +68,20 @@ pub fn sim_options(a: SimArgs) -> anyhow::Result<SimOptions> {
     if a.explain && (a.input_len == 0 || a.output_len == 0) {
         bail!("--input-len and --output-len must be at least 1");
     }
+    if !(0.0..=1.0).contains(&a.cache_hit_fraction) {
+        bail!(
+            "--cache-hit-fraction must be between 0 and 1, got {}",
+            a.cache_hit_fraction
+        );
+    }
+    cfg.prefix_caching = !a.no_enable_prefix_caching;
     cfg.validate()?;
     Ok(SimOptions {
         config: cfg,
         host: a.host,
         port: a.port,
         explain: a.explain.then_some((a.input_len, a.output_len)),
+        explain_cache_hit: a.cache_hit_fraction,
     })
 }
 

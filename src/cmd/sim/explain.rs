@@ -58,9 +58,13 @@ struct ExplainJson {
 pub fn execute(
     cfg: &SimConfig,
     (input_len, output_len): (u32, u32),
+    cache_hit: f64,
     truth: Option<&TruthArgs>,
     json: bool,
 ) -> Result<()> {
+    if truth.is_some() && cache_hit > 0.0 {
+        anyhow::bail!("--slo with --cache-hit-fraction: the virtual-time true knee runs prompts without shared prefixes; drop one of the two");
+    }
     let knee = match truth {
         Some(t) => {
             let started = Instant::now();
@@ -75,7 +79,10 @@ pub fn execute(
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }
-    print!("{}", sim::explain(cfg, input_len, output_len));
+    print!(
+        "{}",
+        sim::explain_cached(cfg, input_len, output_len, cache_hit)
+    );
     if let Some((t, found, elapsed)) = knee {
         print!("{}", render_truth(t, &found, elapsed));
     }

@@ -19,7 +19,7 @@ pub async fn execute(args: SimArgs, mut interrupt: watch::Receiver<bool>) -> Res
     let opts = sim_options(args)?;
     let cfg = opts.config;
     if let Some(shape) = opts.explain {
-        explain::execute(&cfg, shape, truth.as_ref(), json)?;
+        explain::execute(&cfg, shape, opts.explain_cache_hit, truth.as_ref(), json)?;
         return Ok(ExitCode::SUCCESS);
     }
     let bind = format!("{}:{}", opts.host, opts.port);

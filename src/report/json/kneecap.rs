@@ -62,6 +62,9 @@ pub struct KneecapJson {
     /// Per-request reasoning tokens; only when some request reasoned.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reasoning_tokens: Option<Vec<u32>>,
+    /// The server's prefix-cache hit rate over the run, when it reports one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefix_cache: Option<crate::report::PrefixCacheStats>,
     /// The server's own per-request timings (llama.cpp), `null` where absent;
     /// only when some request has them.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -259,6 +262,7 @@ impl KneecapJson {
                 total_reasoning_tokens: s.reasoning.reasoning_tokens,
                 reasoning_requests: s.reasoning.reasoning_requests,
             }),
+            prefix_cache: k.prefix_cache.clone(),
             ..Default::default()
         };
         if detailed {

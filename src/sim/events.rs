@@ -1,0 +1,73 @@
+//! What one engine step reports: per-request events, the step's size and
+//! timing ([`StepOutcome`]), and the engine's monotonic [`Counters`]. Plain
+//! data shared by the model and its driver.
+
+use std::time::Duration;
+
+/// What happened to one request in a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventKind {
+    /// First admitted to the running batch (at the step's start), with
+    /// `cached` prompt tokens served by the prefix cache.
+    Scheduled { cached: u32 },
+    /// Preempted back to the waiting queue (at the step's start).
+    Preempted,
+    /// Token number `index` (1-based; 1 is the first token) left at the
+    /// step's end; `last` means the request is finished.
+    Token { index: u32, last: bool },
+}
+
+/// One per-request event of a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Event {
+    /// The id given to [`super::model::Engine::submit`].
+    pub id: u64,
+    /// What happened.
+    pub kind: EventKind,
+}
+
+/// The result of one engine step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepOutcome {
+    /// When the step began (the `now` passed to [`super::model::Engine::step`]).
+    pub start: Duration,
+    /// How long the step takes; its tokens leave at `start + duration`.
+    pub duration: Duration,
+    /// Prompt (or recompute) tokens computed in the step.
+    pub prefill_tokens: u32,
+    /// Sequences that decoded one token in the step.
+    pub decode_seqs: u32,
+    /// Per-request events, in scheduling order.
+    pub events: Vec<Event>,
+}
+
+impl StepOutcome {
+    /// When the step's tokens leave.
+    pub fn end(&self) -> Duration {
+        self.start + self.duration
+    }
+}
+
+/// Monotonic counters since the engine was created.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Steps run.
+    pub n_steps: u64,
+    /// Requests submitted.
+    pub n_submitted: u64,
+    /// Requests that produced all their tokens.
+    pub n_finished: u64,
+    /// Requests aborted by the caller.
+    pub n_aborted: u64,
+    /// Preemptions (a request preempted twice counts twice).
+    pub n_preemptions: u64,
+    /// Prompt tokens of requests whose first prefill completed.
+    pub prompt_tokens: u64,
+    /// Output tokens produced.
+    pub generation_tokens: u64,
+    /// Tokens looked up in the prefix cache (vLLM's `prefix_cache_queries`):
+    /// the tokens to compute of every admission from the waiting queue.
+    pub prefix_cache_queries: u64,
+    /// Of those, tokens found cached (vLLM's `prefix_cache_hits`).
+    pub prefix_cache_hits: u64,
+}
