@@ -76,14 +76,6 @@ pub struct VllmArgs {
     #[arg(long, hide = true)]
     pub bfcl_categories: Option<String>,
     #[arg(long, hide = true)]
-    pub prefix_repetition_prefix_len: Option<String>,
-    #[arg(long, hide = true)]
-    pub prefix_repetition_suffix_len: Option<String>,
-    #[arg(long, hide = true)]
-    pub prefix_repetition_num_prefixes: Option<String>,
-    #[arg(long, hide = true)]
-    pub prefix_repetition_output_len: Option<String>,
-    #[arg(long, hide = true)]
     pub speed_bench_dataset_subset: Option<String>,
     #[arg(long, hide = true)]
     pub speed_bench_output_len: Option<String>,
@@ -108,7 +100,7 @@ impl VllmArgs {
     pub fn without_meaning(&self) -> Vec<(&'static str, &'static str)> {
         const CHART: &str = "kneecap draws its own charts (kneecap sweep --html, kneecap report)";
         const DATASET: &str = "an option of a vLLM dataset kneecap does not generate";
-        let strings: [(&'static str, &Option<String>, &'static str); 31] = [
+        let strings: [(&'static str, &Option<String>, &'static str); 27] = [
             (
                 "--chat-template-kwargs",
                 &self.chat_template_kwargs,
@@ -180,26 +172,6 @@ impl VllmArgs {
             ("--hf-name", &self.hf_name, DATASET),
             ("--hf-output-len", &self.hf_output_len, DATASET),
             ("--bfcl-categories", &self.bfcl_categories, DATASET),
-            (
-                "--prefix-repetition-prefix-len",
-                &self.prefix_repetition_prefix_len,
-                DATASET,
-            ),
-            (
-                "--prefix-repetition-suffix-len",
-                &self.prefix_repetition_suffix_len,
-                DATASET,
-            ),
-            (
-                "--prefix-repetition-num-prefixes",
-                &self.prefix_repetition_num_prefixes,
-                DATASET,
-            ),
-            (
-                "--prefix-repetition-output-len",
-                &self.prefix_repetition_output_len,
-                DATASET,
-            ),
             (
                 "--speed-bench-dataset-subset",
                 &self.speed_bench_dataset_subset,
