@@ -50,7 +50,7 @@ pub struct SweepArgs {
     pub max_steps: usize,
     /// Confidence a step's SLO verdict needs before the step ends (adaptive
     /// steps: a step far from the knee ends at its minimum, one whose
-    /// percentile straddles the bound runs on, up to --step-max-duration).
+    /// percentile straddles the bound runs on, up to 8× its minimum within --step-max-duration).
     #[arg(long, default_value_t = 0.90, help_heading = "Sweep")]
     pub confidence: f64,
     /// Every step runs its set length, decided or not (no adaptive steps;

@@ -174,11 +174,28 @@ fn order_interval(values: &[f64], q: f64, level: f64, n_eff: usize) -> (Option<f
         (j >= 1 && j <= n_eff).then(|| sorted[i - 1] * 1000.0)
     };
     // Lower: the largest l with P(B ≤ l − 1) ≤ α; upper: the smallest u with
-    // P(B ≤ u − 1) ≥ 1 − α.
-    let cdf = |j: usize| binomial_cdf(n_eff, q, j as i64 - 1);
-    let low = (1..=n_eff).take_while(|&l| cdf(l) <= alpha).last();
-    let high = (1..=n_eff).find(|&u| cdf(u) >= 1.0 - alpha);
+    // P(B ≤ u − 1) ≥ 1 − α. One pass over the cumulative distribution.
+    let cdf = cumulative(n_eff, q);
+    let low = (1..=n_eff).take_while(|&l| cdf[l - 1] <= alpha).last();
+    let high = (1..=n_eff).find(|&u| cdf[u - 1] >= 1.0 - alpha);
     (low.and_then(rank), high.and_then(rank))
+}
+
+/// `P(Bin(n, q) ≤ k)` for every `k` in `0..n`, in one pass (log space).
+fn cumulative(n: usize, q: f64) -> Vec<f64> {
+    if q <= 0.0 || q >= 1.0 {
+        return (0..n).map(|k| binomial_cdf(n, q, k as i64)).collect();
+    }
+    let (ln_q, ln_p) = (q.ln(), (1.0 - q).ln());
+    let mut ln_pmf = n as f64 * ln_p;
+    let mut ln_sum = ln_pmf;
+    let mut out = Vec::with_capacity(n);
+    for j in 0..n {
+        out.push(ln_sum.exp().clamp(0.0, 1.0));
+        ln_pmf += ((n - j) as f64 / (j + 1) as f64).ln() + ln_q - ln_p;
+        ln_sum = ln_add(ln_sum, ln_pmf);
+    }
+    out
 }
 
 /// The verdict the confidences support at `level`, and how sure it is: a

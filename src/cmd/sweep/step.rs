@@ -24,6 +24,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
+/// An adaptive step runs at most this many times its minimum length.
+const ADAPTIVE_STRETCH: u32 = 8;
 /// Queue gauge sampling period.
 const SCRAPE_EVERY: Duration = Duration::from_millis(250);
 /// Event-loop lag probe period.
@@ -48,7 +50,15 @@ pub(crate) async fn run_step(
         LoadUnit::Rate => timing.length_for_rate(load),
         LoadUnit::Concurrency => timing.length_closed(),
     };
-    let horizon = cfg.confidence.map(|_| timing.max_total.max(min_length));
+    // An adaptive step may stretch to ADAPTIVE_STRETCH times its minimum,
+    // within --step-max-duration (a starved generator or a stalled server
+    // never decides; it must not hold the sweep for the whole cap).
+    let horizon = cfg.confidence.map(|_| {
+        timing
+            .max_total
+            .min(min_length * ADAPTIVE_STRETCH)
+            .max(min_length)
+    });
     let (releases, length, cap) = step_releases(cfg, &timing, index, load, horizon);
     let (end_tx, end_rx) = watch::channel(false);
     let adaptive = cfg.confidence.map(|level| {
