@@ -8,6 +8,7 @@ pub mod chart;
 pub mod console;
 pub mod html;
 pub mod json;
+pub mod knee_text;
 pub mod save;
 pub mod shard;
 pub mod sweep;

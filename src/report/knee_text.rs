@@ -1,0 +1,109 @@
+//! The knee in words: the interval (or its edge cases), how sure each end
+//! is, and the generator-limit and non-monotonic notes, for the console
+//! table and the HTML report.
+
+use super::sweep::{SweepResult, Verdict};
+use super::table::{compact, load_label, num};
+
+/// The knee sentence(s): the interval, or the edge-case wording, plus the
+/// generator-limit and non-monotonic notes.
+pub fn knee_lines(r: &SweepResult) -> Vec<String> {
+    let unit = r.load_unit();
+    let k = &r.knee;
+    let mut lines = vec![match (k.last_pass, k.first_fail) {
+        (Some(p), Some(f)) => {
+            let (p, f) = (load_label(p), load_label(f));
+            format!("knee: between {p} and {f} {unit} (last pass {p}, first fail {f})")
+        }
+        (None, Some(f)) => format!(
+            "knee: below {} {unit} (the lowest step failed; lower the starting load)",
+            compact(f)
+        ),
+        (Some(p), None) if k.bounded_by_generator => {
+            format!("knee: at least {} {unit} (no step failed)", compact(p))
+        }
+        (Some(p), None) => format!(
+            "knee: above {} {unit} (no step failed; raise --max-load)",
+            compact(p)
+        ),
+        (None, None) if r.steps.is_empty() => "knee: unknown (no steps ran)".into(),
+        (None, None) => "knee: unknown (no step passed or failed)".into(),
+    }];
+    if let Some(line) = confidence_line(r) {
+        lines.push(line);
+    }
+    if let Some(line) = generator_line(r) {
+        lines.push(line);
+    }
+    if k.non_monotonic {
+        lines.push(
+            "warning: the curve is not monotonic (a step passed above a failing one); \
+             the knee uses the lowest failure, so treat it as noisy"
+                .into(),
+        );
+    }
+    if r.interrupted {
+        lines.push("note: the sweep was interrupted; only the steps so far are shown".into());
+    }
+    lines
+}
+
+/// "confidence: 33.9 req/s passes the SLOs with 93% confidence; …" for
+/// adaptive steps, saying when an end is below the confidence asked.
+fn confidence_line(r: &SweepResult) -> Option<String> {
+    let unit = r.load_unit();
+    let k = &r.knee;
+    let asked = r
+        .steps
+        .iter()
+        .find_map(|s| s.decision.as_ref().map(|d| d.level))?;
+    let pct = |c: f64| format!("{}%", num(c * 100.0, 0));
+    let end = |load: Option<f64>, c: Option<f64>, verb: &str| {
+        let (load, c) = (load?, c?);
+        let noise = if c < asked { " (within noise)" } else { "" };
+        Some(format!(
+            "{} {unit} {verb} with {} confidence{noise}",
+            load_label(load),
+            pct(c)
+        ))
+    };
+    let parts: Vec<String> = [
+        end(k.last_pass, k.last_pass_confidence, "meets the SLOs"),
+        end(k.first_fail, k.first_fail_confidence, "misses them"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    (!parts.is_empty()).then(|| {
+        format!(
+            "confidence: {} (exact binomial, {} asked)",
+            parts.join("; "),
+            pct(asked)
+        )
+    })
+}
+
+/// "the load generator, not the server, was the limit at X: the server's knee is at least Y".
+fn generator_line(r: &SweepResult) -> Option<String> {
+    let unit = r.load_unit();
+    let limited = r
+        .steps_by_load()
+        .into_iter()
+        .find(|s| s.verdict == Verdict::GeneratorLimited || s.generator.limited)
+        .map(|s| s.load);
+    if !r.knee.bounded_by_generator && limited.is_none() {
+        return None;
+    }
+    let at = limited.map_or_else(String::new, |x| format!(" at {} {unit}", compact(x)));
+    Some(match r.knee.last_pass {
+        Some(y) => format!(
+            "the load generator, not the server, was the limit{at}: \
+             the server's knee is at least {} {unit}",
+            compact(y)
+        ),
+        None => format!(
+            "the load generator, not the server, was the limit{at}: \
+             no step passed, so the server's knee is unknown"
+        ),
+    })
+}
