@@ -28,7 +28,7 @@ for w in "tiny 1024 128" "tiny 128 64" "7b-24gb 1024 128"; do
     grep -o 'true knee[^:]*: *[0-9.]*' | grep -o '[0-9.]*$' | head -1)
   t0=$(date +%s.%N)
   "$K" sweep --sim-preset "$preset" --random-input-len "$in" --random-output-len "$out" --ignore-eos \
-    --slo "$SLO" -o "$TMP/sweep.json" > /dev/null 2> "$TMP/err" || true
+    --calibrate --adaptive --slo "$SLO" -o "$TMP/sweep.json" > /dev/null 2> "$TMP/err" || true
   wall=$(echo "$(date +%s.%N) - $t0" | bc)
   python3 - "$TMP/sweep.json" "$truth" "$preset $in/$out" "$wall" <<'EOF'
 import json, sys

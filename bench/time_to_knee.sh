@@ -81,7 +81,7 @@ run_kneecap() {
   local t0=$(date +%s.%N)
   "$K" sweep --base-url "$URL" --model kneecap-sim --dataset-name random \
     --random-input-len $IN --random-output-len $OUT --ignore-eos \
-    --slo "$SLO" -o "$TMP/kneecap-sweep.json" > "$TMP/kneecap.out" 2> "$TMP/kneecap.err" || true
+    --calibrate --adaptive --slo "$SLO" -o "$TMP/kneecap-sweep.json" > "$TMP/kneecap.out" 2> "$TMP/kneecap.err" || true
   echo "kneecap $(echo "$(date +%s.%N) - $t0" | bc)" >> "$TMP/walls.txt"
   stop_sim
 }

@@ -137,7 +137,14 @@ async fn calibration_finds_mu_and_starts_the_search_near_the_knee() {
     let server = common::start(slotted()).await;
     let (json, out) = sweep(
         server.url(),
-        &["--slo", "p99_ttft_ms<=300", "--max-steps", "1"],
+        &[
+            "--slo",
+            "p99_ttft_ms<=300",
+            "--max-steps",
+            "1",
+            "--calibrate",
+            "--adaptive",
+        ],
     )
     .await;
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -184,6 +191,7 @@ async fn calibration_stops_on_errors_and_stalls_and_falls_back_to_doubling() {
             &[
                 "--slo",
                 "p99_ttft_ms<=300",
+                "--calibrate",
                 "--calibrate-budget",
                 "4s",
                 "--max-steps",

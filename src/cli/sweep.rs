@@ -53,30 +53,32 @@ pub struct SweepArgs {
     /// percentile straddles the bound runs on, up to 8× its minimum within --step-max-duration).
     #[arg(long, default_value_t = 0.90, help_heading = "Sweep")]
     pub confidence: f64,
-    /// Every step runs its set length, decided or not (no adaptive steps;
-    /// refinement steps are --step-refine-factor times longer).
+    /// Adaptive steps (experimental): a step ends once its SLO verdict has
+    /// --confidence, instead of running its set length. Off by default: on
+    /// short windows the steady-state check is still noisy.
     #[arg(long, help_heading = "Sweep")]
-    pub fixed_steps: bool,
+    pub adaptive: bool,
     /// Before a rate search, probe the service rate μ in closed loop for at
     /// most this long and start near the knee it implies.
     #[arg(long, default_value = "20s", value_parser = parse_duration, help_heading = "Sweep")]
     pub calibrate_budget: Duration,
-    /// Skip the calibration probe: the search starts at --start and doubles.
+    /// Before an automatic rate search, probe μ in closed loop (within
+    /// --calibrate-budget) and start at ¾ μ instead of doubling from --start.
     #[arg(long, help_heading = "Sweep")]
-    pub no_calibrate: bool,
+    pub calibrate: bool,
     /// Minimum measured time per step, after the warm-up window
-    /// [default: 6s (15s with --fixed-steps); 4s against the built-in simulator].
+    /// [default: 15s (6s with --adaptive); 4s against the built-in simulator].
     #[arg(long, value_parser = parse_duration, help_heading = "Sweep")]
     pub step_duration: Option<Duration>,
     /// Minimum measured requests per step; the step is lengthened to get them
-    /// [default: 100 (200 with --fixed-steps); 80 against the built-in simulator].
+    /// [default: 200 (100 with --adaptive); 80 against the built-in simulator].
     #[arg(long, help_heading = "Sweep")]
     pub step_min_requests: Option<usize>,
     /// Longest a step may run (measured window + warm-up), whatever the minimums say.
     #[arg(long, default_value = "120s", value_parser = parse_duration, help_heading = "Sweep")]
     pub step_max_duration: Duration,
     /// Warm-up window at the start of each step, excluded from the statistics
-    /// [default: 2s (3s with --fixed-steps); 1s against the built-in simulator].
+    /// [default: 3s (2s with --adaptive); 1s against the built-in simulator].
     #[arg(long, value_parser = parse_duration, help_heading = "Sweep")]
     pub step_warmup: Option<Duration>,
     /// With --fixed-steps: refinement steps (once a step has failed) measure

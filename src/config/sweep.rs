@@ -69,7 +69,7 @@ pub struct SweepConfig {
     pub timing: StepTiming,
     pub metrics_url: Option<String>,
     /// `--confidence`: adaptive steps end once their verdict is this sure;
-    /// `None` (`--fixed-steps`, or a sharded sweep): every step runs its set length.
+    /// `None` (without `--adaptive`, or a sharded sweep): every step runs its set length.
     pub confidence: Option<f64>,
     /// `--calibrate-budget`: probe μ in closed loop first, for at most this
     /// long, and start the search near the knee it implies; `None`: no probe.

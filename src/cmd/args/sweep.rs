@@ -37,10 +37,10 @@ pub fn sweep_config(a: &SweepArgs) -> Result<SweepConfig> {
             a.confidence
         );
     }
-    let adaptive = !a.fixed_steps && run.shard.is_none();
+    let adaptive = a.adaptive && run.shard.is_none();
     // The probe sets the start of an automatic rate search; a start or load
     // list the user gave wins, and shards never probe on their own.
-    let probe = !a.no_calibrate
+    let probe = a.calibrate
         && a.start.is_none()
         && a.mode == SweepMode::Rate
         && matches!(plan, SearchPlan::Auto { .. })
@@ -110,7 +110,7 @@ fn slos(a: &SweepArgs) -> Result<Vec<Slo>> {
 /// Step timing; the built-in simulator gets short steps so a sweep takes about a minute.
 /// Adaptive steps run longer by themselves when undecided, so their minimum is shorter.
 fn timing(a: &SweepArgs, sim: bool) -> Result<StepTiming> {
-    let (warmup, measured, requests) = match (sim, a.fixed_steps) {
+    let (warmup, measured, requests) = match (sim, !a.adaptive) {
         (true, _) => (Duration::from_secs(1), Duration::from_secs(4), 80),
         (false, false) => (Duration::from_secs(2), Duration::from_secs(6), 100),
         (false, true) => (Duration::from_secs(3), Duration::from_secs(15), 200),
@@ -225,8 +225,15 @@ mod tests {
     }
 
     #[test]
-    fn real_servers_get_adaptive_steps_or_full_fixed_ones() {
+    fn real_servers_get_full_fixed_steps_or_shorter_adaptive_ones() {
         let c = config(REAL);
+        let t = &c.timing;
+        assert_eq!(
+            (t.warmup, t.min_measured, t.min_requests),
+            (secs(3), secs(15), 200)
+        );
+        assert_eq!((c.confidence, c.calibrate), (None, None));
+        let c = config(&format!("{REAL} --adaptive --calibrate"));
         let t = &c.timing;
         assert_eq!(
             (t.warmup, t.min_measured, t.min_requests),
@@ -235,24 +242,12 @@ mod tests {
         );
         assert_eq!(c.confidence, Some(0.9));
         assert_eq!(c.calibrate, Some(secs(20)));
-        let c = config(&format!("{REAL} --fixed-steps"));
-        let t = &c.timing;
-        assert_eq!(
-            (t.warmup, t.min_measured, t.min_requests),
-            (secs(3), secs(15), 200)
-        );
-        assert_eq!(c.confidence, None);
     }
 
     #[test]
-    fn a_given_start_list_or_flag_skips_the_probe() {
-        for extra in [
-            "--start 5",
-            "--rates 1,2",
-            "--no-calibrate",
-            "--mode concurrency",
-        ] {
-            let c = config(&format!("{REAL} {extra}"));
+    fn a_given_start_list_or_mode_skips_the_probe() {
+        for extra in ["--start 5", "--rates 1,2", "--mode concurrency"] {
+            let c = config(&format!("{REAL} --calibrate {extra}"));
             assert_eq!(c.calibrate, None, "{extra}");
         }
         let row = format!("{REAL} --confidence 1.5 => --confidence: 1.5 must be between 0.5 and 1");
