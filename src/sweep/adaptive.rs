@@ -11,10 +11,17 @@
 //! samples, until it is decided or capped. Only requests that have finished
 //! count, and only those due before the oldest one still in flight, so a slow
 //! request is never left out because it is slow.
+//!
+//! A *pass* also needs the step to look steady so far ([`super::steady`] over
+//! the window up to the look, with the requests still in flight counted as
+//! unfinished): a short window that passes its SLOs while the number in
+//! flight is still climbing runs on, so the step's final steady-state check
+//! sees a long enough window. A *fail* ends the step whatever the queue does.
 
 use super::confidence::{self, Decision, SloConfidence};
 use super::slo::Slo;
-use crate::metrics::RequestRecord;
+use super::steady::{self, SteadyThresholds};
+use crate::metrics::{ErrorKind, RequestError, RequestRecord};
 use std::time::Duration;
 
 /// How often a running step is looked at.
@@ -44,21 +51,25 @@ pub struct Look {
     pub confidence: f64,
     /// Finished requests the look rested on.
     pub samples: usize,
+    /// The window so far passed the steady-state check (what a pass needs
+    /// to end the step early).
+    pub steady: bool,
     /// Whether the step should end its releases now.
     pub end: bool,
 }
 
 impl AdaptiveRule {
     /// Look at the step `elapsed` after its start. `finished` are the
-    /// records that have finished (any order); `oldest_in_flight` is the due
-    /// time of the oldest request still running, if any.
+    /// records that have finished (any order); `in_flight` holds the due
+    /// time of each request released and still running.
     pub fn look(
         &self,
         elapsed: Duration,
         slos: &[Slo],
         finished: &[RequestRecord],
-        oldest_in_flight: Option<Duration>,
+        in_flight: &[Duration],
     ) -> Look {
+        let oldest_in_flight = in_flight.iter().min().copied();
         let cutoff = oldest_in_flight.unwrap_or(elapsed).min(elapsed);
         let mut sample: Vec<RequestRecord> = finished
             .iter()
@@ -68,13 +79,52 @@ impl AdaptiveRule {
         sample.sort_by_key(|r| r.due);
         let (decision, confidence, _) = step_decision(slos, &sample, self.level);
         let long_enough = elapsed >= self.min_length && sample.len() >= self.min_requests;
-        let end = elapsed >= self.cap || (long_enough && decision != Decision::Undecided);
+        let steady = long_enough
+            && decision == Decision::Pass
+            && self.steady_so_far(elapsed, finished, in_flight);
+        let decided = match decision {
+            Decision::Pass => steady,
+            Decision::Fail => true,
+            Decision::Undecided => false,
+        };
         Look {
             decision,
             confidence,
             samples: sample.len(),
-            end,
+            steady,
+            end: elapsed >= self.cap || (long_enough && decided),
         }
+    }
+
+    /// The steady-state check over `[window_start, elapsed)`, the requests
+    /// still in flight counted as sent at their due time and not finished.
+    fn steady_so_far(
+        &self,
+        elapsed: Duration,
+        finished: &[RequestRecord],
+        in_flight: &[Duration],
+    ) -> bool {
+        let running = in_flight.iter().map(|&due| RequestRecord {
+            due,
+            released: due,
+            sent: due,
+            // Sent and never finished by the window's end: `steady` keeps a
+            // cancelled record that has a first token in flight up to w1.
+            first_token: Some(due),
+            error: Some(RequestError {
+                kind: ErrorKind::Cancelled,
+                status: None,
+                message: String::new(),
+            }),
+            ..RequestRecord::default()
+        });
+        let records: Vec<RequestRecord> = finished.iter().cloned().chain(running).collect();
+        steady::assess(
+            &records,
+            (self.window_start, elapsed),
+            &SteadyThresholds::default(),
+        )
+        .steady
     }
 }
 

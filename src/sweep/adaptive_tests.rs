@@ -46,12 +46,12 @@ fn run(records: &[crate::metrics::RequestRecord], slo: &str) -> (Duration, Look)
             .filter(|r| r.due <= t && r.last_token.unwrap() <= t)
             .cloned()
             .collect();
-        let oldest = records
+        let in_flight: Vec<Duration> = records
             .iter()
             .filter(|r| r.due <= t && r.last_token.unwrap() > t)
             .map(|r| r.due)
-            .min();
-        let look = rule().look(t, &slos, &finished, oldest);
+            .collect();
+        let look = rule().look(t, &slos, &finished, &in_flight);
         if look.end {
             return (t, look);
         }
@@ -111,8 +111,8 @@ fn a_slow_request_in_flight_holds_back_the_sample_behind_it() {
     let recs = stream(0.0, 3);
     let t = Duration::from_secs(10);
     let finished: Vec<_> = recs.iter().filter(|r| r.due < t).cloned().collect();
-    let all = rule().look(t, &slos, &finished, None);
-    let held = rule().look(t, &slos, &finished, Some(Duration::from_secs(3)));
+    let all = rule().look(t, &slos, &finished, &[]);
+    let held = rule().look(t, &slos, &finished, &[Duration::from_secs(3)]);
     assert!(
         held.samples < all.samples / 4,
         "{} vs {}",
@@ -120,4 +120,47 @@ fn a_slow_request_in_flight_holds_back_the_sample_behind_it() {
         all.samples
     );
     assert!(!held.end, "too few samples before the slow request to end");
+}
+
+#[test]
+fn a_pass_while_the_queue_still_grows_runs_on_to_the_cap() {
+    // One server taking 1/30 s per request, offered 40 req/s: the number in
+    // flight climbs all step long. The SLO is loose enough that every TTFT
+    // meets it, so only the steady-state gate can keep the step running.
+    let mut free_at = 0u64;
+    let records: Vec<_> = (0..(RATE * 30.0) as u64)
+        .map(|i| {
+            let sent = (i as f64 * 1000.0 / RATE) as u64;
+            free_at = free_at.max(sent) + 33;
+            let mut r = ok(sent, free_at - sent, &[], 1);
+            r.index = i as usize;
+            r
+        })
+        .collect();
+    let capped = AdaptiveRule {
+        cap: Duration::from_secs(20),
+        ..rule()
+    };
+    let slos = vec!["p99_ttft_ms<=60000".parse::<Slo>().unwrap()];
+    let mut t = Duration::ZERO;
+    let look = loop {
+        t += LOOK_EVERY;
+        let finished: Vec<_> = records
+            .iter()
+            .filter(|r| r.due <= t && r.last_token.unwrap() <= t)
+            .cloned()
+            .collect();
+        let in_flight: Vec<Duration> = records
+            .iter()
+            .filter(|r| r.due <= t && r.last_token.unwrap() > t)
+            .map(|r| r.due)
+            .collect();
+        let look = capped.look(t, &slos, &finished, &in_flight);
+        if look.end {
+            break look;
+        }
+    };
+    assert_eq!(look.decision, Decision::Pass, "every TTFT meets the SLO");
+    assert!(!look.steady, "the queue grew");
+    assert_eq!(t, capped.cap, "ended at {t:?}, before the cap");
 }

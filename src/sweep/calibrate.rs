@@ -229,6 +229,7 @@ mod tests {
                 goodput: load,
                 mean_waiting: None,
                 confidence: None,
+                undecided: false,
             });
         }
         let loads: Vec<f64> = history.iter().map(|p| p.load).collect();

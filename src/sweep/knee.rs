@@ -135,6 +135,10 @@ pub struct StepPoint {
     /// How sure the step's SLO verdict is (adaptive steps), 0–1.
     #[serde(default)]
     pub confidence: Option<f64>,
+    /// An adaptive step that reached its cap with its SLO verdict still
+    /// within noise: at a bracket end it is measured once more.
+    #[serde(default)]
+    pub undecided: bool,
 }
 
 /// The knee as an interval, with the caveats that come with it.
@@ -168,6 +172,34 @@ fn measured(history: &[StepPoint], load: f64) -> bool {
     history.iter().any(|p| p.load == load)
 }
 
+/// One point per load: a re-test supersedes the first measurement unless the
+/// re-test is undecided and the first was not. (Two undecided measurements:
+/// the later one stands; its confidence says how little it is worth.)
+fn effective(history: &[StepPoint]) -> Vec<StepPoint> {
+    let mut out: Vec<StepPoint> = Vec::with_capacity(history.len());
+    for p in history {
+        match out.iter_mut().find(|q| q.load == p.load) {
+            Some(q) if !(p.undecided && !q.undecided) => *q = p.clone(),
+            Some(_) => {}
+            None => out.push(p.clone()),
+        }
+    }
+    out
+}
+
+/// A bracket end whose only measurement was undecided: measure it again
+/// rather than trust one noisy sample. Each load is re-tested at most once.
+fn retest(history: &[StepPoint], effective: &[StepPoint]) -> Option<f64> {
+    let k = knee(effective);
+    [k.last_pass, k.first_fail]
+        .into_iter()
+        .flatten()
+        .find(|&load| {
+            let times = history.iter().filter(|p| p.load == load).count();
+            times == 1 && effective.iter().any(|p| p.load == load && p.undecided)
+        })
+}
+
 /// The next load to measure, or `None` when the search is over.
 pub fn next_load(plan: &SearchPlan, history: &[StepPoint]) -> Option<f64> {
     plan.validate().ok()?;
@@ -182,8 +214,10 @@ pub fn next_load(plan: &SearchPlan, history: &[StepPoint]) -> Option<f64> {
             if history.len() >= *max_steps || lowest_limited.is_some() {
                 return None;
             }
-            let candidate = auto_candidate(plan, history)?;
-            (!measured(history, candidate)).then_some(candidate)
+            let points = effective(history);
+            auto_candidate(plan, &points)
+                .filter(|&c| !measured(history, c))
+                .or_else(|| retest(history, &points))
         }
     }
 }
@@ -254,8 +288,11 @@ fn step_down(fail: f64, factor: f64, start: f64, integer: bool) -> Option<f64> {
     (next >= start / STEP_DOWN_FLOOR_DIVISOR).then_some(next)
 }
 
-/// The knee implied by `history` (any order).
+/// The knee implied by `history` (any order; a re-tested load counts once,
+/// see [`effective`]).
 pub fn knee(history: &[StepPoint]) -> Knee {
+    let points = effective(history);
+    let history = points.as_slice();
     let first_fail = loads_with(history, StepVerdict::Fail).reduce(f64::min);
     let below_fail = |l: &f64| first_fail.is_none_or(|f| *l < f);
     let last_pass = loads_with(history, StepVerdict::Pass)
@@ -274,11 +311,12 @@ pub fn knee(history: &[StepPoint]) -> Knee {
             .find(|p| p.load == l && p.verdict == StepVerdict::Pass)
             .map(|p| p.goodput)
     });
+    let bounded_by_generator =
+        loads_with(history, StepVerdict::GeneratorLimited).any(|l| below_fail(&l));
     Knee {
         last_pass,
         first_fail,
-        bounded_by_generator: loads_with(history, StepVerdict::GeneratorLimited)
-            .any(|l| below_fail(&l)),
+        bounded_by_generator,
         goodput_at_knee,
         non_monotonic: first_fail
             .is_some_and(|f| loads_with(history, StepVerdict::Pass).any(|l| l > f)),

@@ -11,6 +11,7 @@ fn point(load: f64, verdict: StepVerdict) -> StepPoint {
         goodput: load * 0.9,
         mean_waiting: None,
         confidence: None,
+        undecided: false,
     }
 }
 
@@ -307,4 +308,78 @@ fn closed_loop_service_rate_comes_from_steps_where_the_server_queued() {
     assert_eq!(service_rate_from_queue(&points), Some(72.5));
     assert_eq!(service_rate_from_queue(&points[..2]), None);
     assert_eq!(service_rate_from_queue(&[step(8.0, 8.0, None)]), None);
+}
+
+/// Drive the search with an oracle that also says whether each measurement
+/// of a load was decided (`undecided(load, nth measurement)`).
+fn run_noisy(
+    plan: &SearchPlan,
+    oracle: impl Fn(f64, usize) -> (StepVerdict, bool),
+) -> Vec<StepPoint> {
+    let mut history: Vec<StepPoint> = Vec::new();
+    while let Some(load) = next_load(plan, &history) {
+        let nth = history.iter().filter(|p| p.load == load).count();
+        let (verdict, undecided) = oracle(load, nth);
+        history.push(StepPoint {
+            undecided,
+            ..point(load, verdict)
+        });
+        assert!(history.len() <= 30, "runaway search: {history:?}");
+    }
+    history
+}
+
+#[test]
+fn an_undecided_bracket_end_is_measured_once_more_and_the_retest_stands() {
+    // The knee is 35 for decided steps, but a first measurement between 33
+    // and 35 reaches its cap undecided (a pass, within noise); measured
+    // again it fails, decided. The re-test must stand and the bracket move
+    // below it.
+    let plan = SearchPlan::auto(8.0, 1000.0, LoadUnit::Rate);
+    let history = run_noisy(&plan, |load, nth| {
+        match (load > 33.0 && load <= 35.0, nth) {
+            (true, 0) => (StepVerdict::Pass, true),
+            (true, _) => (StepVerdict::Fail, false),
+            _ if load <= 35.0 => (StepVerdict::Pass, false),
+            _ => (StepVerdict::Fail, false),
+        }
+    });
+    let retested: Vec<f64> = history
+        .iter()
+        .filter(|p| history.iter().filter(|q| q.load == p.load).count() == 2)
+        .map(|p| p.load)
+        .collect();
+    assert_eq!(retested.len(), 2, "one load re-tested once: {history:?}");
+    let k = knee(&history);
+    let (pass, fail) = (k.last_pass.unwrap(), k.first_fail.unwrap());
+    assert_eq!(
+        fail, retested[0],
+        "the decided re-test's failure stands: {k:?}"
+    );
+    assert!(pass < fail && (fail - pass) / pass <= 0.1 + 1e-9, "{k:?}");
+}
+
+#[test]
+fn a_load_is_re_tested_at_most_once_and_a_decided_end_never() {
+    // Every measurement at or above 30 is undecided and fails; below it
+    // every step passes, decided. The search must end (each bracket end
+    // re-tested once), with the undecided failure still the bracket's top.
+    let plan = SearchPlan::auto(8.0, 1000.0, LoadUnit::Rate);
+    let history = run_noisy(&plan, |load, _| {
+        if load >= 30.0 {
+            (StepVerdict::Fail, true)
+        } else {
+            (StepVerdict::Pass, false)
+        }
+    });
+    let k = knee(&history);
+    let fail = k.first_fail.unwrap();
+    let times = |l: f64| history.iter().filter(|p| p.load == l).count();
+    assert_eq!(times(fail), 2, "{history:?}");
+    assert_eq!(
+        times(k.last_pass.unwrap()),
+        1,
+        "a decided pass is not re-tested"
+    );
+    assert!(history.iter().all(|p| times(p.load) <= 2));
 }

@@ -126,6 +126,10 @@ pub fn point(s: &StepResult) -> StepPoint {
         goodput: s.goodput,
         mean_waiting: s.mean_waiting,
         confidence: verdict_confidence(s, verdict),
+        undecided: s
+            .decision
+            .as_ref()
+            .is_some_and(|d| d.decision == "undecided"),
     }
 }
 

@@ -37,11 +37,11 @@ impl Monitor {
         }
     }
 
-    /// Take what finished since the last call, and the oldest due in flight.
-    fn take(&self) -> (Vec<RequestRecord>, Option<Duration>) {
+    /// Take what finished since the last call, and the due times in flight.
+    fn take(&self) -> (Vec<RequestRecord>, Vec<Duration>) {
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let oldest = s.in_flight.first_key_value().map(|(_, due)| *due);
-        (std::mem::take(&mut s.new), oldest)
+        let in_flight = s.in_flight.values().copied().collect();
+        (std::mem::take(&mut s.new), in_flight)
     }
 }
 
@@ -88,13 +88,14 @@ pub(crate) async fn watch_step(
             _ = tokio::time::sleep(LOOK_EVERY) => {}
             _ = done.changed() => return last,
         }
-        let (new, oldest) = monitor.take();
+        let (new, in_flight) = monitor.take();
         Arc::make_mut(&mut finished).extend(new);
         let (rule, slos, seen) = (rule.clone(), slos.clone(), finished.clone());
         let elapsed = t0.elapsed();
-        let look = tokio::task::spawn_blocking(move || rule.look(elapsed, &slos, &seen, oldest))
-            .await
-            .ok()?;
+        let look =
+            tokio::task::spawn_blocking(move || rule.look(elapsed, &slos, &seen, &in_flight))
+                .await
+                .ok()?;
         let ended = look.end;
         last = Some(look);
         if ended {

@@ -157,6 +157,11 @@ async fn search(
     let mut history: Vec<StepPoint> = Vec::new();
     while let Some(load) = knee::next_load(&plan, &history) {
         let refining = history.iter().any(|p| p.verdict == StepVerdict::Fail);
+        if history.iter().any(|p| p.load == load) {
+            eprintln!(
+                "kneecap sweep: re-testing {load:.1}: at its cap its SLO verdict was still within noise"
+            );
+        }
         let step = run_step(ctx, history.len(), load, refining, interrupt.clone()).await;
         if !keep_step(result, &mut history, step, *interrupt.borrow(), out)? {
             break;
