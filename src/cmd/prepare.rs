@@ -201,9 +201,16 @@ async fn ready_check(
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         let mut rec = RequestRecord::default();
-        client
-            .stream(spec, "ready-check", std::time::Instant::now(), &mut rec)
-            .await;
+        // A server that accepts the request and never answers must not hold
+        // the check past its timeout.
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let attempt = client.stream(spec, "ready-check", std::time::Instant::now(), &mut rec);
+        if tokio::time::timeout(left, attempt).await.is_err() {
+            bail!(
+                "--ready-check-timeout-sec {}: the server accepted the first request but did not finish answering it in time",
+                timeout.as_secs()
+            );
+        }
         match rec.error {
             None => return Ok(()),
             Some(e) if tokio::time::Instant::now() + Duration::from_secs(5) > deadline => {

@@ -252,8 +252,16 @@ async fn release_all(
         }
         Releases::ClosedFor(limit) => {
             let Some(cap) = ctx.cap.clone() else { return };
+            // A server that stalls every stream holds every permit: the
+            // wait for a free slot ends at the limit, so the level still
+            // ends (and its drain cancels what is stuck).
+            let limit_at = tokio::time::Instant::from_std(ctx.t0 + *limit);
             for index in 0.. {
-                let Ok(permit) = cap.clone().acquire_owned().await else {
+                let permit = tokio::select! {
+                    p = cap.clone().acquire_owned() => p,
+                    _ = tokio::time::sleep_until(limit_at) => return,
+                };
+                let Ok(permit) = permit else {
                     return;
                 };
                 let now = ctx.t0.elapsed();
