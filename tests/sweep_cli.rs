@@ -166,7 +166,6 @@ async fn calibration_finds_mu_and_starts_the_search_near_the_knee() {
 /// The probe stops within its budget against a server that starts failing
 /// or stalls, and the search falls back to doubling from --start.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "not yet seen passing: its last run ended at the session's end (run with --ignored)"]
 async fn calibration_stops_on_errors_and_stalls_and_falls_back_to_doubling() {
     let _serial = SERIAL.lock().await;
     for (behaviour, end) in [

@@ -272,6 +272,9 @@ pub struct ProbeLevelRow {
     pub concurrency: usize,
     pub completed: usize,
     pub failed: usize,
+    /// Requests still unanswered when the probe's budget ran out.
+    #[serde(default)]
+    pub stuck: usize,
     /// Mean end-to-end latency of the completed requests, ms.
     pub mean_e2el_ms: Option<f64>,
     /// Completed requests per second by Little's law (streams / mean latency).

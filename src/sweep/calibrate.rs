@@ -37,8 +37,11 @@ pub struct ProbeLevel {
     pub concurrency: usize,
     /// Requests that finished successfully.
     pub completed: usize,
-    /// Requests that failed (or were cut off at the level's end).
+    /// Requests that failed (an error from the server or the connection).
     pub failed: usize,
+    /// Requests still unanswered when the probe's budget ran out (cancelled):
+    /// the server stalls them.
+    pub stuck: usize,
     /// Mean end-to-end latency of the completed requests, seconds.
     pub mean_e2el_s: Option<f64>,
     /// How long the level ran, seconds.
@@ -66,7 +69,8 @@ pub enum ProbeEnd {
     Limit,
     /// A request failed.
     Errors,
-    /// A level completed nothing.
+    /// A level completed nothing, or left a request unanswered to the end
+    /// of the budget.
     Stalled,
 }
 
@@ -107,7 +111,7 @@ pub fn next_probe(
         end,
         mu: end.usable().then(|| best(levels)).flatten(),
     };
-    if last.completed == 0 {
+    if last.completed == 0 || last.stuck > 0 {
         return done(ProbeEnd::Stalled);
     }
     if last.failed > 0 {
@@ -186,6 +190,7 @@ mod tests {
             concurrency: c,
             completed: 50,
             failed: 0,
+            stuck: 0,
             mean_e2el_s: Some(s * (c as f64 / slots as f64).max(1.0)),
             duration_s: 2.0,
         }
@@ -289,6 +294,21 @@ mod tests {
             ..level(c, 4, 0.1)
         };
         let (_, done) = probe(stalled, Duration::from_secs(20));
+        assert_eq!(
+            done,
+            ProbeStep::Done {
+                end: ProbeEnd::Stalled,
+                mu: None
+            }
+        );
+        // Some requests answered, one left hanging to the budget's end: a
+        // server that stalls some requests is not measured as a fast one.
+        let hanging = |c| ProbeLevel {
+            stuck: usize::from(c >= 2),
+            ..level(c, 4, 0.1)
+        };
+        let (cs, done) = probe(hanging, Duration::from_secs(20));
+        assert_eq!(cs, [1, 2]);
         assert_eq!(
             done,
             ProbeStep::Done {

@@ -5,6 +5,7 @@
 use super::Ctx;
 use crate::cmd::prepare::{self as runner, Level};
 use crate::engine::Releases;
+use crate::metrics::ErrorKind;
 use crate::report::sweep::{CalibrationRow, ProbeLevelRow};
 use crate::sweep::calibrate::{next_probe, ProbeEnd, ProbeLevel, ProbeStep};
 use crate::sweep::knee::SearchPlan;
@@ -71,7 +72,24 @@ fn summarize(
     ProbeLevel {
         concurrency,
         completed,
-        failed: records.len() - records.iter().filter(|r| r.is_ok()).count(),
+        failed: records
+            .iter()
+            .filter(|r| {
+                r.error
+                    .as_ref()
+                    .is_some_and(|e| e.kind != ErrorKind::Cancelled)
+            })
+            .count(),
+        // Cancelled: still unanswered when the budget ran out (the level's
+        // drain lasts to the end of the budget).
+        stuck: records
+            .iter()
+            .filter(|r| {
+                r.error
+                    .as_ref()
+                    .is_some_and(|e| e.kind == ErrorKind::Cancelled)
+            })
+            .count(),
         mean_e2el_s: (completed > 0).then(|| e2el.iter().sum::<f64>() / completed as f64),
         duration_s: took.as_secs_f64(),
     }
@@ -92,6 +110,7 @@ pub(super) fn row(
                 concurrency: l.concurrency,
                 completed: l.completed,
                 failed: l.failed,
+                stuck: l.stuck,
                 mean_e2el_ms: l.mean_e2el_s.map(|s| s * 1000.0),
                 throughput: l.throughput(),
                 duration_s: l.duration_s,
