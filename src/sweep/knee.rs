@@ -179,7 +179,7 @@ fn effective(history: &[StepPoint]) -> Vec<StepPoint> {
     let mut out: Vec<StepPoint> = Vec::with_capacity(history.len());
     for p in history {
         match out.iter_mut().find(|q| q.load == p.load) {
-            Some(q) if !(p.undecided && !q.undecided) => *q = p.clone(),
+            Some(q) if !p.undecided || q.undecided => *q = p.clone(),
             Some(_) => {}
             None => out.push(p.clone()),
         }
