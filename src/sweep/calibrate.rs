@@ -5,7 +5,11 @@
 //! The probe runs 1, 2, … concurrent streams, doubling (quadrupling while
 //! throughput still scales almost linearly). A closed loop without think
 //! time completes `X = c / R` requests per second (Little's law, `R` the mean
-//! end-to-end latency). While the server has free batch slots, doubling `c`
+//! end-to-end latency). A level is short, a few latencies, so its mean
+//! latency is pulled down by the first wave (all `c` streams start on an
+//! empty queue); `X` is therefore measured directly, as the rate of
+//! completions from the first one to the end of the level's releases
+//! ([`departure_rate`]), with `c / R` only as a fallback. While the server has free batch slots, doubling `c`
 //! nearly doubles `X`; once the batch is full, extra streams only queue and
 //! `X` stays at μ. The probe stops when `X` rises by less than
 //! [`PLATEAU_GAIN`], at the first failed request, when a level completes
@@ -46,15 +50,43 @@ pub struct ProbeLevel {
     pub mean_e2el_s: Option<f64>,
     /// How long the level ran, seconds.
     pub duration_s: f64,
+    /// Completions per second while every stream was running
+    /// ([`departure_rate`]).
+    #[serde(default)]
+    pub departure_rate: Option<f64>,
 }
 
 impl ProbeLevel {
-    /// Completed requests per second by Little's law, `c / R`.
+    /// Completed requests per second: the measured departure rate, else
+    /// Little's law `c / R`.
     pub fn throughput(&self) -> Option<f64> {
-        self.mean_e2el_s
-            .filter(|r| *r > 0.0 && self.completed > 0)
-            .map(|r| self.concurrency as f64 / r)
+        self.departure_rate.or_else(|| {
+            self.mean_e2el_s
+                .filter(|r| *r > 0.0 && self.completed > 0)
+                .map(|r| self.concurrency as f64 / r)
+        })
     }
+}
+
+/// Fewest completions a departure rate rests on.
+const MIN_DEPARTURES: usize = 4;
+
+/// The rate of completions from the first one (the start-up transient of
+/// an empty queue is over once something has left) to the last one by
+/// `releases_end`, the end of the level's releases, while all its streams
+/// were running: completions after the first over the time between first
+/// and last. `ends` are the successful requests' completion times from the
+/// level's start. `None` with fewer than [`MIN_DEPARTURES`] of them.
+pub fn departure_rate(ends: &[Duration], releases_end: Duration) -> Option<f64> {
+    let first = *ends.iter().min()?;
+    let inside: Vec<Duration> = ends
+        .iter()
+        .copied()
+        .filter(|&e| e > first && e <= releases_end)
+        .collect();
+    let last = *inside.iter().max()?;
+    let span = (last - first).as_secs_f64();
+    (inside.len() >= MIN_DEPARTURES && span > 0.0).then(|| inside.len() as f64 / span)
 }
 
 /// Why the probe ended.
@@ -193,6 +225,7 @@ mod tests {
             stuck: 0,
             mean_e2el_s: Some(s * (c as f64 / slots as f64).max(1.0)),
             duration_s: 2.0,
+            departure_rate: None,
         }
     }
 
@@ -316,6 +349,60 @@ mod tests {
                 mu: None
             }
         );
+    }
+
+    /// A closed loop of `c` streams on `slots` slots with service time `s`,
+    /// run for `length` from an empty queue: each request's (sent, end).
+    fn closed_loop(c: usize, slots: usize, s: f64, length: f64) -> Vec<(f64, f64)> {
+        let mut free = vec![0.0f64; slots];
+        let mut next_send = vec![0.0f64; c];
+        let mut ends = Vec::new();
+        loop {
+            let (stream, &sent) = next_send
+                .iter()
+                .enumerate()
+                .min_by(|a, b| a.1.total_cmp(b.1))
+                .unwrap();
+            if sent >= length {
+                return ends;
+            }
+            let slot = (0..slots)
+                .min_by(|&a, &b| free[a].total_cmp(&free[b]))
+                .unwrap();
+            let end = free[slot].max(sent) + s;
+            free[slot] = end;
+            next_send[stream] = end;
+            ends.push((sent, end));
+        }
+    }
+
+    #[test]
+    fn the_departure_rate_is_mu_when_the_mean_latency_is_pulled_down_by_the_first_wave() {
+        // 4 slots, 95 ms: μ = 42.1/s. 32 streams for 1.5 s: the first wave
+        // starts on an empty queue, so c / mean R overstates μ.
+        let visits = closed_loop(32, 4, 0.095, 1.5);
+        let mean_r = visits.iter().map(|(a, b)| b - a).sum::<f64>() / visits.len() as f64;
+        assert!(
+            32.0 / mean_r > 45.0,
+            "c / R overstates μ: {}",
+            32.0 / mean_r
+        );
+        let ends: Vec<Duration> = visits
+            .iter()
+            .map(|v| Duration::from_secs_f64(v.1))
+            .collect();
+        let length = Duration::from_secs_f64(1.5);
+        let rate = departure_rate(&ends, length).unwrap();
+        assert!((rate - 42.1).abs() < 1.0, "departure rate {rate}");
+        // Below the slots, it is c / s.
+        let ends2: Vec<Duration> = closed_loop(2, 4, 0.095, 1.5)
+            .iter()
+            .map(|v| Duration::from_secs_f64(v.1))
+            .collect();
+        let two = departure_rate(&ends2, length).unwrap();
+        assert!((two - 21.05).abs() < 1.0, "two streams: {two}");
+        assert_eq!(departure_rate(&ends[..3], length), None, "too few");
+        assert_eq!(departure_rate(&[], length), None);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use crate::cmd::prepare::{self as runner, Level};
 use crate::engine::Releases;
 use crate::metrics::ErrorKind;
 use crate::report::sweep::{CalibrationRow, ProbeLevelRow};
-use crate::sweep::calibrate::{next_probe, ProbeEnd, ProbeLevel, ProbeStep};
+use crate::sweep::calibrate::{departure_rate, next_probe, ProbeEnd, ProbeLevel, ProbeStep};
 use crate::sweep::knee::SearchPlan;
 use indicatif::ProgressBar;
 use std::time::{Duration, Instant};
@@ -52,7 +52,12 @@ pub(super) async fn calibrate(
                 if out.interrupted {
                     return None;
                 }
-                levels.push(summarize(concurrency, &out.records, started.elapsed()));
+                levels.push(summarize(
+                    concurrency,
+                    &out.records,
+                    started.elapsed(),
+                    length,
+                ));
             }
         }
     }
@@ -62,7 +67,13 @@ fn summarize(
     concurrency: usize,
     records: &[crate::metrics::RequestRecord],
     took: Duration,
+    length: Duration,
 ) -> ProbeLevel {
+    let ends: Vec<Duration> = records
+        .iter()
+        .filter(|r| r.is_ok())
+        .filter_map(|r| r.last_token)
+        .collect();
     let e2el: Vec<f64> = records
         .iter()
         .filter(|r| r.is_ok())
@@ -92,6 +103,7 @@ fn summarize(
             .count(),
         mean_e2el_s: (completed > 0).then(|| e2el.iter().sum::<f64>() / completed as f64),
         duration_s: took.as_secs_f64(),
+        departure_rate: departure_rate(&ends, length),
     }
 }
 
