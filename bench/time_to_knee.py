@@ -95,7 +95,7 @@ if k and "kneecap" in w:
     below = sum(s for load, s, _ in k["step_s"] if t and load < t / 2)
     conf = f"confidence pass {k['pass_conf'] or 0:.2f} / fail {k['fail_conf'] or 0:.2f}"
     print(f"| kneecap sweep | {w['kneecap']:.0f} | {k['steps']} (+ {k['probe_s']:.0f} s probe, μ≈{k['mu'] or 0:.1f}) | "
-          f"{k['pass']:.1f} – {k['fail']:.1f} | {err(k['pass'], t)} | {err(k['fail'], t)} | "
+          f"{k['pass'] or 0:.1f} – {k['fail'] or 0:.1f} | {err(k['pass'], t)} | {err(k['fail'], t)} | "
           f"{conf}; {below:.0f} s below half the knee |")
 for name, label, pts in [
     ("grid", "vllm bench serve grid 2–32 × 500", vllm_files(os.path.join(tmp, "grid", "*.json"))),

@@ -81,7 +81,7 @@ run_kneecap() {
   local t0=$(date +%s.%N)
   "$K" sweep --base-url "$URL" --model kneecap-sim --dataset-name random \
     --random-input-len $IN --random-output-len $OUT --ignore-eos \
-    --calibrate --adaptive --slo "$SLO" -o "$TMP/kneecap-sweep.json" > "$TMP/kneecap.out" 2> "$TMP/kneecap.err" || true
+    --calibrate --adaptive --tolerance 0.05 --slo "$SLO" -o "$TMP/kneecap-sweep.json" > "$TMP/kneecap.out" 2> "$TMP/kneecap.err" || true
   echo "kneecap $(echo "$(date +%s.%N) - $t0" | bc)" >> "$TMP/walls.txt"
   stop_sim
 }
@@ -124,7 +124,7 @@ run_guidellm() {
   local t0=$(date +%s.%N)
   HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 "$g" run \
     --backend "kind=openai_http,target=$URL,model=kneecap-sim" \
-    --profile kind=sweep --constraint kind=max_duration,duration=30 \
+    --profile kind=sweep --constraint kind=max_duration,seconds=30 \
     --data "kind=synthetic_text,prompt_tokens=$IN,output_tokens=$OUT" \
     --tokenizer "kind=hf_auto,model=$TOK" --output "kind=json,path=$TMP/guidellm.json" \
     --disable-console-interactive > "$TMP/guidellm.log" 2>&1 || true

@@ -172,14 +172,21 @@ fn measured(history: &[StepPoint], load: f64) -> bool {
     history.iter().any(|p| p.load == load)
 }
 
-/// One point per load: a re-test supersedes the first measurement unless the
-/// re-test is undecided and the first was not. (Two undecided measurements:
-/// the later one stands; its confidence says how little it is worth.)
+/// One point per load. A load passes only when every measurement of it
+/// passed: a failure anywhere (decided or not) makes it a failure, since a
+/// re-test that contradicts the first measurement shows the load is within
+/// noise of the bound, and the knee is the highest load *shown* to meet the
+/// SLOs. Otherwise the latest measurement stands.
 fn effective(history: &[StepPoint]) -> Vec<StepPoint> {
+    let rank = |v: StepVerdict| match v {
+        StepVerdict::Pass => 0,
+        StepVerdict::GeneratorLimited => 1,
+        StepVerdict::Fail => 2,
+    };
     let mut out: Vec<StepPoint> = Vec::with_capacity(history.len());
     for p in history {
         match out.iter_mut().find(|q| q.load == p.load) {
-            Some(q) if !p.undecided || q.undecided => *q = p.clone(),
+            Some(q) if rank(p.verdict) >= rank(q.verdict) => *q = p.clone(),
             Some(_) => {}
             None => out.push(p.clone()),
         }

@@ -383,3 +383,24 @@ fn a_load_is_re_tested_at_most_once_and_a_decided_end_never() {
     );
     assert!(history.iter().all(|p| times(p.load) <= 2));
 }
+
+#[test]
+fn a_re_test_that_contradicts_a_failure_does_not_make_the_load_pass() {
+    // A first measurement between 33 and 35 fails within noise; its re-test
+    // passes. The load is within noise of the bound: it is not shown to
+    // meet the SLO, so it stays the bracket's failing end.
+    let plan = SearchPlan::auto(8.0, 1000.0, LoadUnit::Rate);
+    let history = run_noisy(&plan, |load, nth| {
+        match (load > 33.0 && load <= 35.0, nth) {
+            (true, 0) => (StepVerdict::Fail, true),
+            (true, _) => (StepVerdict::Pass, false),
+            _ if load <= 33.0 => (StepVerdict::Pass, false),
+            _ => (StepVerdict::Fail, false),
+        }
+    });
+    let k = knee(&history);
+    let fail = k.first_fail.unwrap();
+    assert!(fail > 33.0 && fail <= 35.0, "{k:?}");
+    assert_eq!(history.iter().filter(|p| p.load == fail).count(), 2);
+    assert!(k.last_pass.unwrap() < fail);
+}
