@@ -1,4 +1,5 @@
-//! Dataset generators: random, ShareGPT, custom JSONL → [`RequestSpec`]s (seeded).
+//! Dataset generators: random, random-rerank, ShareGPT, BurstGPT, custom JSONL,
+//! prefix_repetition → [`RequestSpec`]s (seeded).
 //!
 //! This file owns the configuration ([`DatasetConfig`]), the one function that
 //! touches the filesystem ([`load`]), and the helpers the generators share
@@ -13,7 +14,7 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
 use super::tokenizer::TokenCounter;
-use super::{custom, prefix, random, sharegpt, Prompt, RequestSpec};
+use super::{burstgpt, custom, prefix, random, rerank, sharegpt, Prompt, RequestSpec};
 
 /// Which dataset, with its own options (vLLM flag names in the docs).
 #[derive(Debug, Clone, PartialEq)]
@@ -37,6 +38,10 @@ pub enum DatasetKind {
     Custom { path: PathBuf, output_len: i64 },
     /// `--dataset-name prefix_repetition` with its four `--prefix-repetition-*` flags.
     PrefixRepetition(prefix::PrefixParams),
+    /// `--dataset-name burstgpt --dataset-path FILE.csv` (see [`burstgpt`]).
+    BurstGpt { path: PathBuf },
+    /// `--dataset-name random-rerank` (see [`rerank`]).
+    RandomRerank(rerank::RerankParams),
 }
 
 /// Everything [`load`] needs to build a workload.
@@ -47,12 +52,16 @@ pub struct DatasetConfig {
     pub num_prompts: usize,
     /// `--seed`; see [`dataset_rng`] for how it is turned into the dataset's RNG.
     pub seed: u64,
-    /// True for `/v1/chat/completions` (prompts must be text).
+    /// Prompts must be text: every API but `/v1/completions` (chat,
+    /// Responses and the pooling APIs).
     pub chat: bool,
     /// `--disable-shuffle`.
     pub disable_shuffle: bool,
     /// `--no-oversample`.
     pub no_oversample: bool,
+    /// `--random-batch-size` for the `random` dataset on a pooling backend:
+    /// inputs per request (1 = one prompt per request).
+    pub batch_size: usize,
 }
 
 /// The sampling options shared by the file-based datasets.
@@ -113,7 +122,17 @@ pub fn load(
             };
             let workload =
                 random::generate(&params, cfg.num_prompts, tokenizer, cfg.chat, &mut rng)?;
-            Ok(workload.requests)
+            Ok(rerank::batch_prompts(workload.requests, cfg.batch_size))
+        }
+        DatasetKind::RandomRerank(params) => {
+            rerank::generate(params, cfg.num_prompts, tokenizer, &mut rng)
+        }
+        DatasetKind::BurstGpt { path } => {
+            let contents = read_dataset(path, "the BurstGPT CSV (Timestamp,Model,Request tokens,Response tokens,...)")?;
+            let origin = path.display().to_string();
+            let rows = burstgpt::parse(&origin, &contents)?;
+            // vLLM samples with pandas seeded by --seed itself (no salt).
+            burstgpt::sample(&origin, &rows, cfg.num_prompts, cfg.seed, tokenizer, cfg.chat)
         }
         DatasetKind::ShareGpt { path, output_len } => {
             let contents = read_dataset(path, "a ShareGPT JSON file")?;
@@ -244,6 +263,7 @@ mod tests {
             chat: false,
             disable_shuffle: false,
             no_oversample: false,
+            batch_size: 1,
         }
     }
 
