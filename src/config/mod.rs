@@ -95,6 +95,10 @@ pub struct LoadConfig {
     pub seed: u64,
     pub ramp_up: Option<(RampStrategy, u32, u32)>,
     pub ready_check_timeout: Duration,
+    /// The dataset groups prompts into requests (random-rerank,
+    /// `--random-batch-size`): a run sends one request per group, as vLLM
+    /// does, not `num_prompts`.
+    pub requests_from_dataset: bool,
 }
 
 /// What to write where.

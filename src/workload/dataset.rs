@@ -64,6 +64,15 @@ pub struct DatasetConfig {
     pub batch_size: usize,
 }
 
+impl DatasetConfig {
+    /// Whether one request carries several prompts (random-rerank's
+    /// documents, `--random-batch-size`), so the dataset, not
+    /// `--num-prompts`, says how many requests there are.
+    pub fn groups_prompts(&self) -> bool {
+        self.batch_size > 1 || matches!(self.kind, DatasetKind::RandomRerank(_))
+    }
+}
+
 /// The sampling options shared by the file-based datasets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SampleOptions {

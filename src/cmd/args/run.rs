@@ -37,8 +37,9 @@ pub fn run_config(a: &RunArgs) -> Result<RunConfig> {
 /// target when no --base-url, --host or --port is given.
 pub fn run_config_for(a: &RunArgs, default: DefaultTarget) -> Result<RunConfig> {
     let (backend, api, endpoint) = resolve_api(a)?;
-    let load = load_config(a)?;
+    let mut load = load_config(a)?;
     let dataset = dataset_config(a, api)?;
+    load.requests_from_dataset = dataset.groups_prompts();
     let dataset_name = dataset_name(a.dataset_name);
     // vLLM forces ignore_eos for the random dataset on OpenAI-compatible
     // (generation) backends only.
@@ -243,6 +244,7 @@ fn load_config(a: &RunArgs) -> Result<LoadConfig> {
         seed: a.seed,
         ramp_up,
         ready_check_timeout: Duration::from_secs(a.ready_check_timeout_sec),
+        requests_from_dataset: false,
     })
 }
 
