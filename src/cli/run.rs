@@ -31,8 +31,11 @@ pub enum Backend {
 /// Dataset (vLLM's `--dataset-name`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DatasetName {
+    /// Synthetic prompts of --random-input-len tokens.
     Random,
+    /// A ShareGPT JSON file (--dataset-path).
     Sharegpt,
+    /// A JSONL file of {"prompt": ...} rows (--dataset-path).
     Custom,
     /// Prompts sharing one of a few long prefixes (vLLM's `prefix_repetition`).
     #[value(name = "prefix_repetition", alias = "prefix-repetition")]
@@ -133,6 +136,8 @@ pub struct RunArgs {
     pub trust_remote_code: bool,
 
     // ---- dataset -------------------------------------------------------
+    /// Dataset, by vLLM's name. (vLLM 0.33 removed `sonnet`; kneecap says so
+    /// and stops.)
     #[arg(long, value_enum, default_value = "random", help_heading = "Dataset")]
     pub dataset_name: DatasetName,
     /// Dataset file (sharegpt JSON, burstgpt CSV, custom JSONL).

@@ -221,6 +221,38 @@ mod tests {
     }
 
     #[test]
+    fn with_a_tokenizer_prompts_are_decoded_as_transformers_decodes_them() {
+        // transformers' PreTrainedTokenizerFast(tokenizer_file=...).decode of
+        // [(i + j) % 49152 for j in range(n)] (special tokens kept, as vLLM).
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/smollm2-135m-tokenizer.json");
+        let tok = TokenCounter::from_path(&path).unwrap();
+        assert_eq!(tok.vocab_size(), 49152);
+        let rows = [
+            BurstRow { input_len: 5, output_len: 1 },
+            BurstRow { input_len: 4, output_len: 1 },
+            BurstRow { input_len: 6, output_len: 1 },
+        ];
+        let prompt = |i: usize, len: u32| super::prompt(i, len, Some(&tok), true);
+        assert_eq!(
+            prompt(0, 5),
+            Prompt::Text("<|endoftext|><|im_start|><|im_end|><repo_name><reponame>".into())
+        );
+        assert_eq!(
+            prompt(3, 4),
+            Prompt::Text("<repo_name><reponame><file_sep><filename>".into())
+        );
+        assert_eq!(prompt(1000, 6), Prompt::Text("() loc\", return\n\n   ized".into()));
+        // prompt_len is the row's input length, not a re-count.
+        let got = sample("t.csv", &rows, 3, 0, Some(&tok), false).unwrap();
+        assert!(got.iter().all(|r| matches!(r.prompt, Prompt::Text(_))));
+        let lens: Vec<u32> = got.iter().map(|r| r.prompt_len).collect();
+        let mut sorted = lens.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, [4, 5, 6]);
+    }
+
+    #[test]
     fn errors_name_the_file_and_what_is_wrong() {
         let e = parse("x.csv", "a,b,c,d\n1,2,3,4\n").unwrap_err().to_string();
         assert!(e.contains("x.csv") && e.contains("'Model'"), "{e}");
