@@ -436,57 +436,6 @@ mod key_tests {
     }
 
     #[test]
-    fn a_pooling_run_has_vllms_pooling_keys_in_order() {
-        let header = RunHeader {
-            backend: "vllm-rerank".into(),
-            percentile_metrics: vec![MetricName::Ttft, MetricName::E2el],
-            percentiles: vec![99.0],
-            ..Default::default()
-        };
-        let mut summary = crate::metrics::stats::Summary::default();
-        summary.e2el.percentiles_ms = vec![(99.0, 12.5)];
-        summary.total_input_sequences = 8;
-        summary.input_sequence_throughput = 4.0;
-        let records = vec![RequestRecord::default()];
-        let r = RunResult::assemble(header, summary, records, Default::default());
-        let k = keys(&r);
-        let from = k.iter().position(|x| x == "duration").unwrap();
-        let to = k.iter().position(|x| x == "kneecap").unwrap();
-        // vLLM's EmbedBenchmarkMetrics result, then the e2el stats (TTFT is
-        // never shown for pooling); with --save-detailed only input_lens and
-        // errors of the per-request arrays.
-        assert_eq!(
-            k[from..to],
-            [
-                "duration",
-                "completed",
-                "total_input_tokens",
-                "total_input_sequences",
-                "request_throughput",
-                "input_sequence_throughput",
-                "total_token_throughput",
-                "input_lens",
-                "latencies",
-                "queue_times",
-                "errors",
-                "mean_e2el_ms",
-                "median_e2el_ms",
-                "std_e2el_ms",
-                "p99_e2el_ms",
-            ]
-        );
-        let v = render(&r, false);
-        assert_eq!(v["total_input_sequences"], 8);
-        assert_eq!(v["input_sequence_throughput"], 4.0);
-        assert_eq!(v["p99_e2el_ms"], 12.5);
-        assert!(v.get("errors").is_none() && v.get("failed").is_none());
-        // Read back as a run file, the pooling numbers are kept.
-        let back: RunJson = serde_json::from_value(v).unwrap();
-        assert_eq!(back.total_input_sequences, Some(8));
-        assert_eq!(back.to_value()["input_sequence_throughput"], 4.0);
-    }
-
-    #[test]
     fn metadata_follows_num_prompts_once_per_key_and_never_shadows_a_key() {
         let mut r = plain();
         r.header.percentile_metrics = vec![MetricName::Ttft];

@@ -170,3 +170,7 @@ pub fn parse_range_ratio(s: &str) -> Result<(f64, f64)> {
     let get = |k: &str| obj.get(k).and_then(|v| v.as_f64()).unwrap_or(0.0);
     Ok((check(get("input"))?, check(get("output"))?))
 }
+
+#[cfg(test)]
+#[path = "dataset_tests.rs"]
+mod tests;
