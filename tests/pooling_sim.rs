@@ -96,7 +96,10 @@ async fn check_backend(backend: &str, endpoint: &str, extra: &[&str], requests: 
         diffs.push((r["latencies"][i].as_f64().unwrap() - server) * 1e3);
     }
     assert_eq!(diffs.len(), requests, "every request traced");
-    assert_eq!(r["total_input_tokens"], prompt_total, "input tokens from usage");
+    assert_eq!(
+        r["total_input_tokens"], prompt_total,
+        "input tokens from usage"
+    );
     assert_eq!(r["total_input_sequences"], inputs_total);
     diffs.sort_by(f64::total_cmp);
     let median = diffs[diffs.len() / 2];
@@ -154,8 +157,14 @@ async fn malformed_answers_are_protocol_failures() {
     for (body, kind) in [
         ("<html>bad gateway</html>", "protocol"),
         (r#"{"data": [0.1, 0.2"#, "protocol"),
-        (r#"{"object": "list", "usage": {"prompt_tokens": 3}}"#, "protocol"),
-        (r#"{"error": {"message": "input too long"}}"#, "server_error"),
+        (
+            r#"{"object": "list", "usage": {"prompt_tokens": 3}}"#,
+            "protocol",
+        ),
+        (
+            r#"{"error": {"message": "input too long"}}"#,
+            "server_error",
+        ),
     ] {
         let server = common::start(Behaviour {
             ttft: Duration::from_millis(2),

@@ -200,7 +200,12 @@ fn a_pooling_answer_ends_at_its_last_byte() {
 /// `server_error`, and neither panics nor stamps a latency.
 #[test]
 fn malformed_pooling_answers_are_protocol_failures() {
-    for body in ["", "<html>oops</html>", r#"{"data": [0.1,"#, r#"{"results": []}"#] {
+    for body in [
+        "",
+        "<html>oops</html>",
+        r#"{"data": [0.1,"#,
+        r#"{"results": []}"#,
+    ] {
         let (rec, end) = read(body, Api::Embeddings);
         let (kind, message) = end.expect_err(body);
         assert_eq!(kind, ErrorKind::Protocol, "{body}: {message}");

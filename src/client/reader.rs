@@ -145,7 +145,6 @@ fn apply_chunk(
     Ok(chunk.terminal)
 }
 
-
 /// A pooling API's whole answer, whose last byte arrived at `at`: the
 /// request's E2EL ends there (vLLM: `ttft = latency` = time to read the full
 /// response). The prompt length becomes `usage.prompt_tokens`, 0 when the
@@ -159,7 +158,9 @@ fn finish_pooling(
     rec: &mut RequestRecord,
 ) -> Result<(), StreamError> {
     let reply = openai::parse_pooling_response(api, body).map_err(|e| match e {
-        openai::PoolingError::Malformed(m) => (ErrorKind::Protocol, format!("malformed response: {m}")),
+        openai::PoolingError::Malformed(m) => {
+            (ErrorKind::Protocol, format!("malformed response: {m}"))
+        }
         openai::PoolingError::Server(m) => (ErrorKind::ServerError, format!("server error: {m}")),
     })?;
     rec.first_token = Some(at);

@@ -304,9 +304,7 @@ fn stats(r: &RunResult) -> Spliced<f64> {
 /// key or a statistic) is left out, as a JSON object holds a key once.
 fn metadata(r: &RunResult, stats: &Spliced<f64>) -> Spliced<String> {
     let taken = |k: &str| {
-        RESERVED.contains(&k)
-            || pooling::KEYS.contains(&k)
-            || stats.0.iter().any(|(s, _)| s == k)
+        RESERVED.contains(&k) || pooling::KEYS.contains(&k) || stats.0.iter().any(|(s, _)| s == k)
     };
     let mut out: Vec<(String, String)> = Vec::new();
     for (k, v) in r.header.metadata.iter().filter(|(k, _)| !taken(k)) {

@@ -365,12 +365,19 @@ fn a_pooling_request_ends_with_its_prefill() {
     // 150 tokens in steps of at most 100: 100 then 50.
     let first = engine.step(Duration::ZERO).unwrap();
     assert_eq!(first.prefill_tokens, 100);
-    assert!(!first.events.iter().any(|e| matches!(e.kind, EventKind::Token { .. })));
+    assert!(!first
+        .events
+        .iter()
+        .any(|e| matches!(e.kind, EventKind::Token { .. })));
     let second = engine.step(first.duration).unwrap();
     assert_eq!((second.prefill_tokens, second.decode_seqs), (50, 0));
     assert_eq!(second.duration, Duration::from_micros(1_000 + 500));
     assert!(second.events.iter().any(|e| e.id == 7
-        && e.kind == EventKind::Token { index: 1, last: true }));
+        && e.kind
+            == EventKind::Token {
+                index: 1,
+                last: true
+            }));
     assert!(engine.is_idle());
     assert_eq!(engine.counters().generation_tokens, 0);
     assert_eq!(engine.counters().prompt_tokens, 150);

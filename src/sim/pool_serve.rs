@@ -75,7 +75,10 @@ pub(super) async fn pool(
             output_tokens: 0,
             arrival: guard.rec.arrival,
         };
-        let registered = shared.dispatch_tx.send(DispatchMsg::Register(id, tx.clone())).is_ok();
+        let registered = shared
+            .dispatch_tx
+            .send(DispatchMsg::Register(id, tx.clone()))
+            .is_ok();
         if !registered || shared.engine_tx.send(Command::Submit(submission)).is_err() {
             guard.finish("engine_stopped", 503);
             return error(&shutting_down());
@@ -101,7 +104,12 @@ pub(super) async fn pool(
             }
         }
     }
-    let answer = pool_response(&preq, first, unix_now(), &model_json(&cfg.served_model_name));
+    let answer = pool_response(
+        &preq,
+        first,
+        unix_now(),
+        &model_json(&cfg.served_model_name),
+    );
     guard.rec.first_token = Some(shared.now());
     guard.finish("ok", 200);
     json(StatusCode::OK, answer)

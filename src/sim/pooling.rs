@@ -71,7 +71,9 @@ pub fn parse_pool_request(
     };
     let (inputs, documents) = match endpoint {
         PoolEndpoint::Rerank => rerank_inputs(obj)?,
-        PoolEndpoint::Embeddings | PoolEndpoint::Pooling => (input_counts(obj.get("input"))?, Vec::new()),
+        PoolEndpoint::Embeddings | PoolEndpoint::Pooling => {
+            (input_counts(obj.get("input"))?, Vec::new())
+        }
     };
     let cap = match obj.get("truncate_prompt_tokens") {
         None | Some(Value::Null) => None,
@@ -138,7 +140,9 @@ fn input_counts(input: Option<&Value>) -> Result<Vec<u32>, ApiError> {
 /// Rerank: `query` (a string) and `documents` (a non-empty list of strings
 /// or `{"text": ..}` objects); one sequence per pair: query + document + 1
 /// separator.
-fn rerank_inputs(obj: &serde_json::Map<String, Value>) -> Result<(Vec<u32>, Vec<String>), ApiError> {
+fn rerank_inputs(
+    obj: &serde_json::Map<String, Value>,
+) -> Result<(Vec<u32>, Vec<String>), ApiError> {
     let Some(Value::String(query)) = obj.get("query") else {
         return Err(ApiError::bad_request("missing field `query` (a string)"));
     };
@@ -151,8 +155,14 @@ fn rerank_inputs(obj: &serde_json::Map<String, Value>) -> Result<(Vec<u32>, Vec<
                 _ => None,
             })
             .collect::<Option<_>>()
-            .ok_or_else(|| ApiError::bad_request("`documents` must be strings or {\"text\": ..} objects"))?,
-        _ => return Err(ApiError::bad_request("missing field `documents` (a non-empty list)")),
+            .ok_or_else(|| {
+                ApiError::bad_request("`documents` must be strings or {\"text\": ..} objects")
+            })?,
+        _ => {
+            return Err(ApiError::bad_request(
+                "missing field `documents` (a non-empty list)",
+            ))
+        }
     };
     let q = count_text_tokens(query);
     let inputs = docs
@@ -229,16 +239,28 @@ mod tests {
 
     #[test]
     fn inputs_are_counted_one_sequence_each() {
-        let r = parse(PoolEndpoint::Embeddings, r#"{"model":"m","input":"the knee of a curve"}"#).unwrap();
+        let r = parse(
+            PoolEndpoint::Embeddings,
+            r#"{"model":"m","input":"the knee of a curve"}"#,
+        )
+        .unwrap();
         assert_eq!(r.inputs, [5]);
-        let r = parse(PoolEndpoint::Embeddings, r#"{"input":["a b","c d e"],"truncate_prompt_tokens":-1}"#).unwrap();
+        let r = parse(
+            PoolEndpoint::Embeddings,
+            r#"{"input":["a b","c d e"],"truncate_prompt_tokens":-1}"#,
+        )
+        .unwrap();
         assert_eq!((r.inputs.clone(), r.prompt_tokens()), (vec![2, 3], 5));
         let r = parse(PoolEndpoint::Pooling, r#"{"input":[1,2,3,4]}"#).unwrap();
         assert_eq!(r.inputs, [4]);
         let r = parse(PoolEndpoint::Pooling, r#"{"input":[[1,2],[3]]}"#).unwrap();
         assert_eq!(r.inputs, [2, 1]);
         // Query 2 tokens, documents 1 and 3: pairs 2 + 1 + 1 and 2 + 3 + 1.
-        let r = parse(PoolEndpoint::Rerank, r#"{"query":"q w","documents":["a","b c d"]}"#).unwrap();
+        let r = parse(
+            PoolEndpoint::Rerank,
+            r#"{"query":"q w","documents":["a","b c d"]}"#,
+        )
+        .unwrap();
         assert_eq!(r.inputs, [4, 6]);
         assert_eq!(r.documents, ["a", "b c d"]);
     }
@@ -246,10 +268,22 @@ mod tests {
     #[test]
     fn truncation_follows_truncate_prompt_tokens() {
         let long = format!(r#"{{"input":"{}"}}"#, "w ".repeat(150));
-        assert_eq!(parse(PoolEndpoint::Embeddings, &long).unwrap_err().status, 400);
-        let capped = format!(r#"{{"input":"{}","truncate_prompt_tokens":-1}}"#, "w ".repeat(150));
-        assert_eq!(parse(PoolEndpoint::Embeddings, &capped).unwrap().inputs, [100]);
-        let k = format!(r#"{{"input":"{}","truncate_prompt_tokens":7}}"#, "w ".repeat(150));
+        assert_eq!(
+            parse(PoolEndpoint::Embeddings, &long).unwrap_err().status,
+            400
+        );
+        let capped = format!(
+            r#"{{"input":"{}","truncate_prompt_tokens":-1}}"#,
+            "w ".repeat(150)
+        );
+        assert_eq!(
+            parse(PoolEndpoint::Embeddings, &capped).unwrap().inputs,
+            [100]
+        );
+        let k = format!(
+            r#"{{"input":"{}","truncate_prompt_tokens":7}}"#,
+            "w ".repeat(150)
+        );
         assert_eq!(parse(PoolEndpoint::Embeddings, &k).unwrap().inputs, [7]);
     }
 
@@ -263,7 +297,10 @@ mod tests {
             (PoolEndpoint::Rerank, r#"{"query":"q"}"#),
             (PoolEndpoint::Rerank, r#"{"query":"q","documents":[]}"#),
             (PoolEndpoint::Rerank, r#"{"documents":["a"]}"#),
-            (PoolEndpoint::Embeddings, r#"{"input":"a","truncate_prompt_tokens":0}"#),
+            (
+                PoolEndpoint::Embeddings,
+                r#"{"input":"a","truncate_prompt_tokens":0}"#,
+            ),
         ] {
             assert_eq!(parse(e, body).unwrap_err().status, 400, "{body}");
         }
@@ -275,17 +312,27 @@ mod tests {
         let v: Value = serde_json::from_str(&pool_response(&r, 3, 9, "\"m\"")).unwrap();
         assert_eq!(v["object"], "list");
         assert_eq!(v["data"][1]["index"], 1);
-        assert_eq!(v["data"][0]["embedding"].as_array().unwrap().len(), EMBEDDING_DIM);
+        assert_eq!(
+            v["data"][0]["embedding"].as_array().unwrap().len(),
+            EMBEDDING_DIM
+        );
         assert_eq!(v["usage"]["prompt_tokens"], 3);
         let r = parse(PoolEndpoint::Pooling, r#"{"input":"a"}"#).unwrap();
         let v: Value = serde_json::from_str(&pool_response(&r, 3, 9, "\"m\"")).unwrap();
         assert_eq!(v["data"][0]["object"], "pooling");
         assert!(v["data"][0]["data"].is_array());
-        let r = parse(PoolEndpoint::Rerank, r#"{"query":"q","documents":["a \"x\"","b","c"]}"#).unwrap();
+        let r = parse(
+            PoolEndpoint::Rerank,
+            r#"{"query":"q","documents":["a \"x\"","b","c"]}"#,
+        )
+        .unwrap();
         let v: Value = serde_json::from_str(&pool_response(&r, 3, 9, "\"m\"")).unwrap();
         let results = v["results"].as_array().unwrap();
         assert_eq!(results.len(), 3);
-        let scores: Vec<f64> = results.iter().map(|r| r["relevance_score"].as_f64().unwrap()).collect();
+        let scores: Vec<f64> = results
+            .iter()
+            .map(|r| r["relevance_score"].as_f64().unwrap())
+            .collect();
         assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
         assert_eq!(v["usage"]["prompt_tokens"], r.prompt_tokens());
         assert!(results.iter().any(|r| r["document"]["text"] == "a \"x\""));

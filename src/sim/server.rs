@@ -340,7 +340,10 @@ fn new_record(req: &Request<Incoming>, id: u64, endpoint: Endpoint) -> TraceReco
 
 /// Reads the whole body, at most [`MAX_BODY`] bytes within `timeout` (a
 /// stalled upload would otherwise hold its connection forever).
-pub(super) async fn read_body(req: Request<Incoming>, timeout: Duration) -> Result<bytes::Bytes, ApiError> {
+pub(super) async fn read_body(
+    req: Request<Incoming>,
+    timeout: Duration,
+) -> Result<bytes::Bytes, ApiError> {
     let collect = Limited::new(req.into_body(), MAX_BODY).collect();
     let Ok(collected) = tokio::time::timeout(timeout, collect).await else {
         return Err(ApiError {

@@ -38,7 +38,10 @@ pub struct BurstRow {
 /// The kept rows of a BurstGPT CSV (`Model == "GPT-4"`, `Response tokens > 0`),
 /// in file order. Errors name `origin` and the line.
 pub fn parse(origin: &str, contents: &str) -> Result<Vec<BurstRow>> {
-    let mut lines = contents.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
+    let mut lines = contents
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty());
     let Some((_, header)) = lines.next() else {
         bail!("BurstGPT file '{origin}' is empty (expected a CSV with a header line)");
     };
@@ -54,7 +57,10 @@ pub fn parse(origin: &str, contents: &str) -> Result<Vec<BurstRow>> {
     };
     let (model, response) = (column("Model")?, column("Response tokens")?);
     if header.len() < 4 {
-        bail!("BurstGPT file '{origin}' has {} columns; the 3rd and 4th give the lengths", header.len());
+        bail!(
+            "BurstGPT file '{origin}' has {} columns; the 3rd and 4th give the lengths",
+            header.len()
+        );
     }
     let mut rows = Vec::new();
     for (n, line) in lines {
@@ -151,7 +157,9 @@ fn prompt(i: usize, len: u32, tokenizer: Option<&TokenCounter>, text: bool) -> P
     let walk = |modulus: usize| (0..len as usize).map(move |j| (i + j) % modulus.max(1));
     match tokenizer {
         Some(tok) => {
-            let ids: Vec<u32> = walk(tok.vocab_size() as usize).map(|id| id as u32).collect();
+            let ids: Vec<u32> = walk(tok.vocab_size() as usize)
+                .map(|id| id as u32)
+                .collect();
             Prompt::Text(tok.decode(&ids))
         }
         None if text => Prompt::Text(
@@ -229,9 +237,18 @@ mod tests {
         let tok = TokenCounter::from_path(&path).unwrap();
         assert_eq!(tok.vocab_size(), 49152);
         let rows = [
-            BurstRow { input_len: 5, output_len: 1 },
-            BurstRow { input_len: 4, output_len: 1 },
-            BurstRow { input_len: 6, output_len: 1 },
+            BurstRow {
+                input_len: 5,
+                output_len: 1,
+            },
+            BurstRow {
+                input_len: 4,
+                output_len: 1,
+            },
+            BurstRow {
+                input_len: 6,
+                output_len: 1,
+            },
         ];
         let prompt = |i: usize, len: u32| super::prompt(i, len, Some(&tok), true);
         assert_eq!(
@@ -242,7 +259,10 @@ mod tests {
             prompt(3, 4),
             Prompt::Text("<repo_name><reponame><file_sep><filename>".into())
         );
-        assert_eq!(prompt(1000, 6), Prompt::Text("() loc\", return\n\n   ized".into()));
+        assert_eq!(
+            prompt(1000, 6),
+            Prompt::Text("() loc\", return\n\n   ized".into())
+        );
         // prompt_len is the row's input length, not a re-count.
         let got = sample("t.csv", &rows, 3, 0, Some(&tok), false).unwrap();
         assert!(got.iter().all(|r| matches!(r.prompt, Prompt::Text(_))));
@@ -254,14 +274,25 @@ mod tests {
 
     #[test]
     fn errors_name_the_file_and_what_is_wrong() {
-        let e = parse("x.csv", "a,b,c,d\n1,2,3,4\n").unwrap_err().to_string();
-        assert!(e.contains("x.csv") && e.contains("'Model'"), "{e}");
-        let e = parse("x.csv", "Timestamp,Model,Request tokens,Response tokens\n1,GPT-4,many,4\n")
+        let e = parse("x.csv", "a,b,c,d\n1,2,3,4\n")
             .unwrap_err()
             .to_string();
+        assert!(e.contains("x.csv") && e.contains("'Model'"), "{e}");
+        let e = parse(
+            "x.csv",
+            "Timestamp,Model,Request tokens,Response tokens\n1,GPT-4,many,4\n",
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("line 2") && e.contains("'many'"), "{e}");
-        let none = parse("x.csv", "Timestamp,Model,Request tokens,Response tokens\n1,GPT-3,1,4\n").unwrap();
-        let e = sample("x.csv", &none, 1, 0, None, true).unwrap_err().to_string();
+        let none = parse(
+            "x.csv",
+            "Timestamp,Model,Request tokens,Response tokens\n1,GPT-3,1,4\n",
+        )
+        .unwrap();
+        let e = sample("x.csv", &none, 1, 0, None, true)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("no row with Model GPT-4"), "{e}");
     }
 }

@@ -137,11 +137,21 @@ pub fn load(
             rerank::generate(params, cfg.num_prompts, tokenizer, &mut rng)
         }
         DatasetKind::BurstGpt { path } => {
-            let contents = read_dataset(path, "the BurstGPT CSV (Timestamp,Model,Request tokens,Response tokens,...)")?;
+            let contents = read_dataset(
+                path,
+                "the BurstGPT CSV (Timestamp,Model,Request tokens,Response tokens,...)",
+            )?;
             let origin = path.display().to_string();
             let rows = burstgpt::parse(&origin, &contents)?;
             // vLLM samples with pandas seeded by --seed itself (no salt).
-            burstgpt::sample(&origin, &rows, cfg.num_prompts, cfg.seed, tokenizer, cfg.chat)
+            burstgpt::sample(
+                &origin,
+                &rows,
+                cfg.num_prompts,
+                cfg.seed,
+                tokenizer,
+                cfg.chat,
+            )
         }
         DatasetKind::ShareGpt { path, output_len } => {
             let contents = read_dataset(path, "a ShareGPT JSON file")?;

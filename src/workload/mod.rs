@@ -6,8 +6,8 @@
 
 pub mod burstgpt;
 pub mod custom;
-pub mod mt19937;
 pub mod dataset;
+pub mod mt19937;
 pub mod prefix;
 pub mod random;
 pub mod rerank;

@@ -152,11 +152,9 @@ pub fn batch_prompts(requests: Vec<RequestSpec>, batch: usize) -> Vec<RequestSpe
                     .map(|r| match &r.prompt {
                         Prompt::Text(t) => t.clone(),
                         Prompt::Batch(ts) => ts.join(" "),
-                        Prompt::Tokens(ids) => ids
-                            .iter()
-                            .map(u32::to_string)
-                            .collect::<Vec<_>>()
-                            .join(" "),
+                        Prompt::Tokens(ids) => {
+                            ids.iter().map(u32::to_string).collect::<Vec<_>>().join(" ")
+                        }
                     })
                     .collect(),
             ),
@@ -204,8 +202,13 @@ mod tests {
         assert_eq!(lens, [400, 400, 200]);
         let query = &texts(&reqs[0])[0];
         assert_eq!(words(query), 49);
-        assert!(reqs.iter().all(|r| &texts(r)[0] == query), "one shared query");
-        assert!(reqs.iter().all(|r| texts(r)[1..].iter().all(|d| words(d) == 50)));
+        assert!(
+            reqs.iter().all(|r| &texts(r)[0] == query),
+            "one shared query"
+        );
+        assert!(reqs
+            .iter()
+            .all(|r| texts(r)[1..].iter().all(|d| words(d) == 50)));
         assert_eq!(reqs.iter().map(|r| r.index).collect::<Vec<_>>(), [0, 1, 2]);
         assert!(reqs.iter().all(|r| r.output_len == 0));
     }
@@ -216,7 +219,9 @@ mod tests {
         // request per document, prompt_len (2 + 1) + 4 = 7.
         let reqs = generate(&params(7, 1, true), 3, None, &mut dataset_rng(1)).unwrap();
         assert_eq!(reqs.len(), 3);
-        assert!(reqs.iter().all(|r| r.prompt_len == 7 && texts(r).len() == 2));
+        assert!(reqs
+            .iter()
+            .all(|r| r.prompt_len == 7 && texts(r).len() == 2));
     }
 
     #[test]
@@ -226,7 +231,9 @@ mod tests {
         // [query, doc, doc], prompt_len 16 + 2 × 16 = 48.
         let reqs = generate(&params(16, 3, false), 7, None, &mut dataset_rng(2)).unwrap();
         assert_eq!(reqs.len(), 3);
-        assert!(reqs.iter().all(|r| texts(r).len() == 3 && r.prompt_len == 48));
+        assert!(reqs
+            .iter()
+            .all(|r| texts(r).len() == 3 && r.prompt_len == 48));
         let e = generate(&params(16, 1, false), 7, None, &mut dataset_rng(2)).unwrap_err();
         assert!(e.to_string().contains("--random-batch-size"), "{e}");
     }

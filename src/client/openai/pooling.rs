@@ -99,7 +99,10 @@ impl<'de> Deserialize<'de> for IsList {
                 while seq.next_element::<IgnoredAny>()?.is_some() {}
                 Ok(IsList(true))
             }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<IsList, A::Error> {
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<IsList, A::Error> {
                 while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
                 Ok(IsList(false))
             }
@@ -167,9 +170,15 @@ mod tests {
 
     #[test]
     fn error_objects_are_server_errors() {
-        let e = parse(Api::Embeddings, r#"{"error":{"message":"too long","type":"BadRequestError"}}"#);
+        let e = parse(
+            Api::Embeddings,
+            r#"{"error":{"message":"too long","type":"BadRequestError"}}"#,
+        );
         assert_eq!(e, Err(PoolingError::Server("too long".into())));
-        let e = parse(Api::Rerank, r#"{"object":"error","message":"no reranker","code":400}"#);
+        let e = parse(
+            Api::Rerank,
+            r#"{"object":"error","message":"no reranker","code":400}"#,
+        );
         assert_eq!(e, Err(PoolingError::Server("no reranker".into())));
     }
 }

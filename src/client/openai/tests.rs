@@ -485,6 +485,9 @@ fn pooling_request_bodies_match_vllm() {
         assert_eq!(body(api, o, &prompt, 16), want, "{api:?}");
     }
     assert_eq!(input_sequences(Api::Rerank, &batch(&["q", "d1", "d2"])), 2);
-    assert_eq!(input_sequences(Api::Embeddings, &batch(&["a", "b", "c"])), 3);
+    assert_eq!(
+        input_sequences(Api::Embeddings, &batch(&["a", "b", "c"])),
+        3
+    );
     assert_eq!(input_sequences(Api::Embeddings, &text("a")), 1);
 }

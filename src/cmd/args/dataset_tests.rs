@@ -20,14 +20,34 @@ fn all_rejected(rows: &[&str]) {
 fn pooling_backends_take_their_endpoint_and_e2el_by_default() {
     use Backend::*;
     for (line, backend, endpoint) in [
-        ("--backend openai-embeddings", OpenaiEmbeddings, "/v1/embeddings"),
-        ("--backend vllm-rerank --dataset-name random-rerank", VllmRerank, "/v1/rerank"),
+        (
+            "--backend openai-embeddings",
+            OpenaiEmbeddings,
+            "/v1/embeddings",
+        ),
+        (
+            "--backend vllm-rerank --dataset-name random-rerank",
+            VllmRerank,
+            "/v1/rerank",
+        ),
         ("--backend vllm-pooling", VllmPooling, "/pooling"),
-        ("--endpoint /v1/embeddings", OpenaiEmbeddings, "/v1/embeddings"),
-        ("--endpoint /v2/rerank --dataset-name random-rerank", VllmRerank, "/v2/rerank"),
+        (
+            "--endpoint /v1/embeddings",
+            OpenaiEmbeddings,
+            "/v1/embeddings",
+        ),
+        (
+            "--endpoint /v2/rerank --dataset-name random-rerank",
+            VllmRerank,
+            "/v2/rerank",
+        ),
     ] {
         let c = config(line);
-        assert_eq!((c.backend, c.endpoint.as_str()), (backend, endpoint), "{line}");
+        assert_eq!(
+            (c.backend, c.endpoint.as_str()),
+            (backend, endpoint),
+            "{line}"
+        );
         assert!(c.api.is_pooling(), "{line}");
         // vLLM's default percentile metrics for pooling: e2el; no ignore_eos
         // forced by the random dataset (only generation backends get it).
@@ -40,9 +60,15 @@ fn pooling_backends_take_their_endpoint_and_e2el_by_default() {
     let c = config("--backend openai-chat --random-batch-size 4 --no-reranker");
     assert_eq!(c.dataset.batch_size, 1);
     assert_eq!(c.ignored_flags.len(), 2, "{:?}", c.ignored_flags);
-    let c = config("--backend vllm-rerank --dataset-name random-rerank --temperature 0.5 --extra-body {}");
+    let c = config(
+        "--backend vllm-rerank --dataset-name random-rerank --temperature 0.5 --extra-body {}",
+    );
     assert_eq!(c.ignored_flags.len(), 2, "{:?}", c.ignored_flags);
-    assert!(c.ignored_flags[0].starts_with("--temperature"), "{:?}", c.ignored_flags);
+    assert!(
+        c.ignored_flags[0].starts_with("--temperature"),
+        "{:?}",
+        c.ignored_flags
+    );
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! syntax into domain types, and every cross-field rule, each with a message
 //! that names the flag and the fix. No I/O except checking that named files exist.
 
+use super::dataset::{dataset_config, dataset_name, dataset_notes};
 use crate::cli::run::{ArrivalKind, Backend as BackendArg, DatasetName, RampUp, RunArgs};
 use crate::client::net::proxy::ProxyEnv;
 use crate::client::net::tls::TlsOptions;
@@ -13,10 +14,9 @@ use crate::schedule::{Arrival, RampStrategy};
 use crate::shard::Shard;
 #[cfg(test)]
 use crate::workload::dataset::DatasetKind;
+use anyhow::{bail, Context, Result};
 #[cfg(test)]
 use std::path::PathBuf;
-use super::dataset::{dataset_config, dataset_name, dataset_notes};
-use anyhow::{bail, Context, Result};
 use std::time::Duration;
 
 /// Where a run goes when the command line names no server.
@@ -43,8 +43,7 @@ pub fn run_config_for(a: &RunArgs, default: DefaultTarget) -> Result<RunConfig> 
     let dataset_name = dataset_name(a.dataset_name);
     // vLLM forces ignore_eos for the random dataset on OpenAI-compatible
     // (generation) backends only.
-    let ignore_eos =
-        a.ignore_eos || (a.dataset_name == DatasetName::Random && !api.is_pooling());
+    let ignore_eos = a.ignore_eos || (a.dataset_name == DatasetName::Random && !api.is_pooling());
     if let Some(t) = &a.tokenizer {
         if !t.exists() {
             bail!("--tokenizer: '{}' does not exist (give a tokenizer.json file or a directory holding one)", t.display());

@@ -122,7 +122,6 @@ fn target_and_endpoint_rules_name_their_flag() {
     ]);
 }
 
-
 // ---- request options ----------------------------------------------------
 
 #[test]
