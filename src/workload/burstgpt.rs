@@ -266,8 +266,7 @@ mod tests {
         // prompt_len is the row's input length, not a re-count.
         let got = sample("t.csv", &rows, 3, 0, Some(&tok), false).unwrap();
         assert!(got.iter().all(|r| matches!(r.prompt, Prompt::Text(_))));
-        let lens: Vec<u32> = got.iter().map(|r| r.prompt_len).collect();
-        let mut sorted = lens.clone();
+        let mut sorted: Vec<u32> = got.iter().map(|r| r.prompt_len).collect();
         sorted.sort_unstable();
         assert_eq!(sorted, [4, 5, 6]);
     }
