@@ -174,16 +174,25 @@ fn kneecap_block(out: &mut String, r: &RunResult) {
     if let Some(g) = &k.generator {
         generator_line(out, g);
     }
-    fline(
-        out,
-        "Median TTFT from due time (ms):",
-        s.ttft_from_due.median_ms,
-    );
-    fline(
-        out,
-        "P99 TTFT from due time (ms):",
-        pct(&s.ttft_from_due, 99.0),
-    );
+    if crate::metrics::name::is_pooling_backend(&r.header.backend) {
+        // Nothing is streamed: the answer's time is its E2EL.
+        fline(
+            out,
+            "Median E2EL from due time (ms):",
+            s.e2el_from_due.median_ms,
+        );
+    } else {
+        fline(
+            out,
+            "Median TTFT from due time (ms):",
+            s.ttft_from_due.median_ms,
+        );
+        fline(
+            out,
+            "P99 TTFT from due time (ms):",
+            pct(&s.ttft_from_due, 99.0),
+        );
+    }
     fline(
         out,
         "P99 E2EL from due time (ms):",
