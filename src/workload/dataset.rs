@@ -371,6 +371,44 @@ mod tests {
     }
 
     #[test]
+    fn load_reads_a_burstgpt_csv_and_groups_random_rerank_prompts() {
+        let dir = tempfile::tempdir().unwrap();
+        let csv = dir.path().join("burst.csv");
+        std::fs::write(
+            &csv,
+            "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n\
+             1,GPT-4,10,3,13,API log\n2,ChatGPT,20,4,24,API log\n3,GPT-4,30,5,35,API log\n",
+        )
+        .unwrap();
+        let cfg = DatasetConfig {
+            kind: DatasetKind::BurstGpt { path: csv },
+            num_prompts: 4,
+            ..random_cfg(0)
+        };
+        assert!(!cfg.groups_prompts());
+        let reqs = load(&cfg, None).unwrap();
+        // Two GPT-4 rows, 4 drawn with replacement (pandas 3.1.1, seed 0: [0, 1, 1, 0]).
+        let lens: Vec<(u32, u32)> = reqs.iter().map(|r| (r.prompt_len, r.output_len)).collect();
+        assert_eq!(lens, [(10, 3), (30, 5), (30, 5), (10, 3)]);
+        let cfg = DatasetConfig {
+            kind: DatasetKind::RandomRerank(rerank::RerankParams {
+                input_len: 20,
+                range_ratio: 0.0,
+                batch_size: 3,
+                reranker: true,
+            }),
+            num_prompts: 7,
+            ..random_cfg(0)
+        };
+        assert!(cfg.groups_prompts());
+        assert_eq!(
+            load(&cfg, None).unwrap().len(),
+            3,
+            "7 documents, 3 per request"
+        );
+    }
+
+    #[test]
     fn load_reads_sharegpt_and_custom_files() {
         let dir = tempfile::tempdir().unwrap();
         let sg = dir.path().join("sg.json");
