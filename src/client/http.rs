@@ -150,7 +150,10 @@ impl HttpClient {
         rec: &mut RequestRecord,
     ) {
         rec.prompt_len = spec.prompt_len;
-        rec.input_sequences = openai::input_sequences(self.cfg.api, &spec.prompt);
+        // vLLM counts input sequences for pooling requests only.
+        if self.cfg.api.is_pooling() {
+            rec.input_sequences = openai::input_sequences(self.cfg.api, &spec.prompt);
+        }
         // vLLM's start_time is taken before the body is serialized and sent.
         rec.sent = since(t0, Instant::now());
         let body = openai::request_body_for(
