@@ -41,7 +41,8 @@ pub enum Command {
     /// Find the knee: step the offered load up, judge each step against the
     /// SLO, bracket and refine the highest load that still meets it.
     Sweep(Box<SweepArgs>),
-    /// Serve the built-in simulated continuous-batching LLM server.
+    /// Serve the built-in simulated continuous-batching LLM server
+    /// (completions, chat, responses; embeddings, rerank and pooling).
     Sim(Box<SimArgs>),
     /// Re-render a saved sweep JSON (table, charts, --html) or summarize a run JSON.
     Report(Box<ReportArgs>),

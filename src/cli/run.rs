@@ -17,17 +17,37 @@ pub enum Backend {
     /// Streaming `/v1/responses` (OpenAI Responses API).
     #[value(name = "openai-responses")]
     OpenaiResponses,
+    /// `/v1/embeddings`, not streamed: end-to-end latency only.
+    #[value(name = "openai-embeddings")]
+    OpenaiEmbeddings,
+    /// vLLM's `/v1/rerank` (a query and documents), not streamed.
+    #[value(name = "vllm-rerank")]
+    VllmRerank,
+    /// vLLM's `/pooling`, not streamed.
+    #[value(name = "vllm-pooling")]
+    VllmPooling,
 }
 
 /// Dataset (vLLM's `--dataset-name`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DatasetName {
+    /// Synthetic prompts of --random-input-len tokens.
     Random,
+    /// A ShareGPT JSON file (--dataset-path).
     Sharegpt,
+    /// A JSONL file of {"prompt": ...} rows (--dataset-path).
     Custom,
     /// Prompts sharing one of a few long prefixes (vLLM's `prefix_repetition`).
     #[value(name = "prefix_repetition", alias = "prefix-repetition")]
     PrefixRepetition,
+    /// Lengths from the BurstGPT trace CSV (--dataset-path).
+    Burstgpt,
+    /// A query and documents for rerank / embeddings backends.
+    #[value(name = "random-rerank")]
+    RandomRerank,
+    /// Removed in vLLM 0.33 (kneecap says so and stops).
+    #[value(hide = true)]
+    Sonnet,
 }
 
 /// vLLM's `--ramp-up-strategy`.
@@ -51,7 +71,9 @@ pub enum ArrivalKind {
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
     // ---- target -------------------------------------------------------
-    /// Request protocol: vllm / openai (completions), openai-chat or openai-responses.
+    /// Request protocol: vllm / openai (completions), openai-chat,
+    /// openai-responses; pooling (not streamed, E2EL only): openai-embeddings,
+    /// vllm-rerank, vllm-pooling.
     #[arg(long, value_enum, help_heading = "Target")]
     pub backend: Option<Backend>,
     /// Server root, e.g. http://127.0.0.1:8000 (overrides --host/--port).
@@ -66,7 +88,8 @@ pub struct RunArgs {
     #[arg(long, help_heading = "Target")]
     pub port: Option<u16>,
     /// API path [default: /v1/completions; /v1/chat/completions for
-    /// openai-chat; /v1/responses for openai-responses].
+    /// openai-chat; /v1/responses for openai-responses; /v1/embeddings,
+    /// /v1/rerank, /pooling for the pooling backends].
     #[arg(long, help_heading = "Target")]
     pub endpoint: Option<String>,
     /// Extra HTTP header(s) KEY=VALUE on every request (repeatable).
@@ -113,9 +136,11 @@ pub struct RunArgs {
     pub trust_remote_code: bool,
 
     // ---- dataset -------------------------------------------------------
+    /// Dataset, by vLLM's name. (vLLM 0.33 removed `sonnet`; kneecap says so
+    /// and stops.)
     #[arg(long, value_enum, default_value = "random", help_heading = "Dataset")]
     pub dataset_name: DatasetName,
-    /// Dataset file (sharegpt JSON, custom JSONL).
+    /// Dataset file (sharegpt JSON, burstgpt CSV, custom JSONL).
     #[arg(long, help_heading = "Dataset")]
     pub dataset_path: Option<PathBuf>,
     /// Number of requests to send.
@@ -157,6 +182,14 @@ pub struct RunArgs {
     pub random_prefix_len: u32,
     #[arg(long, help_heading = "Dataset")]
     pub sharegpt_output_len: Option<u32>,
+    /// Pooling backends: inputs per request (random: prompts sent as one
+    /// `input` list; random-rerank: documents per query).
+    #[arg(long, default_value_t = 1, help_heading = "Dataset")]
+    pub random_batch_size: usize,
+    /// random-rerank for an embedding model rather than a reranker: no
+    /// separator token; the query is each request's first input.
+    #[arg(long, help_heading = "Dataset")]
+    pub no_reranker: bool,
     /// prefix_repetition: tokens of each shared prefix.
     #[arg(long, default_value_t = 256, help_heading = "Dataset")]
     pub prefix_repetition_prefix_len: u32,

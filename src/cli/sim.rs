@@ -3,7 +3,9 @@
 
 use std::path::PathBuf;
 
-/// Run a simulated continuous-batching LLM server (OpenAI API + vLLM /metrics).
+/// Run a simulated continuous-batching LLM server: /v1/completions,
+/// /v1/chat/completions, /v1/responses, and the pooling APIs /v1/embeddings,
+/// /pooling and /v1/rerank (prefill-only sequences), plus vLLM /metrics.
 #[derive(Debug, Clone, clap::Args)]
 pub struct SimArgs {
     /// Address to bind.

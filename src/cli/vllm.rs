@@ -82,10 +82,6 @@ pub struct VllmArgs {
     #[arg(long, hide = true)]
     pub speed_bench_category: Option<String>,
     #[arg(long, hide = true)]
-    pub random_batch_size: Option<String>,
-    #[arg(long, hide = true)]
-    pub no_reranker: bool,
-    #[arg(long, hide = true)]
     pub random_mm_base_items_per_request: Option<String>,
     #[arg(long, hide = true)]
     pub random_mm_num_mm_items_range_ratio: Option<String>,
@@ -100,7 +96,7 @@ impl VllmArgs {
     pub fn without_meaning(&self) -> Vec<(&'static str, &'static str)> {
         const CHART: &str = "kneecap draws its own charts (kneecap sweep --html, kneecap report)";
         const DATASET: &str = "an option of a vLLM dataset kneecap does not generate";
-        let strings: [(&'static str, &Option<String>, &'static str); 27] = [
+        let strings: [(&'static str, &Option<String>, &'static str); 26] = [
             (
                 "--chat-template-kwargs",
                 &self.chat_template_kwargs,
@@ -188,11 +184,6 @@ impl VllmArgs {
                 DATASET,
             ),
             (
-                "--random-batch-size",
-                &self.random_batch_size,
-                "batches embedding inputs, which kneecap does not send",
-            ),
-            (
                 "--random-mm-base-items-per-request",
                 &self.random_mm_base_items_per_request,
                 DATASET,
@@ -213,7 +204,7 @@ impl VllmArgs {
                 DATASET,
             ),
         ];
-        let flags: [(&'static str, bool, &'static str); 8] = [
+        let flags: [(&'static str, bool, &'static str); 7] = [
             (
                 "--probe-request-rate",
                 self.probe_request_rate.is_some_and(|r| r > 0.0),
@@ -241,7 +232,6 @@ impl VllmArgs {
                 self.custom_ensure_client_side_data,
                 DATASET,
             ),
-            ("--no-reranker", self.no_reranker, DATASET),
         ];
         strings
             .into_iter()

@@ -1,13 +1,14 @@
-//! HTTP client: the only module that talks to the server. Sends one streaming
-//! request, stamps the arrival time of every body frame *before* any parsing,
-//! and fills in a [`RequestRecord`]. Statistics happen elsewhere.
+//! HTTP client: the only module that talks to the server. Sends one request
+//! (streaming, or a pooling API's single JSON answer), stamps the arrival
+//! time of every body frame *before* any parsing, and fills in a
+//! [`RequestRecord`] (through [`super::reader`]). Statistics happen elsewhere.
 
 use super::h1::{Event, H1Client, H1Error};
 use super::net::proxy::ProxyEnv;
 use super::net::tls::TlsOptions;
 use super::net::{self, Dialer};
 use super::openai::{self, Api, BodyOptions};
-use super::sse::{SseDecoder, SseEvent};
+use super::reader::StreamReader;
 use crate::metrics::{ErrorKind, RequestError, RequestRecord};
 use crate::workload::RequestSpec;
 use anyhow::{Context, Result};
@@ -149,6 +150,10 @@ impl HttpClient {
         rec: &mut RequestRecord,
     ) {
         rec.prompt_len = spec.prompt_len;
+        // vLLM counts input sequences for pooling requests only.
+        if self.cfg.api.is_pooling() {
+            rec.input_sequences = openai::input_sequences(self.cfg.api, &spec.prompt);
+        }
         // vLLM's start_time is taken before the body is serialized and sent.
         rec.sent = since(t0, Instant::now());
         let body = openai::request_body_for(
@@ -300,123 +305,6 @@ fn fail_exchange(rec: &mut RequestRecord, status: Option<u16>, e: H1Error) {
         _ => e.to_string(),
     };
     fail(rec, kind, status, message);
-}
-
-/// Turns body bytes into record updates: SSE events → token / usage / error.
-struct StreamReader {
-    decoder: SseDecoder,
-    keep_text: bool,
-    /// Which wire format the events are in.
-    api: Api,
-    /// Responses API: a terminal event (`response.completed`) was seen.
-    terminal: bool,
-    /// Arrival of the latest body frame (stamps an unterminated final event).
-    last_at: Duration,
-}
-
-type StreamError = (ErrorKind, String);
-
-impl StreamReader {
-    fn new(keep_text: bool, api: Api) -> Self {
-        StreamReader {
-            decoder: SseDecoder::new(),
-            keep_text,
-            api,
-            terminal: false,
-            last_at: Duration::ZERO,
-        }
-    }
-
-    fn feed(
-        &mut self,
-        data: &[u8],
-        at: Duration,
-        rec: &mut RequestRecord,
-    ) -> Result<(), StreamError> {
-        self.last_at = at;
-        self.decoder.feed(data);
-        while let Some(ev) = self.decoder.next_event() {
-            if let SseEvent::Data(payload) = ev {
-                self.terminal |= apply_chunk(payload, at, self.keep_text, self.api, rec)?;
-            }
-        }
-        Ok(())
-    }
-
-    fn finish(&mut self, rec: &mut RequestRecord) -> Result<(), StreamError> {
-        let at = self.last_at;
-        if let Some(SseEvent::Data(payload)) = self.decoder.finish() {
-            self.terminal |= apply_chunk(payload, at, self.keep_text, self.api, rec)?;
-        }
-        if rec.first_token.is_none() {
-            return Err((
-                ErrorKind::Truncated,
-                "stream ended without any chunk with non-empty choices (no first token)".into(),
-            ));
-        }
-        if self.api == Api::Responses && !self.terminal {
-            return Err((
-                ErrorKind::Truncated,
-                "stream ended without response.completed (usage missing)".into(),
-            ));
-        }
-        Ok(())
-    }
-}
-
-/// Apply one SSE data payload, received at `at`, to the record (vLLM §2.1);
-/// true when it was a Responses API terminal event.
-fn apply_chunk(
-    payload: &[u8],
-    at: Duration,
-    keep_text: bool,
-    api: Api,
-    rec: &mut RequestRecord,
-) -> Result<bool, StreamError> {
-    let parsed = match api {
-        Api::Responses => openai::parse_response_event(payload),
-        Api::Completions | Api::Chat => openai::parse_chunk_ref(payload),
-    };
-    let chunk = parsed.map_err(|e| (ErrorKind::Protocol, format!("malformed chunk: {e}")))?;
-    if let Some(msg) = chunk.error {
-        return Err((
-            ErrorKind::ServerError,
-            format!("server error in stream: {msg}"),
-        ));
-    }
-    if chunk.has_choices {
-        match rec.last_token {
-            None => rec.first_token = Some(at),
-            Some(prev) => rec.itl.push(at.saturating_sub(prev)),
-        }
-        rec.last_token = Some(at);
-        if chunk.reasoning {
-            rec.reasoning_events += 1;
-        }
-        if rec.first_answer.is_none() && chunk.text.as_deref().is_some_and(|t| !t.is_empty()) {
-            rec.first_answer = Some(at);
-        }
-        if keep_text {
-            if let Some(t) = chunk.text {
-                rec.generated_text.push_str(&t);
-            }
-        }
-    }
-    if chunk.timings.is_some() {
-        rec.server_timings = chunk.timings.map(Box::new);
-    }
-    if let Some(u) = chunk.usage {
-        if let Some(c) = u.completion_tokens {
-            rec.output_tokens = c;
-        }
-        if let Some(p) = u.prompt_tokens {
-            rec.prompt_len = p;
-        }
-        if u.reasoning_tokens.is_some() {
-            rec.usage_reasoning_tokens = u.reasoning_tokens;
-        }
-    }
-    Ok(chunk.terminal)
 }
 
 fn http_status_error(rec: &mut RequestRecord, status: u16, body: &[u8]) {

@@ -1,6 +1,7 @@
 //! Unit tests of [`super`] (http.rs).
 
 use super::*;
+use crate::client::reader::StreamError;
 
 /// llama.cpp's final chunk carries `usage` and its own `timings`: both
 /// land in the record (the timings let a test check TPOT against the server).
@@ -179,4 +180,41 @@ async fn a_keep_alive_connection_closed_after_a_stream_is_retried_fresh() {
         assert_eq!(rec.error, None, "request {i}");
         assert!(rec.first_token.is_some(), "request {i}");
     }
+}
+
+/// A pooling answer: E2EL ends at its last byte, usage's prompt count is kept,
+/// nothing is generated.
+#[test]
+fn a_pooling_answer_ends_at_its_last_byte() {
+    let body = r#"{"object":"list","data":[{"index":0,"object":"embedding","embedding":[0.5,-0.25]}],"usage":{"prompt_tokens":11,"total_tokens":11}}"#;
+    let (rec, end) = read(body, Api::Embeddings);
+    end.unwrap();
+    let pieces = body.len().div_ceil(5) as u64;
+    let last = Duration::from_millis(pieces - 1);
+    assert_eq!((rec.first_token, rec.last_token), (Some(last), Some(last)));
+    assert_eq!((rec.prompt_len, rec.output_tokens), (11, 0));
+    assert!(rec.itl.is_empty());
+}
+
+/// Malformed pooling answers are `protocol` failures, error objects
+/// `server_error`, and neither panics nor stamps a latency.
+#[test]
+fn malformed_pooling_answers_are_protocol_failures() {
+    for body in [
+        "",
+        "<html>oops</html>",
+        r#"{"data": [0.1,"#,
+        r#"{"results": []}"#,
+    ] {
+        let (rec, end) = read(body, Api::Embeddings);
+        let (kind, message) = end.expect_err(body);
+        assert_eq!(kind, ErrorKind::Protocol, "{body}: {message}");
+        assert!(rec.last_token.is_none());
+    }
+    let (_, end) = read(r#"{"data": []}"#, Api::Rerank);
+    assert_eq!(end.unwrap_err().0, ErrorKind::Protocol);
+    let (_, end) = read(r#"{"error": {"message": "too long"}}"#, Api::Pooling);
+    let (kind, message) = end.unwrap_err();
+    assert_eq!(kind, ErrorKind::ServerError);
+    assert!(message.contains("too long"), "{message}");
 }

@@ -1,13 +1,14 @@
-//! Client: everything that speaks the OpenAI streaming protocol. `sse`,
-//! `openai`, `h1::wire` and `net::proxy` are sans-IO; `net` (TCP, proxy
-//! tunnel, TLS), `h1` (the streaming POSTs) and `http` (requests and records;
-//! hyper for plain GETs) do the network I/O; `limits` checks the open-file
-//! limit the sockets need.
+//! Client: everything that speaks the OpenAI protocols (streamed, and the
+//! pooling APIs' single JSON answers). `sse`, `openai`, `reader`, `h1::wire`
+//! and `net::proxy` are sans-IO; `net` (TCP, proxy tunnel, TLS), `h1` (the
+//! POSTs) and `http` (requests and records; hyper for plain GETs) do the
+//! network I/O; `limits` checks the open-file limit the sockets need.
 
 pub mod h1;
 pub mod http;
 pub mod limits;
 pub mod net;
 pub mod openai;
+mod reader;
 pub mod scrape;
 pub mod sse;

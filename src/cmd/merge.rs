@@ -46,7 +46,7 @@ fn merge_runs(docs: Vec<(String, Value)>, args: &MergeArgs) -> Result<ExitCode> 
     let result = crate::merge::run::merge(shards).map_err(anyhow::Error::msg)?;
     print!("{}", console::render(&result));
     if let Some(o) = &args.output {
-        let text = serde_json::to_vec(&json::RunJson::of(&result, false))?;
+        let text = json::to_vec(&result, false);
         save::write_atomic(o, &text)?;
         eprintln!("kneecap: merged {n} shards into {}", o.display());
     }

@@ -40,6 +40,8 @@ pub struct Prepared {
     pub warmups_ok: Option<(usize, usize)>,
     /// `--save-detailed`: keep every ITL gap (no folding).
     pub save_detailed: bool,
+    /// A pooling backend: nothing is generated, so output counts stay 0.
+    pub pooling: bool,
 }
 
 /// Connect, resolve the model, build the workload, ready-check and warm up.
@@ -68,6 +70,7 @@ pub async fn prepare(cfg: &RunConfig, server: &Server) -> Result<Prepared> {
     let warmups_ok = warm_up(&client, &specs[0], cfg, &request_id_prefix).await;
     Ok(Prepared {
         save_detailed: cfg.output.save_detailed,
+        pooling: cfg.api.is_pooling(),
         client,
         specs: Arc::new(specs),
         tokenizer,
@@ -114,7 +117,9 @@ pub async fn run_level(
         watch,
     };
     let mut out = engine::run_level(p.client.clone(), plan, progress, interrupt).await;
-    resolve_output_counts(&mut out.records, p.tokenizer.as_ref());
+    if !p.pooling {
+        resolve_output_counts(&mut out.records, p.tokenizer.as_ref());
+    }
     out
 }
 

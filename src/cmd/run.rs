@@ -204,7 +204,7 @@ fn releases(load: &LoadConfig, n_specs: usize) -> Result<Releases> {
         (Some(d), Arrival::Infinite) => Releases::ClosedFor(d),
         (Some(d), arrival) => Releases::Scheduled(schedule::offsets_until(d, arrival, &mut rng)),
         (None, arrival) => {
-            let n = if load.num_prompts == 0 {
+            let n = if load.num_prompts == 0 || load.requests_from_dataset {
                 n_specs
             } else {
                 load.num_prompts

@@ -31,6 +31,12 @@ pub enum Backend {
     OpenaiChat,
     /// OpenAI Responses API (`/v1/responses`).
     OpenaiResponses,
+    /// OpenAI embeddings (`/v1/embeddings`), not streamed.
+    OpenaiEmbeddings,
+    /// vLLM's rerank API (`/v1/rerank`), not streamed.
+    VllmRerank,
+    /// vLLM's pooling API (`/pooling`), not streamed.
+    VllmPooling,
 }
 
 impl Backend {
@@ -41,6 +47,9 @@ impl Backend {
             Backend::Openai => "openai",
             Backend::OpenaiChat => "openai-chat",
             Backend::OpenaiResponses => "openai-responses",
+            Backend::OpenaiEmbeddings => "openai-embeddings",
+            Backend::VllmRerank => "vllm-rerank",
+            Backend::VllmPooling => "vllm-pooling",
         }
     }
 
@@ -50,7 +59,15 @@ impl Backend {
             Backend::OpenaiChat => Api::Chat,
             Backend::OpenaiResponses => Api::Responses,
             Backend::Vllm | Backend::Openai => Api::Completions,
+            Backend::OpenaiEmbeddings => Api::Embeddings,
+            Backend::VllmRerank => Api::Rerank,
+            Backend::VllmPooling => Api::Pooling,
         }
+    }
+
+    /// A pooling backend (one JSON answer per request: E2EL only).
+    pub fn is_pooling(self) -> bool {
+        self.api().is_pooling()
     }
 }
 
@@ -78,6 +95,10 @@ pub struct LoadConfig {
     pub seed: u64,
     pub ramp_up: Option<(RampStrategy, u32, u32)>,
     pub ready_check_timeout: Duration,
+    /// The dataset groups prompts into requests (random-rerank,
+    /// `--random-batch-size`): a run sends one request per group, as vLLM
+    /// does, not `num_prompts`.
+    pub requests_from_dataset: bool,
 }
 
 /// What to write where.

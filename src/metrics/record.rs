@@ -95,6 +95,10 @@ pub struct RequestRecord {
     pub itl: Vec<Duration>,
     /// Prompt tokens: the dataset's count, overwritten by `usage.prompt_tokens`.
     pub prompt_len: u32,
+    /// Pooling requests: the inputs it carried (vLLM's `num_input_sequences`):
+    /// a rerank request's documents, a batched input's length, else 1.
+    /// 0 for generation requests.
+    pub input_sequences: u32,
     /// `usage.completion_tokens` (0 when the server sent no usage).
     pub output_tokens: u32,
     /// Concatenated `text` / `delta.content` (used when usage is missing).

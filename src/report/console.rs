@@ -53,6 +53,33 @@ fn vllm_block(out: &mut String, r: &RunResult) {
     }
     fline(out, "Benchmark duration (s):", s.duration_s);
     line(out, "Total input tokens:", s.total_input_tokens);
+    if crate::metrics::name::is_pooling_backend(&r.header.backend) {
+        // vLLM's pooling summary: no output tokens, no peaks.
+        fline(out, "Request throughput (req/s):", s.request_throughput);
+        fline(
+            out,
+            "Input throughput (inputs/s):",
+            s.input_sequence_throughput,
+        );
+        fline(
+            out,
+            "Total token throughput (tok/s):",
+            s.total_token_throughput,
+        );
+    } else {
+        generation_lines(out, r);
+    }
+    for m in r.shown_metrics() {
+        let (title, short) = titles(m);
+        banner(out, title, '-');
+        stats_lines(out, short, r.distribution(m), &r.header.percentiles);
+    }
+    let _ = writeln!(out, "{}", "=".repeat(50));
+}
+
+/// vLLM's throughput lines of a generation run.
+fn generation_lines(out: &mut String, r: &RunResult) {
+    let s = &r.summary;
     line(out, "Total generated tokens:", s.total_output_tokens);
     fline(out, "Request throughput (req/s):", s.request_throughput);
     if let Some(g) = s.request_goodput {
@@ -74,12 +101,6 @@ fn vllm_block(out: &mut String, r: &RunResult) {
         "Total token throughput (tok/s):",
         s.total_token_throughput,
     );
-    for m in r.shown_metrics() {
-        let (title, short) = titles(m);
-        banner(out, title, '-');
-        stats_lines(out, short, r.distribution(m), &r.header.percentiles);
-    }
-    let _ = writeln!(out, "{}", "=".repeat(50));
 }
 
 /// vLLM's section titles and short names.
@@ -153,16 +174,25 @@ fn kneecap_block(out: &mut String, r: &RunResult) {
     if let Some(g) = &k.generator {
         generator_line(out, g);
     }
-    fline(
-        out,
-        "Median TTFT from due time (ms):",
-        s.ttft_from_due.median_ms,
-    );
-    fline(
-        out,
-        "P99 TTFT from due time (ms):",
-        pct(&s.ttft_from_due, 99.0),
-    );
+    if crate::metrics::name::is_pooling_backend(&r.header.backend) {
+        // Nothing is streamed: the answer's time is its E2EL.
+        fline(
+            out,
+            "Median E2EL from due time (ms):",
+            s.e2el_from_due.median_ms,
+        );
+    } else {
+        fline(
+            out,
+            "Median TTFT from due time (ms):",
+            s.ttft_from_due.median_ms,
+        );
+        fline(
+            out,
+            "P99 TTFT from due time (ms):",
+            pct(&s.ttft_from_due, 99.0),
+        );
+    }
     fline(
         out,
         "P99 E2EL from due time (ms):",

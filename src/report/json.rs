@@ -6,6 +6,7 @@
 
 pub mod kneecap;
 pub mod lenient;
+mod pooling;
 
 use super::assemble::RunHeader;
 use super::RunResult;
@@ -50,9 +51,18 @@ pub struct RunJson {
     /// Absent in older vLLM files.
     pub failed: Option<usize>,
     pub total_input_tokens: u64,
+    /// Pooling backends only (vLLM's pooling result), else absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_input_sequences: Option<u64>,
     pub total_output_tokens: u64,
     #[serde(default = "lenient::nan", deserialize_with = "lenient::float")]
     pub request_throughput: f64,
+    /// Pooling backends only: input sequences per second.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::opt_float"
+    )]
+    pub input_sequence_throughput: Option<f64>,
     /// `null` without `--goodput`.
     pub request_goodput: Option<f64>,
     #[serde(default = "lenient::nan", deserialize_with = "lenient::float")]
@@ -121,7 +131,12 @@ pub struct Detailed {
 
 /// The result as a JSON value (`detailed` keeps the per-request arrays).
 pub fn render(r: &RunResult, detailed: bool) -> Value {
-    serde_json::to_value(RunJson::of(r, detailed)).unwrap_or_default()
+    RunJson::of(r, detailed).to_value()
+}
+
+/// The result file's bytes (see [`RunJson::to_value`]).
+pub fn to_vec(r: &RunResult, detailed: bool) -> Vec<u8> {
+    serde_json::to_vec(&render(r, detailed)).unwrap_or_default()
 }
 
 impl RunJson {
@@ -131,6 +146,7 @@ impl RunJson {
         let s = &r.summary;
         let recs = &r.records;
         let stats = stats(r);
+        let pooling = crate::metrics::name::is_pooling_backend(&r.header.backend);
         let (strategy, start, end) = match &r.header.ramp_up {
             Some((s, a, b)) => (Some(s.clone()), Some(*a), Some(*b)),
             None => (None, None, None),
@@ -154,8 +170,10 @@ impl RunJson {
             completed: s.completed,
             failed: Some(s.failed),
             total_input_tokens: s.total_input_tokens,
+            total_input_sequences: pooling.then_some(s.total_input_sequences),
             total_output_tokens: s.total_output_tokens,
             request_throughput: s.request_throughput,
+            input_sequence_throughput: pooling.then_some(s.input_sequence_throughput),
             request_goodput: s.request_goodput,
             output_throughput: s.output_throughput,
             total_token_throughput: s.total_token_throughput,
@@ -171,6 +189,18 @@ impl RunJson {
             rtfx: 0.0,
             stats,
             kneecap: Some(KneecapJson::of(r, detailed)),
+        }
+    }
+
+    /// The file's JSON: this struct's keys, or for a pooling backend
+    /// (`openai-embeddings`, `vllm-rerank`, `vllm-pooling`) the keys vLLM
+    /// writes for one (see [`pooling`]).
+    pub fn to_value(&self) -> Value {
+        let v = serde_json::to_value(self).unwrap_or_default();
+        if crate::metrics::name::is_pooling_backend(&self.backend) {
+            pooling::shape(v)
+        } else {
+            v
         }
     }
 
@@ -273,7 +303,9 @@ fn stats(r: &RunResult) -> Spliced<f64> {
 /// its first place and its last value; a key the file already has (a vLLM
 /// key or a statistic) is left out, as a JSON object holds a key once.
 fn metadata(r: &RunResult, stats: &Spliced<f64>) -> Spliced<String> {
-    let taken = |k: &str| RESERVED.contains(&k) || stats.0.iter().any(|(s, _)| s == k);
+    let taken = |k: &str| {
+        RESERVED.contains(&k) || pooling::KEYS.contains(&k) || stats.0.iter().any(|(s, _)| s == k)
+    };
     let mut out: Vec<(String, String)> = Vec::new();
     for (k, v) in r.header.metadata.iter().filter(|(k, _)| !taken(k)) {
         match out.iter_mut().find(|(o, _)| o == k) {

@@ -95,13 +95,15 @@ pub struct GeneratorVerdict {
 impl RunResult {
     /// Which stats blocks are shown/saved, following vLLM: client queue time
     /// only with a concurrency cap; queue-inclusive E2EL only with a cap and
-    /// a finite rate.
+    /// a finite rate; no TTFT, TPOT or ITL for a pooling backend.
     pub fn shown_metrics(&self) -> Vec<MetricName> {
+        let pooling = crate::metrics::name::is_pooling_backend(&self.header.backend);
         self.header
             .percentile_metrics
             .iter()
             .copied()
             .filter(|m| match m {
+                MetricName::Ttft | MetricName::Tpot | MetricName::Itl => !pooling,
                 MetricName::ClientQueueTime => self.header.max_concurrency.is_some(),
                 MetricName::E2elIncludingClientQueue => {
                     self.header.max_concurrency.is_some() && self.header.request_rate.is_finite()

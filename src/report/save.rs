@@ -81,8 +81,7 @@ pub fn write_atomic(path: &Path, text: &[u8]) -> Result<()> {
 
 /// Save the run: a new file (atomic), or one more JSON line with `append`.
 pub fn save(r: &RunResult, path: &Path, detailed: bool, append: bool) -> Result<()> {
-    let text = serde_json::to_vec(&super::json::RunJson::of(r, detailed))
-        .context("serializing the result")?;
+    let text = super::json::to_vec(r, detailed);
     if !append {
         return write_atomic(path, &text);
     }

@@ -23,6 +23,9 @@ pub struct ShardCounters {
     pub failed: u64,
     pub total_input_tokens: u64,
     pub total_output_tokens: u64,
+    /// Pooling runs: Σ input sequences of the successful requests (0, and
+    /// absent from the file, for generation).
+    pub total_input_sequences: u64,
     /// Successful requests meeting every `--goodput` SLO (when configured).
     pub good: Option<u64>,
     pub errors_by_kind: BTreeMap<String, u64>,
@@ -43,6 +46,7 @@ impl ShardCounters {
             failed: records.len() as u64 - completed,
             total_input_tokens: tokens.input,
             total_output_tokens: tokens.output,
+            total_input_sequences: tokens.sequences,
             good: goodput.map(|slo| {
                 stats::successful(records)
                     .filter(|r| stats::meets_slo(r, slo))
@@ -61,6 +65,7 @@ impl ShardCounters {
         self.failed += other.failed;
         self.total_input_tokens += other.total_input_tokens;
         self.total_output_tokens += other.total_output_tokens;
+        self.total_input_sequences += other.total_input_sequences;
         self.good = match (self.good, other.good) {
             (Some(a), Some(b)) => Some(a + b),
             _ => None,
@@ -73,7 +78,7 @@ impl ShardCounters {
     }
 
     fn to_json(&self) -> Value {
-        json!({
+        let mut v = json!({
             "planned": self.planned,
             "completed": self.completed,
             "failed": self.failed,
@@ -83,7 +88,11 @@ impl ShardCounters {
             "errors_by_kind": self.errors_by_kind,
             "max_concurrent_requests": self.max_concurrent_requests,
             "max_output_tokens_per_s": self.max_output_tokens_per_s,
-        })
+        });
+        if self.total_input_sequences > 0 {
+            v["total_input_sequences"] = self.total_input_sequences.into();
+        }
+        v
     }
 
     fn from_json(v: &Value) -> Result<Self, String> {
@@ -98,6 +107,10 @@ impl ShardCounters {
             failed: u("failed")?,
             total_input_tokens: u("total_input_tokens")?,
             total_output_tokens: u("total_output_tokens")?,
+            total_input_sequences: v
+                .get("total_input_sequences")
+                .and_then(Value::as_u64)
+                .unwrap_or(0),
             good: v.get("good").and_then(Value::as_u64),
             errors_by_kind: v
                 .get("errors_by_kind")
@@ -296,5 +309,21 @@ mod tests {
         sum.add(&part.counters);
         assert_eq!(sum.planned, 6);
         assert_eq!(sum.errors_by_kind.get("timeout"), Some(&2));
+    }
+
+    #[test]
+    fn pooling_input_sequences_add_up_and_generation_files_do_not_carry_them() {
+        let pooled = |n: u32| RequestRecord {
+            input_sequences: n,
+            ..rec(5, true)
+        };
+        let mut a = ShardCounters::from_records(&[pooled(4), pooled(2)], None);
+        let b = ShardCounters::from_records(&[pooled(3)], None);
+        a.add(&b);
+        assert_eq!(a.total_input_sequences, 9);
+        let back = ShardCounters::from_json(&a.to_json()).unwrap();
+        assert_eq!(back, a);
+        let generation = ShardCounters::from_records(&[rec(5, true)], None);
+        assert!(generation.to_json().get("total_input_sequences").is_none());
     }
 }

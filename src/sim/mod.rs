@@ -1,7 +1,8 @@
 //! sim: a simulated continuous-batching LLM server (OpenAI API + vLLM `/metrics`).
 //!
 //! `kneecap sim` serves `POST /v1/completions`, `/v1/chat/completions` and `/v1/responses`
-//! (streamed as vLLM streams them, or not), `GET /v1/models`, `/health` and
+//! (streamed as vLLM streams them, or not), the pooling APIs `/v1/embeddings`,
+//! `/pooling` and `/v1/rerank` (one JSON answer), `GET /v1/models`, `/health` and
 //! `/metrics`, backed by a model of vLLM's scheduler instead of a GPU. It is
 //! also the target kneecap embeds when no `--base-url` is given.
 //!
@@ -14,9 +15,10 @@
 //! - [`preset`]: named parameter sets (`tiny`, `7b-24gb`).
 //! - [`api`]: request parsing, the toy tokenizer, response/chunk JSON. Pure.
 //! - [`responses`]: the Responses API's events (`/v1/responses`). Pure.
+//! - [`pooling`]: the pooling APIs' requests, cost model and answers. Pure.
 //! - [`fault`]: seeded fault injection plans. Pure.
 //! - [`driver`]: the engine thread that runs the model on the wall clock.
-//! - [`stream`], [`server`], `conn`, [`tls`], [`trace`], [`metrics`]: the I/O edge.
+//! - [`stream`], [`server`], `pool_serve`, `conn`, [`tls`], [`trace`], [`metrics`]: the I/O edge.
 //!
 //! # Entry points for the CLI and the embedding code
 //! - [`SimConfig::from_preset`], then adjust fields; [`SimConfig::validate`].
@@ -47,6 +49,8 @@ pub mod events;
 pub mod fault;
 pub mod metrics;
 pub mod model;
+mod pool_serve;
+pub mod pooling;
 pub mod prefix;
 pub mod preset;
 pub mod responses;

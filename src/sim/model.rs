@@ -121,6 +121,9 @@ struct Seq {
     step_tokens: u32,
     /// Whether the current step is a decode (else a prefill chunk).
     step_decodes: bool,
+    /// A pooling request (submitted with 0 output tokens): prefill only; its
+    /// one event marks the end of its prefill and counts no generation token.
+    pooling: bool,
 }
 
 impl Seq {
@@ -173,9 +176,12 @@ impl Engine {
         &self.params
     }
 
-    /// Queues request `id` that will produce exactly `output_tokens` tokens
-    /// (at least 1). `now` is only recorded by callers; admission happens at
-    /// the next [`Engine::step`].
+    /// Queues request `id` that will produce exactly `output_tokens` tokens.
+    /// 0 makes it a pooling request (embeddings, rerank): prefill only; its
+    /// single `Token { index: 1, last: true }` event comes at the end of the
+    /// step that completes its prefill, and no generation token is counted.
+    /// `now` is only recorded by callers; admission happens at the next
+    /// [`Engine::step`].
     pub fn submit(&mut self, id: u64, prompt_tokens: u32, output_tokens: u32, now: Duration) {
         self.submit_blocks(id, prompt_tokens, Vec::new(), output_tokens, now);
     }
@@ -199,6 +205,7 @@ impl Engine {
             id,
             prompt_tokens,
             target_tokens: output_tokens.max(1),
+            pooling: output_tokens == 0,
             generated: 0,
             computed: 0,
             prefill_target: prompt_tokens,
@@ -433,7 +440,9 @@ impl Engine {
                 }
             }
             seq.generated += 1;
-            self.counters.generation_tokens += 1;
+            if !seq.pooling {
+                self.counters.generation_tokens += 1;
+            }
             let last = seq.generated >= seq.target_tokens;
             events.push(Event {
                 id: seq.id,

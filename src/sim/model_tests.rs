@@ -345,3 +345,40 @@ fn kv_bound_rate_is_close_to_mu() {
     assert!(engine.counters().n_preemptions > 0);
     assert!(err < 0.10, "measured {measured:.2} req/s vs μ {:.2}", c.mu);
 }
+
+/// A pooling request (0 output tokens) is prefill only: it ends at the end
+/// of the step that completes its prefill, costs per_prefill_token for each
+/// of its tokens, and counts no generation token.
+#[test]
+fn a_pooling_request_ends_with_its_prefill() {
+    let params = ModelParams {
+        max_num_seqs: 4,
+        max_num_batched_tokens: 100,
+        kv_cache_tokens: 10_000,
+        max_model_len: 1_000,
+        step_base: Duration::from_millis(1),
+        per_prefill_token: Duration::from_micros(10),
+        per_decode_seq: Duration::from_micros(100),
+    };
+    let mut engine = Engine::new(params).with_prefix_caching(false);
+    engine.submit(7, 150, 0, Duration::ZERO);
+    // 150 tokens in steps of at most 100: 100 then 50.
+    let first = engine.step(Duration::ZERO).unwrap();
+    assert_eq!(first.prefill_tokens, 100);
+    assert!(!first
+        .events
+        .iter()
+        .any(|e| matches!(e.kind, EventKind::Token { .. })));
+    let second = engine.step(first.duration).unwrap();
+    assert_eq!((second.prefill_tokens, second.decode_seqs), (50, 0));
+    assert_eq!(second.duration, Duration::from_micros(1_000 + 500));
+    assert!(second.events.iter().any(|e| e.id == 7
+        && e.kind
+            == EventKind::Token {
+                index: 1,
+                last: true
+            }));
+    assert!(engine.is_idle());
+    assert_eq!(engine.counters().generation_tokens, 0);
+    assert_eq!(engine.counters().prompt_tokens, 150);
+}

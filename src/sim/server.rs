@@ -5,7 +5,8 @@
 //! those tasks read. It does no scheduling itself: generation requests are
 //! parsed ([`super::api`]), checked for injected refusals ([`super::fault`]),
 //! submitted to the engine thread ([`super::driver`]) and answered by a body
-//! from [`super::stream`]. Robustness: headers, and then the body, must each
+//! from [`super::stream`]; pooling requests (embeddings, rerank, pooling) are
+//! served by [`super::pool_serve`]. Robustness: headers, and then the body, must each
 //! arrive within [`SimConfig::read_timeout`] (default [`READ_TIMEOUT`]),
 //! bodies are capped at [`MAX_BODY`], and a bad request only ever costs that
 //! request a 4xx.
@@ -28,6 +29,8 @@ use super::driver::{dispatch, Command, Delivery, DispatchMsg, EngineThread, Subm
 use super::fault::{Refusal, StreamFault};
 use super::metrics::SimMetrics;
 use super::model::sampled_output_len;
+use super::pool_serve::pool;
+use super::pooling::PoolEndpoint;
 use super::stream::{collect_tokens, finish_reason, SimBody, SseBody, Tracker};
 use super::trace::{TraceRecord, TraceSink, TraceWriter};
 use super::SimConfig;
@@ -201,6 +204,11 @@ async fn route(req: Request<Incoming>, shared: &Arc<Shared>) -> Response<SimBody
         (&Method::POST, "/v1/completions") => generate(req, shared, Endpoint::Completions).await,
         (&Method::POST, "/v1/chat/completions") => generate(req, shared, Endpoint::Chat).await,
         (&Method::POST, "/v1/responses") => generate(req, shared, Endpoint::Responses).await,
+        (&Method::POST, "/v1/embeddings") => pool(req, shared, PoolEndpoint::Embeddings).await,
+        (&Method::POST, "/pooling") => pool(req, shared, PoolEndpoint::Pooling).await,
+        (&Method::POST, "/v1/rerank" | "/rerank" | "/v2/rerank") => {
+            pool(req, shared, PoolEndpoint::Rerank).await
+        }
         (&Method::GET, "/v1/models") => json(StatusCode::OK, models_body(&shared.cfg)),
         (&Method::GET, "/health") => plain(StatusCode::OK, "text/plain", String::new()),
         (&Method::GET, "/metrics") => {
@@ -219,6 +227,11 @@ async fn route(req: Request<Incoming>, shared: &Arc<Shared>) -> Response<SimBody
             "/v1/completions"
             | "/v1/chat/completions"
             | "/v1/responses"
+            | "/v1/embeddings"
+            | "/pooling"
+            | "/v1/rerank"
+            | "/rerank"
+            | "/v2/rerank"
             | "/v1/models"
             | "/health"
             | "/metrics",
@@ -327,7 +340,10 @@ fn new_record(req: &Request<Incoming>, id: u64, endpoint: Endpoint) -> TraceReco
 
 /// Reads the whole body, at most [`MAX_BODY`] bytes within `timeout` (a
 /// stalled upload would otherwise hold its connection forever).
-async fn read_body(req: Request<Incoming>, timeout: Duration) -> Result<bytes::Bytes, ApiError> {
+pub(super) async fn read_body(
+    req: Request<Incoming>,
+    timeout: Duration,
+) -> Result<bytes::Bytes, ApiError> {
     let collect = Limited::new(req.into_body(), MAX_BODY).collect();
     let Ok(collected) = tokio::time::timeout(timeout, collect).await else {
         return Err(ApiError {
@@ -355,7 +371,7 @@ async fn read_body(req: Request<Incoming>, timeout: Duration) -> Result<bytes::B
 }
 
 /// The error body and trace outcome of an injected refusal.
-fn refusal_error(refusal: Refusal) -> (ApiError, &'static str) {
+pub(super) fn refusal_error(refusal: Refusal) -> (ApiError, &'static str) {
     match refusal {
         Refusal::Http500 => (
             ApiError {
@@ -376,7 +392,7 @@ fn refusal_error(refusal: Refusal) -> (ApiError, &'static str) {
     }
 }
 
-fn shutting_down() -> ApiError {
+pub(super) fn shutting_down() -> ApiError {
     ApiError {
         status: 503,
         kind: "ServiceUnavailable",
@@ -414,7 +430,7 @@ fn submit(
 }
 
 /// Answers with `err` and traces the request as `outcome`.
-fn refuse(
+pub(super) fn refuse(
     shared: &Shared,
     mut rec: TraceRecord,
     err: &ApiError,
@@ -432,14 +448,14 @@ fn refuse(
     error(err)
 }
 
-fn error(err: &ApiError) -> Response<SimBody> {
+pub(super) fn error(err: &ApiError) -> Response<SimBody> {
     json(
         StatusCode::from_u16(err.status).unwrap_or(StatusCode::BAD_REQUEST),
         err.body(),
     )
 }
 
-fn json(status: StatusCode, body: String) -> Response<SimBody> {
+pub(super) fn json(status: StatusCode, body: String) -> Response<SimBody> {
     plain(status, "application/json", body)
 }
 
@@ -451,7 +467,7 @@ fn plain(status: StatusCode, content_type: &'static str, body: String) -> Respon
     resp
 }
 
-fn unix_now() -> u64 {
+pub(super) fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())

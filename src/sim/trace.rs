@@ -21,7 +21,8 @@ use anyhow::Context as _;
 pub struct TraceRecord {
     /// `x-request-id` header, or a generated `sim-N`.
     pub request_id: String,
-    /// `completions` or `chat`.
+    /// `completions`, `chat`, `responses`, or a pooling API's `embeddings`,
+    /// `pooling`, `rerank`.
     pub endpoint: &'static str,
     /// Whether the response was streamed.
     pub stream: bool,
@@ -57,6 +58,11 @@ pub struct TraceRecord {
     pub first_answer: Option<Duration>,
     /// Reasoning tokens sent.
     pub reasoning_tokens: u32,
+    /// Pooling APIs: the sequences the request held (inputs, or rerank
+    /// documents); 0 for generation. For them `first_token_engine` is when
+    /// the last sequence finished its prefill and `first_token` when the
+    /// answer was handed to the connection.
+    pub inputs: u32,
 }
 
 impl TraceRecord {
@@ -82,6 +88,7 @@ impl TraceRecord {
             "first_reasoning_s": s(self.first_reasoning),
             "first_answer_s": s(self.first_answer),
             "reasoning_tokens": self.reasoning_tokens,
+            "inputs": self.inputs,
         })
         .to_string()
     }

@@ -1,4 +1,5 @@
-//! Dataset generators: random, ShareGPT, custom JSONL → [`RequestSpec`]s (seeded).
+//! Dataset generators: random, random-rerank, ShareGPT, BurstGPT, custom JSONL,
+//! prefix_repetition → [`RequestSpec`]s (seeded).
 //!
 //! This file owns the configuration ([`DatasetConfig`]), the one function that
 //! touches the filesystem ([`load`]), and the helpers the generators share
@@ -13,7 +14,7 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
 use super::tokenizer::TokenCounter;
-use super::{custom, prefix, random, sharegpt, Prompt, RequestSpec};
+use super::{burstgpt, custom, prefix, random, rerank, sharegpt, Prompt, RequestSpec};
 
 /// Which dataset, with its own options (vLLM flag names in the docs).
 #[derive(Debug, Clone, PartialEq)]
@@ -37,6 +38,10 @@ pub enum DatasetKind {
     Custom { path: PathBuf, output_len: i64 },
     /// `--dataset-name prefix_repetition` with its four `--prefix-repetition-*` flags.
     PrefixRepetition(prefix::PrefixParams),
+    /// `--dataset-name burstgpt --dataset-path FILE.csv` (see [`burstgpt`]).
+    BurstGpt { path: PathBuf },
+    /// `--dataset-name random-rerank` (see [`rerank`]).
+    RandomRerank(rerank::RerankParams),
 }
 
 /// Everything [`load`] needs to build a workload.
@@ -47,12 +52,25 @@ pub struct DatasetConfig {
     pub num_prompts: usize,
     /// `--seed`; see [`dataset_rng`] for how it is turned into the dataset's RNG.
     pub seed: u64,
-    /// True for `/v1/chat/completions` (prompts must be text).
+    /// Prompts must be text: every API but `/v1/completions` (chat,
+    /// Responses and the pooling APIs).
     pub chat: bool,
     /// `--disable-shuffle`.
     pub disable_shuffle: bool,
     /// `--no-oversample`.
     pub no_oversample: bool,
+    /// `--random-batch-size` for the `random` dataset on a pooling backend:
+    /// inputs per request (1 = one prompt per request).
+    pub batch_size: usize,
+}
+
+impl DatasetConfig {
+    /// Whether one request carries several prompts (random-rerank's
+    /// documents, `--random-batch-size`), so the dataset, not
+    /// `--num-prompts`, says how many requests there are.
+    pub fn groups_prompts(&self) -> bool {
+        self.batch_size > 1 || matches!(self.kind, DatasetKind::RandomRerank(_))
+    }
 }
 
 /// The sampling options shared by the file-based datasets.
@@ -113,7 +131,27 @@ pub fn load(
             };
             let workload =
                 random::generate(&params, cfg.num_prompts, tokenizer, cfg.chat, &mut rng)?;
-            Ok(workload.requests)
+            Ok(rerank::batch_prompts(workload.requests, cfg.batch_size))
+        }
+        DatasetKind::RandomRerank(params) => {
+            rerank::generate(params, cfg.num_prompts, tokenizer, &mut rng)
+        }
+        DatasetKind::BurstGpt { path } => {
+            let contents = read_dataset(
+                path,
+                "the BurstGPT CSV (Timestamp,Model,Request tokens,Response tokens,...)",
+            )?;
+            let origin = path.display().to_string();
+            let rows = burstgpt::parse(&origin, &contents)?;
+            // vLLM samples with pandas seeded by --seed itself (no salt).
+            burstgpt::sample(
+                &origin,
+                &rows,
+                cfg.num_prompts,
+                cfg.seed,
+                tokenizer,
+                cfg.chat,
+            )
         }
         DatasetKind::ShareGpt { path, output_len } => {
             let contents = read_dataset(path, "a ShareGPT JSON file")?;
@@ -244,6 +282,7 @@ mod tests {
             chat: false,
             disable_shuffle: false,
             no_oversample: false,
+            batch_size: 1,
         }
     }
 
@@ -328,6 +367,44 @@ mod tests {
         assert!(
             msg.contains("latin1.jsonl") && msg.contains("UTF-8"),
             "{msg}"
+        );
+    }
+
+    #[test]
+    fn load_reads_a_burstgpt_csv_and_groups_random_rerank_prompts() {
+        let dir = tempfile::tempdir().unwrap();
+        let csv = dir.path().join("burst.csv");
+        std::fs::write(
+            &csv,
+            "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n\
+             1,GPT-4,10,3,13,API log\n2,ChatGPT,20,4,24,API log\n3,GPT-4,30,5,35,API log\n",
+        )
+        .unwrap();
+        let cfg = DatasetConfig {
+            kind: DatasetKind::BurstGpt { path: csv },
+            num_prompts: 4,
+            ..random_cfg(0)
+        };
+        assert!(!cfg.groups_prompts());
+        let reqs = load(&cfg, None).unwrap();
+        // Two GPT-4 rows, 4 drawn with replacement (pandas 3.1.1, seed 0: [0, 1, 1, 0]).
+        let lens: Vec<(u32, u32)> = reqs.iter().map(|r| (r.prompt_len, r.output_len)).collect();
+        assert_eq!(lens, [(10, 3), (30, 5), (30, 5), (10, 3)]);
+        let cfg = DatasetConfig {
+            kind: DatasetKind::RandomRerank(rerank::RerankParams {
+                input_len: 20,
+                range_ratio: 0.0,
+                batch_size: 3,
+                reranker: true,
+            }),
+            num_prompts: 7,
+            ..random_cfg(0)
+        };
+        assert!(cfg.groups_prompts());
+        assert_eq!(
+            load(&cfg, None).unwrap().len(),
+            3,
+            "7 documents, 3 per request"
         );
     }
 

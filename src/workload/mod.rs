@@ -1,12 +1,16 @@
-//! Workload: what each request asks for (prompt, expected lengths), built from a dataset.
+//! Workload: what each request asks for (prompt, expected lengths), built from a dataset
+//! (random, random-rerank, ShareGPT, BurstGPT, custom, prefix_repetition).
 //!
 //! Owns [`RequestSpec`] and the dataset generators. No network I/O here; file
 //! reading happens only in [`dataset::load`] at the edge.
 
+pub mod burstgpt;
 pub mod custom;
 pub mod dataset;
+pub mod mt19937;
 pub mod prefix;
 pub mod random;
+pub mod rerank;
 pub mod sharegpt;
 pub mod tokenizer;
 
@@ -17,6 +21,10 @@ pub enum Prompt {
     Text(String),
     /// Token ids (completions only: `prompt: [ids]`).
     Tokens(Vec<u32>),
+    /// Several texts in one request (pooling backends): a batched embeddings
+    /// or pooling `input` (`--random-batch-size`), or a rerank query followed
+    /// by its documents (`random-rerank`).
+    Batch(Vec<String>),
 }
 
 /// One request of the workload. `index` is its position in the dataset order.

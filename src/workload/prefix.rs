@@ -168,7 +168,7 @@ mod tests {
     fn ids(r: &RequestSpec) -> &[u32] {
         match &r.prompt {
             Prompt::Tokens(t) => t,
-            Prompt::Text(_) => panic!("expected token ids"),
+            _ => panic!("expected token ids"),
         }
     }
 
@@ -199,7 +199,7 @@ mod tests {
             .iter()
             .map(|r| match &r.prompt {
                 Prompt::Text(t) => t.split(' ').take(20).collect::<Vec<_>>().join(" "),
-                Prompt::Tokens(_) => panic!("chat needs text"),
+                _ => panic!("chat needs text"),
             })
             .collect();
         assert!(texts.iter().all(|t| *t == texts[0]));

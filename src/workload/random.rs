@@ -167,15 +167,7 @@ fn with_tokenizer(
     rng: &mut StdRng,
 ) -> anyhow::Result<RandomWorkload> {
     let vocab = tok.vocab_size();
-    let allowed: Vec<u32> = (0..vocab)
-        .filter(|id| !tok.special_ids().contains(id))
-        .collect();
-    if allowed.is_empty() {
-        bail!(
-            "tokenizer '{}' has no non-special tokens to build random prompts from",
-            tok.path().display()
-        );
-    }
+    let allowed = allowed_ids(tok)?;
     let offsets: Vec<usize> = input_lens
         .iter()
         .map(|_| rng.random_range(0..vocab) as usize)
@@ -204,6 +196,48 @@ fn with_tokenizer(
     }
     workload.requests = finish(workload.requests, 0, true, rng);
     Ok(workload)
+}
+
+/// The vocabulary ids random prompts may use: every id but the special ones.
+pub(crate) fn allowed_ids(tok: &TokenCounter) -> anyhow::Result<Vec<u32>> {
+    let allowed: Vec<u32> = (0..tok.vocab_size())
+        .filter(|id| !tok.special_ids().contains(id))
+        .collect();
+    if allowed.is_empty() {
+        bail!(
+            "tokenizer '{}' has no non-special tokens to build random prompts from",
+            tok.path().display()
+        );
+    }
+    Ok(allowed)
+}
+
+/// vLLM's `generate_token_sequence` without a prefix: `len` ids
+/// `allowed[(offset + index + k) mod |allowed|]`, then decode → encode
+/// adjusted ([`decode_to_target_len`]). Returns the text and the length it
+/// re-encodes to.
+pub(crate) fn walk_text(
+    tok: &TokenCounter,
+    allowed: &[u32],
+    len: u32,
+    offset: usize,
+    index: usize,
+    rng: &mut StdRng,
+) -> (String, u32) {
+    let ids: Vec<u32> = (0..len as usize)
+        .map(|k| allowed[(offset + index + k) % allowed.len()])
+        .collect();
+    let (text, n) = decode_to_target_len(tok, ids, len as usize, allowed, rng);
+    (text, u32::try_from(n).unwrap_or(u32::MAX))
+}
+
+/// `len` random [`COMMON_WORDS`] joined by spaces (a text of about `len`
+/// tokens when there is no tokenizer).
+pub(crate) fn random_words(len: u32, rng: &mut StdRng) -> String {
+    (0..len)
+        .map(|_| COMMON_WORDS[rng.random_range(0..COMMON_WORDS.len())])
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Decode `ids`, re-encode, and truncate / pad with random allowed ids until the

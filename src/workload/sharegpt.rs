@@ -174,7 +174,7 @@ mod tests {
         reqs.iter()
             .map(|r| match &r.prompt {
                 Prompt::Text(t) => t.clone(),
-                Prompt::Tokens(_) => panic!("sharegpt prompts are text"),
+                _ => panic!("sharegpt prompts are text"),
             })
             .collect()
     }

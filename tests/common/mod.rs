@@ -1,6 +1,7 @@
 //! A small streaming test server of our own: answers OpenAI-style streaming
-//! completions with known delays, and records when it actually received each
-//! request and wrote each event (ground truth for client-side numbers).
+//! completions (or, with `pooling_body`, one JSON answer per request) with
+//! known delays, and records when it actually received each request and
+//! wrote each event (ground truth for client-side numbers).
 #![allow(dead_code)]
 
 pub mod cli;
@@ -34,6 +35,9 @@ pub struct Behaviour {
     pub fail_after: Option<usize>,
     /// POSTs after the first `n` never answer (a server that stalls).
     pub stall_after: Option<usize>,
+    /// A pooling server: every POST waits for a slot, holds it for `ttft`,
+    /// then gets this body at once (HTTP 200, JSON, not streamed).
+    pub pooling_body: Option<String>,
 }
 
 impl Default for Behaviour {
@@ -47,6 +51,7 @@ impl Default for Behaviour {
             slots: None,
             fail_after: None,
             stall_after: None,
+            pooling_body: None,
         }
     }
 }
@@ -178,6 +183,32 @@ async fn handle(
             auth.join(" ")
         );
         return Ok(Response::builder().status(status).body(full(body)).unwrap());
+    }
+    if let Some(answer) = b.pooling_body.clone() {
+        let index = {
+            let mut t = truths.lock().unwrap();
+            t.push(Truth {
+                request_id,
+                received,
+                headers,
+                body,
+                ..Default::default()
+            });
+            t.len() - 1
+        };
+        let _permit = match bs.1.clone() {
+            Some(s) => s.acquire_owned().await.ok(),
+            None => None,
+        };
+        tokio::time::sleep(b.ttft).await;
+        truths.lock().unwrap()[index]
+            .event_times
+            .push(t0.elapsed().as_secs_f64());
+        let resp = Response::builder()
+            .header("content-type", "application/json")
+            .body(full(answer))
+            .unwrap();
+        return Ok(resp);
     }
     let chat = body.get("messages").is_some();
     let n = body

@@ -6,6 +6,7 @@
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 use serde_json::Value;
+use std::borrow::Cow;
 
 use crate::workload::Prompt;
 
@@ -18,6 +19,20 @@ pub enum Api {
     Chat,
     /// `/v1/responses` (`--backend openai-responses`): typed SSE events.
     Responses,
+    /// `/v1/embeddings` (`--backend openai-embeddings`): one JSON answer, no stream.
+    Embeddings,
+    /// vLLM's `/v1/rerank` (`--backend vllm-rerank`): a query and documents, one JSON answer.
+    Rerank,
+    /// vLLM's `/pooling` (`--backend vllm-pooling`): one JSON answer, no stream.
+    Pooling,
+}
+
+impl Api {
+    /// A pooling API (embeddings, rerank, pooling): the answer is one JSON
+    /// body, so a request has an end-to-end latency and nothing streamed.
+    pub fn is_pooling(self) -> bool {
+        matches!(self, Api::Embeddings | Api::Rerank | Api::Pooling)
+    }
 }
 
 /// Per-run body settings (everything but prompt and length).
@@ -109,7 +124,7 @@ pub fn request_body_for(
     max_tokens: u32,
     index: usize,
 ) -> Vec<u8> {
-    let chat_text: String;
+    let chat_text: Cow<'_, str>;
     let mut fields: Vec<(&str, Field<'_>)> = Vec::with_capacity(
         9 + opts.sampling.len() + opts.extra_body.as_ref().map_or(0, |m| m.len()),
     );
@@ -118,42 +133,32 @@ pub fn request_body_for(
         _ => opts.model.as_str(),
     };
     fields.push(("model", Field::Str(model)));
+    if api.is_pooling() {
+        return pooling_body(api, opts, prompt, fields);
+    }
     match api {
         Api::Completions => {
-            let prompt = match prompt {
-                Prompt::Text(text) => Field::Str(text),
-                Prompt::Tokens(ids) => Field::Tokens(ids),
-            };
-            fields.push(("prompt", prompt));
+            fields.push(("prompt", prompt_field(prompt)));
             fields.push(("repetition_penalty", Field::F64(1.0)));
             fields.push(("max_tokens", Field::U32(max_tokens)));
             fields.push(("logprobs", Field::OptU32(opts.logprobs)));
         }
         Api::Chat => {
-            let text = match prompt {
-                Prompt::Text(text) => text.as_str(),
-                Prompt::Tokens(ids) => {
-                    chat_text = join_ids(ids);
-                    &chat_text
-                }
-            };
+            chat_text = prompt_text(prompt);
+            let text = chat_text.as_ref();
             fields.push(("messages", Field::UserMessage(text)));
             fields.push(("max_completion_tokens", Field::U32(max_tokens)));
         }
         Api::Responses => {
-            let text = match prompt {
-                Prompt::Text(text) => text.as_str(),
-                Prompt::Tokens(ids) => {
-                    chat_text = join_ids(ids);
-                    &chat_text
-                }
-            };
+            chat_text = prompt_text(prompt);
+            let text = chat_text.as_ref();
             fields.push(("input", Field::Str(text)));
             fields.push(("max_output_tokens", Field::U32(max_tokens)));
             fields.push(("stream", Field::Bool(true)));
             // vLLM's client: a stored response would grow the server's heap.
             fields.push(("store", Field::Bool(false)));
         }
+        Api::Embeddings | Api::Rerank | Api::Pooling => {}
     }
     if api != Api::Responses {
         // The Responses API has no stream_options: usage comes with response.completed.
@@ -166,18 +171,106 @@ pub fn request_body_for(
     for (key, value) in &opts.sampling {
         upsert(&mut fields, key, Field::Json(value));
     }
+    merge_extra_body(&mut fields, opts);
+    encode(&fields)
+}
+
+/// `--extra-body`, merged last: a key already present is replaced where it
+/// stands, a `null` value removes the key.
+fn merge_extra_body<'a>(fields: &mut Vec<(&'a str, Field<'a>)>, opts: &'a BodyOptions) {
     if let Some(extra) = &opts.extra_body {
         for (key, value) in extra {
             if value.is_null() {
                 fields.retain(|(k, _)| k != key);
             } else {
-                upsert(&mut fields, key, Field::Json(value));
+                upsert(fields, key, Field::Json(value));
             }
         }
     }
+}
+
+fn encode(fields: &[(&str, Field<'_>)]) -> Vec<u8> {
     // Cannot fail: string keys only, and none of the values has a fallible
     // `Serialize` (a `serde_json::Value` holds no NaN or infinity).
-    serde_json::to_vec(&Body(&fields)).unwrap_or_default()
+    serde_json::to_vec(&Body(fields)).unwrap_or_default()
+}
+
+/// The body of a pooling request, keys in vLLM's order (its
+/// `endpoint_request_func.py`): `truncate_prompt_tokens: -1` always (vLLM:
+/// "many embedding models have short context length"); no sampling keys.
+///
+/// - embeddings: `model`, `input`, `truncate_prompt_tokens`, `ignore_eos`
+///   (only when set), then `--extra-body`;
+/// - pooling: `model`, `truncate_prompt_tokens`, `input`, `ignore_eos`, then
+///   `--extra-body`;
+/// - rerank: `model`, `query` (the prompt's first text), `documents` (the
+///   rest), `truncate_prompt_tokens`. vLLM merges neither `ignore_eos` nor
+///   `--extra-body` into a rerank body, and neither does kneecap.
+fn pooling_body<'a>(
+    api: Api,
+    opts: &'a BodyOptions,
+    prompt: &'a Prompt,
+    mut fields: Vec<(&'a str, Field<'a>)>,
+) -> Vec<u8> {
+    match api {
+        Api::Rerank => {
+            let (query, documents): (&str, &[String]) = match prompt {
+                Prompt::Batch(texts) => match texts.split_first() {
+                    Some((q, docs)) => (q.as_str(), docs),
+                    None => ("", &[]),
+                },
+                Prompt::Text(text) => (text.as_str(), &[]),
+                Prompt::Tokens(_) => ("", &[]),
+            };
+            fields.push(("query", Field::Str(query)));
+            fields.push(("documents", Field::Texts(documents)));
+            fields.push(("truncate_prompt_tokens", Field::I64(-1)));
+            return encode(&fields);
+        }
+        Api::Pooling => {
+            fields.push(("truncate_prompt_tokens", Field::I64(-1)));
+            fields.push(("input", prompt_field(prompt)));
+        }
+        _ => {
+            fields.push(("input", prompt_field(prompt)));
+            fields.push(("truncate_prompt_tokens", Field::I64(-1)));
+        }
+    }
+    if opts.ignore_eos {
+        fields.push(("ignore_eos", Field::Bool(true)));
+    }
+    merge_extra_body(&mut fields, opts);
+    encode(&fields)
+}
+
+/// A prompt as a JSON value: a string, a list of ids, or a list of strings.
+fn prompt_field(prompt: &Prompt) -> Field<'_> {
+    match prompt {
+        Prompt::Text(text) => Field::Str(text),
+        Prompt::Tokens(ids) => Field::Tokens(ids),
+        Prompt::Batch(texts) => Field::Texts(texts),
+    }
+}
+
+/// A prompt as one text (chat and Responses take a single message).
+fn prompt_text(prompt: &Prompt) -> Cow<'_, str> {
+    match prompt {
+        Prompt::Text(text) => Cow::Borrowed(text),
+        Prompt::Tokens(ids) => Cow::Owned(join_ids(ids)),
+        Prompt::Batch(texts) => Cow::Owned(texts.join("\n")),
+    }
+}
+
+/// How many inputs a request carries (vLLM's `num_input_sequences`): the
+/// documents of a rerank request, the list length of a batched pooling
+/// input, else 1.
+pub fn input_sequences(api: Api, prompt: &Prompt) -> u32 {
+    let n = match prompt {
+        Prompt::Batch(texts) if api == Api::Rerank => texts.len().saturating_sub(1),
+        Prompt::Batch(texts) => texts.len(),
+        Prompt::Text(_) | Prompt::Tokens(_) => 1,
+    };
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 /// Replace `key`'s value in place, or append it.
@@ -207,6 +300,8 @@ struct Body<'a>(&'a [(&'a str, Field<'a>)]);
 enum Field<'a> {
     Str(&'a str),
     Tokens(&'a [u32]),
+    Texts(&'a [String]),
+    I64(i64),
     U32(u32),
     OptU32(Option<u32>),
     F64(f64),
@@ -233,6 +328,8 @@ impl Serialize for Field<'_> {
         match self {
             Field::Str(s) => serializer.serialize_str(s),
             Field::Tokens(ids) => ids.serialize(serializer),
+            Field::Texts(texts) => texts.serialize(serializer),
+            Field::I64(n) => serializer.serialize_i64(*n),
             Field::U32(n) => serializer.serialize_u32(*n),
             Field::OptU32(n) => n.serialize(serializer),
             Field::F64(x) => serializer.serialize_f64(*x),

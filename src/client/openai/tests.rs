@@ -445,3 +445,49 @@ fn lora_modules_replace_the_model_round_robin_or_seeded_random() {
     assert_ne!(random, other, "another seed, other choices");
     assert_eq!(model_of(&opts(), 7), "m", "no LoRA: the served model");
 }
+
+/// The pooling bodies, byte for byte as vLLM 0.33's request functions build
+/// them (`endpoint_request_func.py`): no sampling keys, no `stream`;
+/// `truncate_prompt_tokens: -1`; rerank takes neither `ignore_eos` nor
+/// `--extra-body`.
+#[test]
+fn pooling_request_bodies_match_vllm() {
+    let batch = |v: &[&str]| Prompt::Batch(v.iter().map(|s| s.to_string()).collect());
+    let opts = full_options();
+    let plain = self::opts();
+    let cases: Vec<(Api, &BodyOptions, Prompt, &str)> = vec![
+        (
+            Api::Embeddings,
+            &plain,
+            text("hi"),
+            r#"{"model":"m","input":"hi","truncate_prompt_tokens":-1}"#,
+        ),
+        (
+            Api::Embeddings,
+            &opts,
+            batch(&["a", "b"]),
+            r#"{"model":"served","input":["a","b"],"truncate_prompt_tokens":-1,"ignore_eos":true,"top_k":5,"min_tokens":10,"stream":false}"#,
+        ),
+        (
+            Api::Pooling,
+            &plain,
+            text("hi"),
+            r#"{"model":"m","truncate_prompt_tokens":-1,"input":"hi"}"#,
+        ),
+        (
+            Api::Rerank,
+            &opts,
+            batch(&["q", "d1", "d2"]),
+            r#"{"model":"served","query":"q","documents":["d1","d2"],"truncate_prompt_tokens":-1}"#,
+        ),
+    ];
+    for (api, o, prompt, want) in cases {
+        assert_eq!(body(api, o, &prompt, 16), want, "{api:?}");
+    }
+    assert_eq!(input_sequences(Api::Rerank, &batch(&["q", "d1", "d2"])), 2);
+    assert_eq!(
+        input_sequences(Api::Embeddings, &batch(&["a", "b", "c"])),
+        3
+    );
+    assert_eq!(input_sequences(Api::Embeddings, &text("a")), 1);
+}

@@ -3,6 +3,7 @@
 //! these files, each with a message naming the flag and the fix, and each
 //! with a unit test.
 
+pub mod dataset;
 pub mod run;
 pub mod sim;
 pub mod sweep;

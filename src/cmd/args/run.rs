@@ -2,6 +2,7 @@
 //! syntax into domain types, and every cross-field rule, each with a message
 //! that names the flag and the fix. No I/O except checking that named files exist.
 
+use super::dataset::{dataset_config, dataset_name, dataset_notes};
 use crate::cli::run::{ArrivalKind, Backend as BackendArg, DatasetName, RampUp, RunArgs};
 use crate::client::net::proxy::ProxyEnv;
 use crate::client::net::tls::TlsOptions;
@@ -11,9 +12,10 @@ use crate::metrics::stats::{GoodputSlo, StatsOptions};
 use crate::metrics::MetricName;
 use crate::schedule::{Arrival, RampStrategy};
 use crate::shard::Shard;
-use crate::workload::dataset::{DatasetConfig, DatasetKind};
-use crate::workload::prefix::PrefixParams;
+#[cfg(test)]
+use crate::workload::dataset::DatasetKind;
 use anyhow::{bail, Context, Result};
+#[cfg(test)]
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -35,16 +37,13 @@ pub fn run_config(a: &RunArgs) -> Result<RunConfig> {
 /// target when no --base-url, --host or --port is given.
 pub fn run_config_for(a: &RunArgs, default: DefaultTarget) -> Result<RunConfig> {
     let (backend, api, endpoint) = resolve_api(a)?;
-    let load = load_config(a)?;
+    let mut load = load_config(a)?;
     let dataset = dataset_config(a, api)?;
-    let dataset_name = match a.dataset_name {
-        DatasetName::Random => "random",
-        DatasetName::Sharegpt => "sharegpt",
-        DatasetName::Custom => "custom",
-        DatasetName::PrefixRepetition => "prefix_repetition",
-    };
-    // vLLM forces ignore_eos for the random dataset on OpenAI-compatible backends.
-    let ignore_eos = a.ignore_eos || a.dataset_name == DatasetName::Random;
+    load.requests_from_dataset = dataset.groups_prompts();
+    let dataset_name = dataset_name(a.dataset_name);
+    // vLLM forces ignore_eos for the random dataset on OpenAI-compatible
+    // (generation) backends only.
+    let ignore_eos = a.ignore_eos || (a.dataset_name == DatasetName::Random && !api.is_pooling());
     if let Some(t) = &a.tokenizer {
         if !t.exists() {
             bail!("--tokenizer: '{}' does not exist (give a tokenizer.json file or a directory holding one)", t.display());
@@ -72,7 +71,7 @@ pub fn run_config_for(a: &RunArgs, default: DefaultTarget) -> Result<RunConfig> 
         load,
         body: body_options(a, ignore_eos)?,
         stats: stats_options(a)?,
-        output: output_config(a)?,
+        output: output_config(a, api)?,
         request_id_prefix: a.request_id_prefix.clone(),
         shard: shard(a)?,
         start_at: a
@@ -87,6 +86,8 @@ pub fn run_config_for(a: &RunArgs, default: DefaultTarget) -> Result<RunConfig> 
             .without_meaning()
             .into_iter()
             .map(|(flag, why)| format!("{flag} has no meaning for kneecap ({why}); ignored"))
+            .chain(dataset_notes(a, api))
+            .chain(pooling_notes(a, api))
             .collect(),
     })
 }
@@ -145,16 +146,25 @@ fn resolve_api(a: &RunArgs) -> Result<(Backend, Api, String)> {
         Some(BackendArg::Openai) => Backend::Openai,
         Some(BackendArg::OpenaiChat) => Backend::OpenaiChat,
         Some(BackendArg::OpenaiResponses) => Backend::OpenaiResponses,
+        Some(BackendArg::OpenaiEmbeddings) => Backend::OpenaiEmbeddings,
+        Some(BackendArg::VllmRerank) => Backend::VllmRerank,
+        Some(BackendArg::VllmPooling) => Backend::VllmPooling,
         None if suffix("chat/completions") => Backend::OpenaiChat,
         None if suffix("responses") => Backend::OpenaiResponses,
+        None if suffix("embeddings") => Backend::OpenaiEmbeddings,
+        None if suffix("rerank") => Backend::VllmRerank,
+        None if suffix("pooling") => Backend::VllmPooling,
         None => Backend::Openai,
     };
     let api = backend.api();
-    let endpoint = match &a.endpoint {
-        Some(e) => e.clone(),
-        None if api == Api::Chat => "/v1/chat/completions".into(),
-        None if api == Api::Responses => "/v1/responses".into(),
-        None => "/v1/completions".into(),
+    let endpoint = match (&a.endpoint, api) {
+        (Some(e), _) => e.clone(),
+        (None, Api::Chat) => "/v1/chat/completions".into(),
+        (None, Api::Responses) => "/v1/responses".into(),
+        (None, Api::Embeddings) => "/v1/embeddings".into(),
+        (None, Api::Rerank) => "/v1/rerank".into(),
+        (None, Api::Pooling) => "/pooling".into(),
+        (None, Api::Completions) => "/v1/completions".into(),
     };
     if !endpoint.starts_with('/') {
         bail!("--endpoint: '{endpoint}' must start with '/' (for example /v1/completions)");
@@ -168,6 +178,15 @@ fn resolve_api(a: &RunArgs) -> Result<(Backend, Api, String)> {
         ),
         Api::Responses if !endpoint.ends_with("responses") => bail!(
             "--endpoint {endpoint} does not match --backend openai-responses (use /v1/responses)"
+        ),
+        Api::Embeddings if !endpoint.ends_with("embeddings") => bail!(
+            "--endpoint {endpoint} does not match --backend openai-embeddings (use /v1/embeddings)"
+        ),
+        Api::Rerank if !endpoint.ends_with("rerank") => bail!(
+            "--endpoint {endpoint} does not match --backend vllm-rerank (use /v1/rerank)"
+        ),
+        Api::Pooling if !endpoint.ends_with("pooling") => bail!(
+            "--endpoint {endpoint} does not match --backend vllm-pooling (use /pooling)"
         ),
         _ => {}
     }
@@ -224,6 +243,7 @@ fn load_config(a: &RunArgs) -> Result<LoadConfig> {
         seed: a.seed,
         ramp_up,
         ready_check_timeout: Duration::from_secs(a.ready_check_timeout_sec),
+        requests_from_dataset: false,
     })
 }
 
@@ -253,83 +273,6 @@ fn ramp_up(a: &RunArgs) -> Result<Option<(RampStrategy, u32, u32)>> {
         RampUp::Exponential => RampStrategy::Exponential,
     };
     Ok(Some((strategy, start, end)))
-}
-
-fn dataset_config(a: &RunArgs, api: Api) -> Result<DatasetConfig> {
-    let need_path = |name: &str| -> Result<PathBuf> {
-        let p = a
-            .dataset_path
-            .clone()
-            .with_context(|| format!("--dataset-name {name} needs --dataset-path FILE"))?;
-        if !p.exists() {
-            bail!("--dataset-path: '{}' does not exist", p.display());
-        }
-        Ok(p)
-    };
-    let kind = match a.dataset_name {
-        DatasetName::Random => {
-            if a.dataset_path.is_some() {
-                bail!("--dataset-path cannot be used with --dataset-name random (it is synthetic)");
-            }
-            let (ri, ro) = parse_range_ratio(&a.random_range_ratio)?;
-            DatasetKind::Random {
-                input_len: a.input_len.unwrap_or(a.random_input_len),
-                output_len: a.output_len.unwrap_or(a.random_output_len),
-                range_ratio_input: ri,
-                range_ratio_output: ro,
-                prefix_len: a.random_prefix_len,
-            }
-        }
-        DatasetName::Sharegpt => DatasetKind::ShareGpt {
-            path: need_path("sharegpt")?,
-            output_len: a.output_len.or(a.sharegpt_output_len),
-        },
-        DatasetName::Custom => DatasetKind::Custom {
-            path: need_path("custom")?,
-            output_len: a.output_len.map(i64::from).unwrap_or(a.custom_output_len),
-        },
-        DatasetName::PrefixRepetition => {
-            if a.dataset_path.is_some() {
-                bail!("--dataset-path cannot be used with --dataset-name prefix_repetition (it is synthetic)");
-            }
-            DatasetKind::PrefixRepetition(PrefixParams {
-                prefix_len: a.prefix_repetition_prefix_len,
-                suffix_len: a.prefix_repetition_suffix_len,
-                num_prefixes: a.prefix_repetition_num_prefixes,
-                output_len: a.output_len.unwrap_or(a.prefix_repetition_output_len),
-            })
-        }
-    };
-    if let DatasetKind::Random { input_len: 0, .. } = kind {
-        bail!("--random-input-len must be at least 1");
-    }
-    Ok(DatasetConfig {
-        kind,
-        num_prompts: a.num_prompts,
-        seed: a.seed,
-        chat: api != Api::Completions,
-        disable_shuffle: a.disable_shuffle,
-        no_oversample: a.no_oversample,
-    })
-}
-
-/// `--random-range-ratio`: a float, or `{"input": r1, "output": r2}`; each in [0, 1).
-fn parse_range_ratio(s: &str) -> Result<(f64, f64)> {
-    let check = |v: f64| -> Result<f64> {
-        if !(0.0..1.0).contains(&v) {
-            bail!("--random-range-ratio: {v} must be in [0, 1)");
-        }
-        Ok(v)
-    };
-    if let Ok(v) = s.trim().parse::<f64>() {
-        let v = check(v)?;
-        return Ok((v, v));
-    }
-    let obj: serde_json::Value = serde_json::from_str(s).map_err(|_| {
-        anyhow::anyhow!("--random-range-ratio: '{s}' is neither a number nor a JSON object like {{\"input\": 0.1, \"output\": 0.2}}")
-    })?;
-    let get = |k: &str| obj.get(k).and_then(|v| v.as_f64()).unwrap_or(0.0);
-    Ok((check(get("input"))?, check(get("output"))?))
 }
 
 fn body_options(a: &RunArgs, ignore_eos: bool) -> Result<BodyOptions> {
@@ -422,8 +365,41 @@ pub fn parse_goodput(items: &[String]) -> Result<Option<GoodputSlo>> {
     Ok(Some(slo))
 }
 
-fn output_config(a: &RunArgs) -> Result<OutputConfig> {
+/// Flags vLLM ignores for pooling backends (sampling, `--logprobs`; on
+/// rerank also `--extra-body` and `--ignore-eos`): one note each.
+fn pooling_notes(a: &RunArgs, api: Api) -> Vec<String> {
+    if !api.is_pooling() {
+        return Vec::new();
+    }
+    let sampling = [
+        ("--temperature", a.temperature.is_some()),
+        ("--top-p", a.top_p.is_some()),
+        ("--top-k", a.top_k.is_some()),
+        ("--min-p", a.min_p.is_some()),
+        ("--frequency-penalty", a.frequency_penalty.is_some()),
+        ("--presence-penalty", a.presence_penalty.is_some()),
+        ("--repetition-penalty", a.repetition_penalty.is_some()),
+        ("--logprobs", a.logprobs.is_some()),
+    ];
+    let rerank = [
+        ("--extra-body", a.extra_body.is_some()),
+        ("--ignore-eos", a.ignore_eos),
+    ];
+    let rerank = rerank.iter().filter(|_| api == Api::Rerank);
+    sampling
+        .iter()
+        .chain(rerank)
+        .filter(|(_, given)| *given)
+        .map(|(flag, _)| {
+            format!("{flag} is not sent by a pooling backend (as in vLLM, whose request has no such key); ignored")
+        })
+        .collect()
+}
+
+fn output_config(a: &RunArgs, api: Api) -> Result<OutputConfig> {
     let percentile_metrics = match &a.percentile_metrics {
+        // vLLM's defaults: "ttft,tpot,itl" for generation, "e2el" for pooling.
+        None if api.is_pooling() => vec![MetricName::E2el],
         None => vec![MetricName::Ttft, MetricName::Tpot, MetricName::Itl],
         Some(s) => s
             .split(',')

@@ -118,7 +118,7 @@ fn target_and_endpoint_rules_name_their_flag() {
         // An explicit completions backend wins over a chat endpoint, and refuses it.
         "--backend openai --endpoint /v1/chat/completions => does not match the completions backend",
         // A completions backend needs a completions endpoint.
-        "--endpoint /v1/embeddings => --endpoint /v1/embeddings does not match the completions",
+        "--backend openai --endpoint /v1/embeddings => --endpoint /v1/embeddings does not match the completions",
     ]);
 }
 

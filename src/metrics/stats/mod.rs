@@ -74,7 +74,12 @@ pub struct Summary {
     pub failed: usize,
     pub total_input_tokens: u64,
     pub total_output_tokens: u64,
+    /// Σ inputs of the successful requests (vLLM's `total_input_sequences`;
+    /// reported for pooling backends).
+    pub total_input_sequences: u64,
     pub request_throughput: f64,
+    /// `total_input_sequences` per second (vLLM's `input_sequence_throughput`).
+    pub input_sequence_throughput: f64,
     pub request_goodput: Option<f64>,
     pub output_throughput: f64,
     pub total_token_throughput: f64,
@@ -138,7 +143,9 @@ pub fn summarize(records: &[RequestRecord], duration: Duration, opts: &StatsOpti
         failed: records.len() - completed,
         total_input_tokens: tokens.input,
         total_output_tokens: tokens.output,
+        total_input_sequences: tokens.sequences,
         request_throughput: per_second(completed as f64),
+        input_sequence_throughput: per_second(tokens.sequences as f64),
         request_goodput: opts
             .goodput
             .as_ref()
@@ -170,6 +177,8 @@ pub struct TokenTotals {
     pub input: u64,
     /// Σ `output_tokens` (the engine already applied vLLM's usage/tokenizer/1 fallback).
     pub output: u64,
+    /// Σ `input_sequences`.
+    pub sequences: u64,
 }
 
 impl TokenTotals {
@@ -178,6 +187,7 @@ impl TokenTotals {
         successful(records).fold(TokenTotals::default(), |acc, r| TokenTotals {
             input: acc.input + u64::from(r.prompt_len),
             output: acc.output + u64::from(r.output_tokens),
+            sequences: acc.sequences + u64::from(r.input_sequences),
         })
     }
 }

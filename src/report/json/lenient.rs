@@ -66,6 +66,12 @@ impl<'de> Deserialize<'de> for Lenient {
     }
 }
 
+/// An optional float read by [`float`]; absent or `null` is `None`.
+pub fn opt_float<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    let v: Option<Lenient> = Option::deserialize(d)?;
+    Ok(v.map(|x| x.0))
+}
+
 /// A float array whose elements read by [`float`]; absent or `null` is `None`.
 pub fn floats<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<f64>>, D::Error> {
     let v: Option<Vec<Lenient>> = Option::deserialize(d)?;

@@ -1,0 +1,176 @@
+//! Dataset arguments to a [`DatasetConfig`]: `--dataset-name` with its
+//! options, and the rules that tie a dataset to a backend (random-rerank and
+//! `--random-batch-size` are for pooling backends; a rerank request needs a
+//! query and documents). Each message names the flag and the fix.
+
+use crate::cli::run::{DatasetName, RunArgs};
+use crate::client::openai::Api;
+use crate::workload::dataset::{DatasetConfig, DatasetKind};
+use crate::workload::prefix::PrefixParams;
+use crate::workload::rerank::RerankParams;
+use anyhow::{bail, Context, Result};
+use std::path::PathBuf;
+
+/// vLLM's name of `--dataset-name`'s value (for results and messages).
+pub fn dataset_name(name: DatasetName) -> &'static str {
+    match name {
+        DatasetName::Random => "random",
+        DatasetName::Sharegpt => "sharegpt",
+        DatasetName::Custom => "custom",
+        DatasetName::PrefixRepetition => "prefix_repetition",
+        DatasetName::Burstgpt => "burstgpt",
+        DatasetName::RandomRerank => "random-rerank",
+        DatasetName::Sonnet => "sonnet",
+    }
+}
+
+/// The validated dataset of a run speaking `api`.
+pub fn dataset_config(a: &RunArgs, api: Api) -> Result<DatasetConfig> {
+    let need_path = |name: &str| -> Result<PathBuf> {
+        let p = a
+            .dataset_path
+            .clone()
+            .with_context(|| format!("--dataset-name {name} needs --dataset-path FILE"))?;
+        if !p.exists() {
+            bail!("--dataset-path: '{}' does not exist", p.display());
+        }
+        Ok(p)
+    };
+    let synthetic = |name: &str| -> Result<()> {
+        if a.dataset_path.is_some() {
+            bail!("--dataset-path cannot be used with --dataset-name {name} (it is synthetic)");
+        }
+        Ok(())
+    };
+    pooling_rules(a, api)?;
+    let kind = match a.dataset_name {
+        DatasetName::Random => {
+            synthetic("random")?;
+            let (ri, ro) = parse_range_ratio(&a.random_range_ratio)?;
+            DatasetKind::Random {
+                input_len: a.input_len.unwrap_or(a.random_input_len),
+                output_len: a.output_len.unwrap_or(a.random_output_len),
+                range_ratio_input: ri,
+                range_ratio_output: ro,
+                prefix_len: a.random_prefix_len,
+            }
+        }
+        DatasetName::Sharegpt => DatasetKind::ShareGpt {
+            path: need_path("sharegpt")?,
+            output_len: a.output_len.or(a.sharegpt_output_len),
+        },
+        DatasetName::Custom => DatasetKind::Custom {
+            path: need_path("custom")?,
+            output_len: a.output_len.map(i64::from).unwrap_or(a.custom_output_len),
+        },
+        DatasetName::PrefixRepetition => {
+            synthetic("prefix_repetition")?;
+            DatasetKind::PrefixRepetition(PrefixParams {
+                prefix_len: a.prefix_repetition_prefix_len,
+                suffix_len: a.prefix_repetition_suffix_len,
+                num_prefixes: a.prefix_repetition_num_prefixes,
+                output_len: a.output_len.unwrap_or(a.prefix_repetition_output_len),
+            })
+        }
+        DatasetName::Burstgpt => DatasetKind::BurstGpt {
+            path: need_path("burstgpt")?,
+        },
+        DatasetName::RandomRerank => {
+            synthetic("random-rerank")?;
+            let (ri, _) = parse_range_ratio(&a.random_range_ratio)?;
+            DatasetKind::RandomRerank(RerankParams {
+                input_len: a.input_len.unwrap_or(a.random_input_len),
+                range_ratio: ri,
+                batch_size: a.random_batch_size,
+                reranker: !a.no_reranker,
+            })
+        }
+        DatasetName::Sonnet => bail!(
+            "--dataset-name sonnet: vLLM 0.33 removed the sonnet dataset (vllm bench serve no longer \
+             offers it), so kneecap has nothing to load; use --dataset-name random, sharegpt or custom"
+        ),
+    };
+    if let DatasetKind::Random { input_len: 0, .. } = kind {
+        bail!("--random-input-len must be at least 1");
+    }
+    Ok(DatasetConfig {
+        kind,
+        num_prompts: a.num_prompts,
+        seed: a.seed,
+        chat: api != Api::Completions,
+        disable_shuffle: a.disable_shuffle,
+        no_oversample: a.no_oversample,
+        batch_size: if api.is_pooling() && a.dataset_name == DatasetName::Random {
+            a.random_batch_size
+        } else {
+            1
+        },
+    })
+}
+
+/// Which datasets a pooling backend can take, and the other way round.
+fn pooling_rules(a: &RunArgs, api: Api) -> Result<()> {
+    if a.random_batch_size == 0 {
+        bail!("--random-batch-size must be at least 1");
+    }
+    let rerank_dataset = a.dataset_name == DatasetName::RandomRerank;
+    if rerank_dataset && !api.is_pooling() {
+        bail!(
+            "--dataset-name random-rerank makes a query and documents per request, for a pooling \
+             backend: add --backend vllm-rerank (or openai-embeddings / vllm-pooling)"
+        );
+    }
+    let batched_random = a.dataset_name == DatasetName::Random && a.random_batch_size >= 2;
+    if api == Api::Rerank && !rerank_dataset && !batched_random {
+        bail!(
+            "--backend vllm-rerank sends a query and documents: use --dataset-name random-rerank \
+             (or random with --random-batch-size 2 or more: the first prompt is the query)"
+        );
+    }
+    Ok(())
+}
+
+/// Notes for dataset flags given where they do nothing (the run goes on).
+pub fn dataset_notes(a: &RunArgs, api: Api) -> Vec<String> {
+    let mut notes = Vec::new();
+    if a.random_batch_size > 1
+        && !(api.is_pooling()
+            && matches!(
+                a.dataset_name,
+                DatasetName::Random | DatasetName::RandomRerank
+            ))
+    {
+        notes.push(format!(
+            "--random-batch-size {} batches the inputs of pooling backends (random, random-rerank); \
+             ignored here",
+            a.random_batch_size
+        ));
+    }
+    if a.no_reranker && a.dataset_name != DatasetName::RandomRerank {
+        notes.push("--no-reranker belongs to --dataset-name random-rerank; ignored".into());
+    }
+    notes
+}
+
+/// `--random-range-ratio`: a float, or `{"input": r1, "output": r2}`; each in [0, 1).
+pub fn parse_range_ratio(s: &str) -> Result<(f64, f64)> {
+    let check = |v: f64| -> Result<f64> {
+        if !(0.0..1.0).contains(&v) {
+            bail!("--random-range-ratio: {v} must be in [0, 1)");
+        }
+        Ok(v)
+    };
+    if let Ok(v) = s.trim().parse::<f64>() {
+        let v = check(v)?;
+        return Ok((v, v));
+    }
+    let obj: serde_json::Value = serde_json::from_str(s).map_err(|_| {
+        anyhow::anyhow!("--random-range-ratio: '{s}' is neither a number nor a JSON object like {{\"input\": 0.1, \"output\": 0.2}}")
+    })?;
+    let get = |k: &str| obj.get(k).and_then(|v| v.as_f64()).unwrap_or(0.0);
+    Ok((check(get("input"))?, check(get("output"))?))
+}
+
+#[cfg(test)]
+#[path = "dataset_tests.rs"]
+mod tests;

@@ -1,0 +1,90 @@
+//! Unit tests of the dataset and pooling-backend rules (`dataset.rs`, and
+//! the pooling defaults `run_config` derives from them).
+
+use crate::cmd::args::run::run_config;
+use crate::cmd::args::tests_support::{argv, assert_rows_rejected, run_args};
+use crate::config::{Backend, RunConfig};
+use crate::metrics::MetricName;
+
+fn config(line: &str) -> RunConfig {
+    let args = argv(line);
+    run_config(&run_args(&args)).unwrap_or_else(|e| panic!("{args:?} should be valid: {e:#}"))
+}
+
+/// Each row: `COMMAND LINE => a fragment of the error it must give`.
+fn all_rejected(rows: &[&str]) {
+    assert_rows_rejected(rows, |args| run_config(&run_args(args)));
+}
+
+#[test]
+fn pooling_backends_take_their_endpoint_and_e2el_by_default() {
+    use Backend::*;
+    for (line, backend, endpoint) in [
+        (
+            "--backend openai-embeddings",
+            OpenaiEmbeddings,
+            "/v1/embeddings",
+        ),
+        (
+            "--backend vllm-rerank --dataset-name random-rerank",
+            VllmRerank,
+            "/v1/rerank",
+        ),
+        ("--backend vllm-pooling", VllmPooling, "/pooling"),
+        (
+            "--endpoint /v1/embeddings",
+            OpenaiEmbeddings,
+            "/v1/embeddings",
+        ),
+        (
+            "--endpoint /v2/rerank --dataset-name random-rerank",
+            VllmRerank,
+            "/v2/rerank",
+        ),
+    ] {
+        let c = config(line);
+        assert_eq!(
+            (c.backend, c.endpoint.as_str()),
+            (backend, endpoint),
+            "{line}"
+        );
+        assert!(c.api.is_pooling(), "{line}");
+        // vLLM's default percentile metrics for pooling: e2el; no ignore_eos
+        // forced by the random dataset (only generation backends get it).
+        assert_eq!(c.output.percentile_metrics, [MetricName::E2el], "{line}");
+        assert!(!c.body.ignore_eos, "{line}");
+        assert!(c.dataset.chat, "pooling prompts are text: {line}");
+    }
+    let c = config("--backend openai-embeddings --random-batch-size 4");
+    assert_eq!(c.dataset.batch_size, 4);
+    let c = config("--backend openai-chat --random-batch-size 4 --no-reranker");
+    assert_eq!(c.dataset.batch_size, 1);
+    assert_eq!(c.ignored_flags.len(), 2, "{:?}", c.ignored_flags);
+    let c = config(
+        "--backend vllm-rerank --dataset-name random-rerank --temperature 0.5 --extra-body {}",
+    );
+    assert_eq!(c.ignored_flags.len(), 2, "{:?}", c.ignored_flags);
+    assert!(
+        c.ignored_flags[0].starts_with("--temperature"),
+        "{:?}",
+        c.ignored_flags
+    );
+}
+
+#[test]
+fn datasets_and_pooling_backends_must_fit_each_other() {
+    all_rejected(&[
+        "--backend openai-embeddings --endpoint /v1/completions => does not match --backend openai-embeddings (use /v1/embeddings)",
+        "--backend vllm-rerank --dataset-name random-rerank --endpoint /v1/embeddings => does not match --backend vllm-rerank (use /v1/rerank)",
+        "--backend vllm-pooling --endpoint /v1/rerank => does not match --backend vllm-pooling (use /pooling)",
+        "--dataset-name random-rerank => add --backend vllm-rerank",
+        "--backend vllm-rerank => use --dataset-name random-rerank",
+        "--backend openai-embeddings --random-batch-size 0 => --random-batch-size must be at least 1",
+        "--backend vllm-rerank --dataset-name random-rerank --dataset-path x => cannot be used with --dataset-name random-rerank",
+        "--dataset-name burstgpt => --dataset-name burstgpt needs --dataset-path FILE",
+        "--dataset-name sonnet => vLLM 0.33 removed the sonnet dataset",
+    ]);
+    // A batched random dataset gives rerank its query and documents.
+    let c = config("--backend vllm-rerank --random-batch-size 3");
+    assert_eq!(c.dataset.batch_size, 3);
+}
