@@ -1,5 +1,6 @@
 //! HTTP client: the only module that talks to the server. Sends one streaming
-//! request, stamps the arrival time of every body frame *before* any parsing,
+//! request, stamps the arrival time of every body frame *before* any parsing
+//! (the kernel's receive time where the socket gives it, else the task's),
 //! and fills in a [`RequestRecord`]. Statistics happen elsewhere.
 
 use super::h1::{Event, H1Client, H1Error};
@@ -8,7 +9,7 @@ use super::net::tls::TlsOptions;
 use super::net::{self, Dialer};
 use super::openai::{self, Api, BodyOptions};
 use super::sse::{SseDecoder, SseEvent};
-use crate::metrics::{ErrorKind, RequestError, RequestRecord};
+use crate::metrics::{ErrorKind, RequestError, RequestRecord, StampSource};
 use crate::workload::RequestSpec;
 use anyhow::{Context, Result};
 use bytes::Bytes;
@@ -207,13 +208,16 @@ impl HttpClient {
                     ControlFlow::Continue(())
                 }
                 Event::Data(data, at) if status == Some(200) => {
-                    match reader.feed(data, since(t0, at), rec) {
-                        Ok(()) => ControlFlow::Continue(()),
-                        Err(e) => {
-                            failed = Some(e);
-                            ControlFlow::Break(())
-                        }
+                    let waiting = rec.first_token.is_none();
+                    let fed = reader.feed(data, since(t0, at.best()), rec);
+                    if waiting && rec.first_token.is_some() {
+                        rec.stamp = at.kernel.map_or(StampSource::Task, |_| StampSource::Kernel);
+                        rec.first_token_delay = at.kernel.map(|_| at.delay());
                     }
+                    fed.map_or_else(
+                        |e| ControlFlow::Break(failed = Some(e)),
+                        ControlFlow::Continue,
+                    )
                 }
                 Event::Data(data, _) => {
                     error_body.extend_from_slice(data);
