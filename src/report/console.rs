@@ -153,6 +153,7 @@ fn kneecap_block(out: &mut String, r: &RunResult) {
     if let Some(g) = &k.generator {
         generator_line(out, g);
     }
+    stamps_line(out, &s.stamps);
     fline(
         out,
         "Median TTFT from due time (ms):",
@@ -224,6 +225,28 @@ fn generator_line(out: &mut String, g: &super::GeneratorVerdict) {
             out,
             "{:<40} healthy: {lateness}CPU {cpu}, runtime lag p99 {lag}",
             "Generator self-check:"
+        );
+    }
+}
+
+/// Which clock stamped the arrivals, and how late the tasks saw them.
+fn stamps_line(out: &mut String, st: &crate::metrics::stats::stamps::StampStats) {
+    let (n, source) = (st.kernel + st.task, st.source());
+    let what = match source {
+        "none" => return,
+        "task" => format!("task (no kernel timestamps), {n} requests"),
+        _ => format!("{source} (SO_TIMESTAMPNS), {} of {n} requests", st.kernel),
+    };
+    let _ = writeln!(out, "{:<40} {what}", "Receive timestamps:");
+    if st.kernel > 0 {
+        let d = &st.scheduling_delay;
+        let _ = writeln!(
+            out,
+            "{:<40} p50 {:.3}  p99 {:.3}  max {:.3}",
+            "Client scheduling delay, 1st token (ms):",
+            d.median_ms,
+            pct(d, 99.0),
+            d.max_ms
         );
     }
 }

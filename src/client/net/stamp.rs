@@ -20,7 +20,10 @@
 //!
 //! Sockets that refuse the option, and every build off Linux, read through
 //! the plain `TcpStream` and carry no kernel stamp (the caller falls back
-//! to the task stamp).
+//! to the task stamp). So do reads of segments that arrived before Linux
+//! turned stamping on for the host: it does so a moment after the first
+//! socket asks (a deferred static key), and the run's ready check and
+//! warm-ups usually cover that moment.
 
 use std::io;
 use std::pin::Pin;
@@ -243,11 +246,22 @@ mod tests {
         let client = TcpStream::connect(addr).await.unwrap();
         let (mut server, _) = listener.accept().await.unwrap();
         let mut conn = StampedTcp::new(client);
+        let mut buf = [0u8; 16];
+        // The kernel turns stamping on for the whole host a moment after the
+        // first socket asks (a deferred static key): segments arriving before
+        // then carry no stamp. Wait for one that does.
+        for _ in 0..100 {
+            server.write_all(b"x").await.unwrap();
+            conn.read(&mut buf).await.unwrap();
+            if conn.last_rx().is_some() || !conn.kernel_stamps() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
         server.write_all(b"hello").await.unwrap();
         let written = Instant::now();
         // The task reads 30 ms late; the kernel stamp does not move with it.
         tokio::time::sleep(Duration::from_millis(30)).await;
-        let mut buf = [0u8; 16];
         let n = conn.read(&mut buf).await.unwrap();
         let (now, real) = (Instant::now(), SystemTime::now());
         assert_eq!(&buf[..n], b"hello");
