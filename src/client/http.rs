@@ -39,6 +39,8 @@ pub struct ClientConfig {
     pub tls: TlsOptions,
     /// Proxy variables of the environment (empty for the built-in simulator).
     pub proxies: ProxyEnv,
+    /// Ask the kernel for receive timestamps (`--rx-timestamps kernel`).
+    pub kernel_stamps: bool,
 }
 
 /// A keep-alive HTTP/1.1 client bound to one server.
@@ -266,12 +268,15 @@ fn dialer(url: &Uri, cfg: &ClientConfig) -> Result<Dialer> {
         )
         .map_err(anyhow::Error::msg)?
         .cloned();
-    if !https {
-        return Ok(Dialer::plain(host, port, proxy, cfg.connect_timeout));
-    }
-    let tls = net::tls::client_config(cfg.tls.ca_cert.as_deref(), cfg.tls.insecure)
-        .map_err(anyhow::Error::msg)?;
-    Dialer::tls(host, port, tls, proxy, cfg.connect_timeout).map_err(anyhow::Error::msg)
+    let mut dialer = if https {
+        let tls = net::tls::client_config(cfg.tls.ca_cert.as_deref(), cfg.tls.insecure)
+            .map_err(anyhow::Error::msg)?;
+        Dialer::tls(host, port, tls, proxy, cfg.connect_timeout).map_err(anyhow::Error::msg)?
+    } else {
+        Dialer::plain(host, port, proxy, cfg.connect_timeout)
+    };
+    dialer.set_kernel_stamps(cfg.kernel_stamps);
+    Ok(dialer)
 }
 
 /// The streaming client for `url`: its path and the run's headers.
