@@ -103,7 +103,9 @@ fn run_starved(url: &str, kernel_stamps: bool, busy: usize, prefix: &str) -> Vec
                 index: i,
                 ..Default::default()
             };
-            client.stream(&spec, &format!("{prefix}{i}"), t0, &mut rec).await;
+            client
+                .stream(&spec, &format!("{prefix}{i}"), t0, &mut rec)
+                .await;
             records.push(rec);
         }
         stop.store(true, Ordering::Relaxed);
@@ -177,15 +179,21 @@ fn kernel_stamps_hold_the_servers_ttft_while_task_stamps_drift() {
     // The self-check's view: the scheduling delay is reported, and over the
     // 1 ms bound (at this rate) it is a warning.
     let stats = StampStats::of(&records, &[50.0, 99.0]);
-    assert_eq!(stats.source(), if stats.task > 0 { "mixed" } else { "kernel" });
+    assert_eq!(
+        stats.source(),
+        if stats.task > 0 { "mixed" } else { "kernel" }
+    );
     let delay = &stats.scheduling_delay;
     assert!(delay.median_ms >= 1.0, "scheduling delay {delay:?}");
     let p99 = delay.percentile_ms(99.0);
-    let health = generator_health(&Distribution::default(), 100.0, None, None)
-        .with_scheduling_delay(p99);
+    let health =
+        generator_health(&Distribution::default(), 100.0, None, None).with_scheduling_delay(p99);
     assert_eq!(health.scheduling_delay_p99_ms, p99);
     assert!(
-        health.warnings.iter().any(|w| w.contains("scheduling delay")),
+        health
+            .warnings
+            .iter()
+            .any(|w| w.contains("scheduling delay")),
         "{health:?}"
     );
 }

@@ -85,7 +85,13 @@ pub struct RunArgs {
     /// of each read (SO_TIMESTAMPNS; Linux, falling back to `task` where a
     /// socket gives none), or `task`, when the read returns on the request's
     /// task (includes the client's scheduling delay, as vLLM's clients do).
-    #[arg(long, value_enum, default_value = "kernel", env = "KNEECAP_RX_TIMESTAMPS", help_heading = "Target")]
+    #[arg(
+        long,
+        value_enum,
+        default_value = "kernel",
+        env = "KNEECAP_RX_TIMESTAMPS",
+        help_heading = "Target"
+    )]
     pub rx_timestamps: RxTimestamps,
     /// Bearer token (also read from OPENAI_API_KEY); never written anywhere.
     #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true, hide = true)]

@@ -193,7 +193,10 @@ mod tests {
         let slow = generator_health(&quiet, 10.0, None, None).with_scheduling_delay(Some(12.0));
         assert!(!slow.limited, "{slow:?}");
         assert_eq!(slow.scheduling_delay_p99_ms, Some(12.0));
-        assert!(slow.warnings[0].contains("scheduling delay p99 12.000"), "{slow:?}");
+        assert!(
+            slow.warnings[0].contains("scheduling delay p99 12.000"),
+            "{slow:?}"
+        );
         let fine = generator_health(&quiet, 10.0, None, None).with_scheduling_delay(Some(9.0));
         assert!(fine.warnings.is_empty());
         let none = generator_health(&quiet, 10.0, None, None).with_scheduling_delay(None);

@@ -89,7 +89,10 @@ const RULES: &[(&str, Class)] = &[
     ("/kneecap/generator/runtime_lag_p99_ms", TypeOnly),
     // Receive stamps: the kernel's where the platform gives them (the source
     // and counts may differ off Linux), and the client's own scheduling delay.
-    ("/kneecap/generator/client_scheduling_delay_p99_ms", TypeOnly),
+    (
+        "/kneecap/generator/client_scheduling_delay_p99_ms",
+        TypeOnly,
+    ),
     ("/kneecap/rx_timestamps", TypeOnly),
     ("/kneecap/first_token_delays", Opaque),
     ("/steps/*/generator/scheduling_delay_p99_ms", TypeOnly),

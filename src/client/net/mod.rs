@@ -15,8 +15,8 @@ pub mod tls;
 
 use base64::Engine as _;
 use proxy::ProxyUrl;
-use stamp::StampedTcp;
 use rustls::pki_types::ServerName;
+use stamp::StampedTcp;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -217,7 +217,10 @@ impl Dialer {
         };
         tcp.set_nodelay(true)?;
         let Some((connector, name)) = &self.tls else {
-            return Ok(Conn::Plain(StampedTcp::with_kernel_stamps(tcp, self.kernel_stamps)));
+            return Ok(Conn::Plain(StampedTcp::with_kernel_stamps(
+                tcp,
+                self.kernel_stamps,
+            )));
         };
         let mut tcp = tcp;
         if let Some(p) = &self.proxy {

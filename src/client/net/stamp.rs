@@ -146,11 +146,7 @@ mod sys {
     }
 
     /// One `recvmsg` into `buf`: the bytes read and the stamp, if any.
-    fn recv(
-        fd: i32,
-        buf: &mut [u8],
-        cmsg: &mut Vec<u8>,
-    ) -> io::Result<(usize, Option<Duration>)> {
+    fn recv(fd: i32, buf: &mut [u8], cmsg: &mut Vec<u8>) -> io::Result<(usize, Option<Duration>)> {
         let mut iov = [IoSliceMut::new(buf)];
         let msg = recvmsg::<()>(fd, &mut iov, Some(cmsg), MsgFlags::MSG_DONTWAIT)
             .map_err(io::Error::from)?;
@@ -275,7 +271,11 @@ mod tests {
         assert!(late >= Duration::from_millis(25), "stamp only {late:?} old");
         // Arrival is at most a few ms after the write returned, on any load
         // a test survives; the task stamp is ≥ 30 ms after it.
-        assert!(at <= written + Duration::from_millis(20), "{:?}", at - written);
+        assert!(
+            at <= written + Duration::from_millis(20),
+            "{:?}",
+            at - written
+        );
     }
 
     #[tokio::test]

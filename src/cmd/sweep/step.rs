@@ -293,5 +293,7 @@ pub(super) fn due_in(
 /// The client scheduling delay p99 (ms) when some request was kernel-stamped.
 fn scheduling_delay_p99(s: &stats::Summary) -> Option<f64> {
     let d = &s.stamps.scheduling_delay;
-    (s.stamps.kernel > 0).then(|| d.percentile_ms(99.0)).flatten()
+    (s.stamps.kernel > 0)
+        .then(|| d.percentile_ms(99.0))
+        .flatten()
 }

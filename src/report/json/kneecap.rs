@@ -316,7 +316,9 @@ impl KneecapJson {
                 .collect(),
         );
         if recs.iter().any(|x| x.first_token_delay.is_some()) {
-            let delays = recs.iter().map(|x| x.first_token_delay.map(|d| d.as_secs_f64()));
+            let delays = recs
+                .iter()
+                .map(|x| x.first_token_delay.map(|d| d.as_secs_f64()));
             self.first_token_delays = Some(delays.collect());
         }
         if recs.iter().any(|x| x.reasoning_tokens() > 0) {
