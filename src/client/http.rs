@@ -216,10 +216,11 @@ impl HttpClient {
                         rec.stamp = at.kernel.map_or(StampSource::Task, |_| StampSource::Kernel);
                         rec.first_token_delay = at.kernel.map(|_| at.delay());
                     }
-                    fed.map_or_else(
-                        |e| ControlFlow::Break(failed = Some(e)),
-                        ControlFlow::Continue,
-                    )
+                    if let Err(e) = fed {
+                        failed = Some(e);
+                        return ControlFlow::Break(());
+                    }
+                    ControlFlow::Continue(())
                 }
                 Event::Data(data, _) => {
                     error_body.extend_from_slice(data);

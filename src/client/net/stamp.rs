@@ -146,7 +146,7 @@ mod sys {
     }
 
     /// One `recvmsg` into `buf`: the bytes read and the stamp, if any.
-    fn recv(fd: i32, buf: &mut [u8], cmsg: &mut Vec<u8>) -> io::Result<(usize, Option<Duration>)> {
+    fn recv(fd: i32, buf: &mut [u8], cmsg: &mut [u8]) -> io::Result<(usize, Option<Duration>)> {
         let mut iov = [IoSliceMut::new(buf)];
         let msg = recvmsg::<()>(fd, &mut iov, Some(cmsg), MsgFlags::MSG_DONTWAIT)
             .map_err(io::Error::from)?;
@@ -248,7 +248,7 @@ mod tests {
         // then carry no stamp. Wait for one that does.
         for _ in 0..100 {
             server.write_all(b"x").await.unwrap();
-            conn.read(&mut buf).await.unwrap();
+            assert_eq!(conn.read(&mut buf).await.unwrap(), 1);
             if conn.last_rx().is_some() || !conn.kernel_stamps() {
                 break;
             }
