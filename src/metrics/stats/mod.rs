@@ -333,6 +333,11 @@ mod tests {
             percentiles_ms: vec![(99.0, 0.0)],
             ..Distribution::default()
         };
+        // The scheduling delay is always reported at p50 and p99.
+        let zero_at_50_99 = Distribution {
+            percentiles_ms: vec![(50.0, 0.0), (99.0, 0.0)],
+            ..Distribution::default()
+        };
         let want = Summary {
             ttft: zero.clone(),
             tpot: zero.clone(),
@@ -345,6 +350,11 @@ mod tests {
             e2el_from_due: zero.clone(),
             ttfo: zero.clone(),
             answer_tpot: zero,
+            stamps: stamps::StampStats {
+                scheduling_delay: zero_at_50_99.clone(),
+                ttft_task_stamped: zero_at_50_99,
+                ..Default::default()
+            },
             ..Summary::default()
         };
         assert_eq!(s, want);
