@@ -52,9 +52,14 @@ for line in open(f"{tmp}/trace.jsonl"):
 def q(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, round(p * (len(xs) - 1)))]
+rx = res["kneecap"].get("rx_timestamps", {})
+print(f"receive stamps: {rx.get('source', 'task')} ({rx.get('kernel_stamped', 0)} kernel, {rx.get('task_stamped', 0)} task)")
+delays = res["kneecap"].get("first_token_delays") or [None] * len(res["ttfts"])
 for name, keep in (("all requests", lambda i: True), (f"after the first {n} (connections open)", lambda i: i >= n)):
     d = [(res["ttfts"][i] - s) * 1e3 for i, s in server.items() if keep(i) and res["ttfts"][i]]
     print(f"client-added TTFT, {name}: n={len(d)} p50 {q(d, .5):.3f} ms, p99 {q(d, .99):.3f} ms, max {max(d):.3f} ms")
+    d = [(res["ttfts"][i] + (delays[i] or 0) - s) * 1e3 for i, s in server.items() if keep(i) and res["ttfts"][i]]
+    print(f"  the same from task stamps (kernel + scheduling delay): p50 {q(d, .5):.3f} ms, p99 {q(d, .99):.3f} ms")
 # The split needs the two clocks aligned: take the fastest request of each
 # path as zero (a lower bound on each path's added time).
 st, arr, ft = res["start_times"], {}, {}

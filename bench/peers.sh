@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Benchmark: kneecap side by side with `vllm bench serve` (vLLM 0.33.0),
-# GuideLLM 0.8.1 and AIPerf 0.13.0, on the same workload against the same
+# Benchmark: kneecap side by side with vLLM's Rust client `vllm-bench`,
+# `vllm bench serve` (vLLM 0.33.0), GuideLLM 0.8.1 and AIPerf 0.13.0, on the
+# same workload against the same
 # `kneecap sim` (restarted for every tool x rate, so each run has its own
 # server-side --trace).
 #
@@ -20,7 +21,10 @@
 #   PEERS_DIR    where the peers' venvs live (created with pip if missing;
 #                default ~/.cache/kneecap/peers): $PEERS_DIR/{vllm,guidellm,aiperf}
 #   PEERS_RATES  the rate ladder, req/s (default "50 200 800")
-#   PEERS_TOOLS  which tools (default "kneecap vllm guidellm aiperf")
+#   PEERS_TOOLS  which tools (default "kneecap vllm-bench vllm guidellm aiperf")
+#   VLLM_BENCH_BIN  vLLM's Rust `vllm-bench` (built from source, see the
+#                environment notes; default: `vllm-bench` on PATH; skipped
+#                when absent)
 #   PEERS_KEEP   a directory to keep every artifact in (default: a temp dir,
 #                removed at exit)
 # Needs python3 (with venv), GNU time at /usr/bin/time, cargo, and access to
@@ -29,7 +33,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS="${1:-12}"
 RATES="${PEERS_RATES:-50 200 800}"
-TOOLS="${PEERS_TOOLS:-kneecap vllm guidellm aiperf}"
+TOOLS="${PEERS_TOOLS:-kneecap vllm-bench vllm guidellm aiperf}"
+VLLM_BENCH_BIN="${VLLM_BENCH_BIN:-vllm-bench}"
+if [[ " $TOOLS " == *" vllm-bench "* ]] && ! command -v "$VLLM_BENCH_BIN" >/dev/null && [ ! -x "$VLLM_BENCH_BIN" ]; then
+  echo "vllm-bench: skipped ($VLLM_BENCH_BIN not found; set VLLM_BENCH_BIN)"
+  TOOLS=$(echo " $TOOLS " | sed 's/ vllm-bench / /; s/^ //; s/ $//')
+fi
 PEERS_DIR="${PEERS_DIR:-$HOME/.cache/kneecap/peers}"
 REPO=$(pwd)
 T0=$(date +%s)
@@ -115,11 +124,13 @@ stop_sim() { # SIGTERM flushes the trace (last line: a summary)
 tool_cmd() { # tool rate n out
   local tool=$1 rate=$2 n=$3 out=$4
   case $tool in
-    kneecap | vllm)
-      # kneecap's command is vLLM's with `vllm` replaced by `kneecap`.
-      local bin=$K
+    kneecap | vllm | vllm-bench)
+      # kneecap's command is vLLM's with `vllm` replaced by `kneecap`;
+      # vllm-bench takes the same flags without `bench serve`.
+      local bin=$K sub=(bench serve)
       [ "$tool" = vllm ] && bin="$PEERS_DIR/vllm/bin/vllm"
-      CMD=("$bin" bench serve --backend vllm --base-url "$URL" --model "$MODEL" --tokenizer "$TOK"
+      [ "$tool" = vllm-bench ] && bin="$VLLM_BENCH_BIN" && sub=()
+      CMD=("$bin" "${sub[@]}" --backend vllm --base-url "$URL" --model "$MODEL" --tokenizer "$TOK"
         --endpoint /v1/completions --dataset-name random --random-input-len 32 --random-output-len 64
         --ignore-eos --num-prompts "$n" --request-rate "$rate" --seed 0 --disable-tqdm
         --percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 50,99
@@ -168,7 +179,7 @@ run_one() {
 
 echo "== kneecap vs peers: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $(uname -sr)"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "kneecap $($K --version | awk '{print $2}') ($(git rev-parse --short HEAD)); vllm ${PIN[vllm]#*==}, guidellm ${PIN[guidellm]#*==}, aiperf ${PIN[aiperf]#*==}"
+echo "kneecap $($K --version | awk '{print $2}') ($(git rev-parse --short HEAD)); vllm-bench $VLLM_BENCH_BIN; vllm ${PIN[vllm]#*==}, guidellm ${PIN[guidellm]#*==}, aiperf ${PIN[aiperf]#*==}"
 echo "sim: kneecap sim ${SIM_ARGS[*]:2}"
 $K sim "${SIM_ARGS[@]:2}" --explain --input-len 32 --output-len 64 | sed 's/^/  /'
 echo "levels: $RATES req/s x $SECS s; 32-token prompts, 64 output tokens (ignore_eos), streaming /v1/completions"

@@ -43,7 +43,7 @@ def tool_stats(tool, base):
     """(ttft p50 ms, ttft p99 ms, completed, failed) from the tool's own output file."""
     nan = float("nan")
     try:
-        if tool in ("kneecap", "vllm"):
+        if tool in ("kneecap", "vllm", "vllm-bench"):
             d = json.load(open(base + ".json"))
             return d["p50_ttft_ms"], d["p99_ttft_ms"], d["completed"], d["failed"]
         if tool == "guidellm":
@@ -60,6 +60,17 @@ def tool_stats(tool, base):
     except (OSError, KeyError, IndexError, ValueError, TypeError):
         pass
     return nan, nan, None, None
+
+
+def task_stamped(base):
+    """kneecap's TTFT p50/p99 as its tasks saw the reads (kernel-stamped TTFT
+    plus the client scheduling delay), when it used kernel stamps."""
+    try:
+        rx = json.load(open(base + ".json"))["kneecap"]["rx_timestamps"]
+        t = rx["ttft_task_stamped"]
+        return rx["source"], t["p50_ms"], t["p99_ms"], rx["client_scheduling_delay"]
+    except (OSError, KeyError, ValueError, TypeError):
+        return None
 
 
 def fmt(x, spec=".1f"):
@@ -124,6 +135,14 @@ def main():
               f"{busy:.2f} | {fmt(1000 * busy / ev if ev else float('nan'), '.3f')} | "
               f"{fmt(ev / busy if busy > 0 else float('nan'), ',.0f')} | {r['wall']:.1f} | "
               f"{'yes' if sustained else '**no**'} |")
+        ts = task_stamped(base) if r["tool"] == "kneecap" else None
+        if ts:
+            src, a50, a99, delay = ts
+            print(f"| {r['rate']} | kneecap, same run, task stamps | | | | | | "
+                  f"{fmt(a50, '.2f')} / {fmt(a99, '.2f')} | "
+                  f"{fmt(a50 - s['ttft50'], '.2f')} / {fmt(a99 - s['ttft99'], '.2f')} | "
+                  f"stamps: {src}; scheduling delay p50/p99 "
+                  f"{fmt(delay.get('p50_ms'), '.2f')} / {fmt(delay.get('p99_ms'), '.2f')} ms | | | | |")
 
     rates = list(dict.fromkeys(r["rate"] for r in runs if r["rate"] != "startup"))
     out_tokens = 64

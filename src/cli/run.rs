@@ -104,6 +104,18 @@ pub struct RunArgs {
     /// HTTP_PROXY / NO_PROXY.
     #[arg(long, value_name = "FILE", help_heading = "Target")]
     pub ca_cert: Option<PathBuf>,
+    /// Where arrival times come from: `kernel`, the kernel's receive time
+    /// of each read (SO_TIMESTAMPNS; Linux, falling back to `task` where a
+    /// socket gives none), or `task`, when the read returns on the request's
+    /// task (includes the client's scheduling delay, as vLLM's clients do).
+    #[arg(
+        long,
+        value_enum,
+        default_value = "kernel",
+        env = "KNEECAP_RX_TIMESTAMPS",
+        help_heading = "Target"
+    )]
+    pub rx_timestamps: RxTimestamps,
     /// Bearer token (also read from OPENAI_API_KEY); never written anywhere.
     #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true, hide = true)]
     pub api_key: Option<String>,
@@ -381,4 +393,11 @@ mod tests {
         assert!(parse_rate("-1").is_err());
         assert!(parse_rate("fast").is_err());
     }
+}
+
+/// `--rx-timestamps`: which clock stamps the arrival of response bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RxTimestamps {
+    Kernel,
+    Task,
 }

@@ -1,6 +1,7 @@
 //! HTTP client: the only module that talks to the server. Sends one request
 //! (streaming, or a pooling API's single JSON answer), stamps the arrival
-//! time of every body frame *before* any parsing, and fills in a
+//! time of every body frame *before* any parsing (the kernel's receive time
+//! where the socket gives it, else the task's), and fills in a
 //! [`RequestRecord`] (through [`super::reader`]). Statistics happen elsewhere.
 
 use super::h1::{Event, H1Client, H1Error};
@@ -9,7 +10,7 @@ use super::net::tls::TlsOptions;
 use super::net::{self, Dialer};
 use super::openai::{self, Api, BodyOptions};
 use super::reader::StreamReader;
-use crate::metrics::{ErrorKind, RequestError, RequestRecord};
+use crate::metrics::{ErrorKind, RequestError, RequestRecord, StampSource};
 use crate::workload::RequestSpec;
 use anyhow::{Context, Result};
 use bytes::Bytes;
@@ -39,6 +40,8 @@ pub struct ClientConfig {
     pub tls: TlsOptions,
     /// Proxy variables of the environment (empty for the built-in simulator).
     pub proxies: ProxyEnv,
+    /// Ask the kernel for receive timestamps (`--rx-timestamps kernel`).
+    pub kernel_stamps: bool,
 }
 
 /// A keep-alive HTTP/1.1 client bound to one server.
@@ -212,13 +215,17 @@ impl HttpClient {
                     ControlFlow::Continue(())
                 }
                 Event::Data(data, at) if status == Some(200) => {
-                    match reader.feed(data, since(t0, at), rec) {
-                        Ok(()) => ControlFlow::Continue(()),
-                        Err(e) => {
-                            failed = Some(e);
-                            ControlFlow::Break(())
-                        }
+                    let waiting = rec.first_token.is_none();
+                    let fed = reader.feed(data, since(t0, at.best()), rec);
+                    if waiting && rec.first_token.is_some() {
+                        rec.stamp = at.kernel.map_or(StampSource::Task, |_| StampSource::Kernel);
+                        rec.first_token_delay = at.kernel.map(|_| at.delay());
                     }
+                    if let Err(e) = fed {
+                        failed = Some(e);
+                        return ControlFlow::Break(());
+                    }
+                    ControlFlow::Continue(())
                 }
                 Event::Data(data, _) => {
                     error_body.extend_from_slice(data);
@@ -267,12 +274,15 @@ fn dialer(url: &Uri, cfg: &ClientConfig) -> Result<Dialer> {
         )
         .map_err(anyhow::Error::msg)?
         .cloned();
-    if !https {
-        return Ok(Dialer::plain(host, port, proxy, cfg.connect_timeout));
-    }
-    let tls = net::tls::client_config(cfg.tls.ca_cert.as_deref(), cfg.tls.insecure)
-        .map_err(anyhow::Error::msg)?;
-    Dialer::tls(host, port, tls, proxy, cfg.connect_timeout).map_err(anyhow::Error::msg)
+    let mut dialer = if https {
+        let tls = net::tls::client_config(cfg.tls.ca_cert.as_deref(), cfg.tls.insecure)
+            .map_err(anyhow::Error::msg)?;
+        Dialer::tls(host, port, tls, proxy, cfg.connect_timeout).map_err(anyhow::Error::msg)?
+    } else {
+        Dialer::plain(host, port, proxy, cfg.connect_timeout)
+    };
+    dialer.set_kernel_stamps(cfg.kernel_stamps);
+    Ok(dialer)
 }
 
 /// The streaming client for `url`: its path and the run's headers.

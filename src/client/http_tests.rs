@@ -164,6 +164,7 @@ async fn a_keep_alive_connection_closed_after_a_stream_is_retried_fresh() {
         connect_timeout: Duration::from_secs(5),
         keep_text: false,
         tls: Default::default(),
+        kernel_stamps: true,
         proxies: Default::default(),
     })
     .unwrap();

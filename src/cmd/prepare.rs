@@ -135,6 +135,7 @@ pub fn client_config(cfg: &RunConfig, base_url: &str) -> ClientConfig {
         connect_timeout: cfg.connect_timeout,
         keep_text: cfg.tokenizer.is_some() || cfg.output.save_detailed,
         tls: cfg.tls.clone(),
+        kernel_stamps: cfg.kernel_stamps,
         // The built-in simulator is in this process: never through a proxy.
         proxies: match cfg.target {
             Target::Sim { .. } => Default::default(),

@@ -189,6 +189,8 @@ fn generator_verdict(
             lag_p99,
         )
     };
+    let delay = s.stamps.scheduling_delay.percentile_ms(99.0);
+    let health = health.with_scheduling_delay(delay.filter(|_| s.stamps.kernel > 0));
     GeneratorVerdict {
         health,
         lateness_judged: scheduled,

@@ -131,6 +131,8 @@ pub struct RunConfig {
     pub tls: TlsOptions,
     /// HTTPS_PROXY / HTTP_PROXY / NO_PROXY as read at start-up.
     pub proxies: ProxyEnv,
+    /// `--rx-timestamps kernel` (the default): ask for kernel receive stamps.
+    pub kernel_stamps: bool,
     pub model: Option<String>,
     pub served_model_name: Option<String>,
     pub tokenizer: Option<PathBuf>,

@@ -32,6 +32,26 @@ pub struct GeneratorHealth {
     pub lateness_p99_ms: f64,
     /// The bound lateness and event-loop lag were held to (ms).
     pub lateness_bound_ms: f64,
+    /// Client scheduling delay p99 (ms), when reads were kernel-stamped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduling_delay_p99_ms: Option<f64>,
+}
+
+impl GeneratorHealth {
+    /// Note the client scheduling delay p99 (ms): how much later than the
+    /// kernel the request tasks saw their first tokens. Over the lateness
+    /// bound it is a warning: the kernel-stamped latencies do not include
+    /// it, but task-stamped ones (vLLM's clients) would.
+    pub fn with_scheduling_delay(mut self, p99_ms: Option<f64>) -> Self {
+        self.scheduling_delay_p99_ms = p99_ms;
+        let bound = self.lateness_bound_ms;
+        if let Some(d) = p99_ms.filter(|d| *d > bound) {
+            self.warnings.push(format!(
+                "client scheduling delay p99 {d:.3} ms > {bound:.3} ms (latencies use kernel receive stamps, which exclude it)"
+            ));
+        }
+        self
+    }
 }
 
 /// `max(1 ms, 10% of 1/λ)` in ms; just the 1 ms floor when λ is not a
@@ -165,6 +185,22 @@ mod tests {
         assert_eq!(nearly.warnings.len(), 1);
         let calm = generator_health(&quiet, 10.0, Some(0.79), None);
         assert!(!calm.limited && calm.warnings.is_empty());
+    }
+
+    #[test]
+    fn a_scheduling_delay_over_the_bound_warns_but_does_not_limit() {
+        let quiet = lateness(0.1, 0.2);
+        let slow = generator_health(&quiet, 10.0, None, None).with_scheduling_delay(Some(12.0));
+        assert!(!slow.limited, "{slow:?}");
+        assert_eq!(slow.scheduling_delay_p99_ms, Some(12.0));
+        assert!(
+            slow.warnings[0].contains("scheduling delay p99 12.000"),
+            "{slow:?}"
+        );
+        let fine = generator_health(&quiet, 10.0, None, None).with_scheduling_delay(Some(9.0));
+        assert!(fine.warnings.is_empty());
+        let none = generator_health(&quiet, 10.0, None, None).with_scheduling_delay(None);
+        assert_eq!(none.scheduling_delay_p99_ms, None);
     }
 
     #[test]

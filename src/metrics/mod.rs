@@ -13,4 +13,4 @@ pub mod record;
 pub mod stats;
 
 pub use name::{MetricName, KNEECAP_PERCENTILES};
-pub use record::{ErrorKind, RequestError, RequestRecord};
+pub use record::{ErrorKind, RequestError, RequestRecord, StampSource};

@@ -59,6 +59,27 @@ impl ErrorKind {
     }
 }
 
+/// Which clock a request's arrival times came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub enum StampSource {
+    /// When the read returned on the request's task (includes the task's
+    /// wait to be scheduled).
+    #[default]
+    Task,
+    /// When the kernel received the data (`SO_TIMESTAMPNS`).
+    Kernel,
+}
+
+impl StampSource {
+    /// Stable name used in JSON and console output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StampSource::Task => "task",
+            StampSource::Kernel => "kernel",
+        }
+    }
+}
+
 /// A classified failure with its message (never containing secrets).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RequestError {
@@ -108,6 +129,12 @@ pub struct RequestRecord {
     /// The server's own account of this request (llama.cpp's `timings`, sent
     /// with its final chunk), to check client TTFT/TPOT against.
     pub server_timings: Option<Box<Timings>>,
+    /// Where the first token's arrival time came from (the rest of the
+    /// stream's reads use the same source).
+    pub stamp: StampSource,
+    /// kneecap: client scheduling delay at the first token, the task's read
+    /// minus the kernel's receive time (`None` with task stamps).
+    pub first_token_delay: Option<Duration>,
     /// The ITL gaps moved into the run's [`crate::metrics::fold::ItlFold`]
     /// (a long run without per-request detail); `itl` is then empty.
     pub itl_folded: bool,
@@ -122,6 +149,13 @@ impl RequestRecord {
     /// TTFT measured from `sent` (vLLM's definition).
     pub fn ttft(&self) -> Option<Duration> {
         self.first_token.map(|t| t.saturating_sub(self.sent))
+    }
+
+    /// TTFT as the request's task saw it: the kernel-stamped TTFT plus the
+    /// scheduling delay (the same as [`Self::ttft`] with task stamps).
+    pub fn ttft_task_stamped(&self) -> Option<Duration> {
+        self.ttft()
+            .map(|t| t + self.first_token_delay.unwrap_or_default())
     }
 
     /// E2EL measured from `sent` to the last token event (vLLM's `latency`).

@@ -174,6 +174,7 @@ fn kneecap_block(out: &mut String, r: &RunResult) {
     if let Some(g) = &k.generator {
         generator_line(out, g);
     }
+    stamps_line(out, &s.stamps);
     if crate::metrics::name::is_pooling_backend(&r.header.backend) {
         // Nothing is streamed: the answer's time is its E2EL.
         fline(
@@ -256,6 +257,31 @@ fn generator_line(out: &mut String, g: &super::GeneratorVerdict) {
             "Generator self-check:"
         );
     }
+    for w in &g.health.warnings {
+        let _ = writeln!(out, "  warning: {w}");
+    }
+}
+
+/// Which clock stamped the arrivals, and how late the tasks saw them.
+fn stamps_line(out: &mut String, st: &crate::metrics::stats::stamps::StampStats) {
+    let (n, source) = (st.kernel + st.task, st.source());
+    let what = match source {
+        "none" => return,
+        "task" => format!("task (no kernel timestamps), {n} requests"),
+        _ => format!("{source} (SO_TIMESTAMPNS), {} of {n} requests", st.kernel),
+    };
+    let _ = writeln!(out, "{:<40} {what}", "Receive timestamps:");
+    if st.kernel > 0 {
+        let d = &st.scheduling_delay;
+        let _ = writeln!(
+            out,
+            "{:<40} p50 {:.3}  p99 {:.3}  max {:.3}",
+            "Client scheduling delay, 1st token (ms):",
+            d.median_ms,
+            pct(d, 99.0),
+            d.max_ms
+        );
+    }
 }
 
 /// The value of percentile `p` in `d`, computed from the requested list when
@@ -303,6 +329,45 @@ mod tests {
             centered("Time to First Token", '-', 50),
             "---------------Time to First Token----------------"
         );
+    }
+
+    #[test]
+    fn the_stamp_source_and_the_scheduling_delay_are_shown() {
+        use crate::metrics::stats::stamps::StampStats;
+        let mut out = String::new();
+        stamps_line(&mut out, &StampStats::default());
+        assert_eq!(out, "", "nothing succeeded: no line");
+        let delay = Distribution {
+            median_ms: 0.25,
+            max_ms: 4.0,
+            percentiles_ms: vec![(50.0, 0.25), (99.0, 1.5)],
+            ..Distribution::default()
+        };
+        let st = StampStats {
+            kernel: 9,
+            task: 1,
+            scheduling_delay: delay,
+            ..StampStats::default()
+        };
+        stamps_line(&mut out, &st);
+        assert!(
+            out.contains("mixed (SO_TIMESTAMPNS), 9 of 10 requests"),
+            "{out}"
+        );
+        assert!(out.contains("p50 0.250  p99 1.500  max 4.000"), "{out}");
+        let mut task = String::new();
+        stamps_line(
+            &mut task,
+            &StampStats {
+                task: 3,
+                ..StampStats::default()
+            },
+        );
+        assert!(
+            task.contains("task (no kernel timestamps), 3 requests"),
+            "{task}"
+        );
+        assert!(!task.contains("scheduling delay"), "{task}");
     }
 
     #[test]

@@ -87,6 +87,15 @@ const RULES: &[(&str, Class)] = &[
     ("/kneecap/generator/lateness_p99_ms", TypeOnly),
     ("/kneecap/generator/cpu_busy_fraction", TypeOnly),
     ("/kneecap/generator/runtime_lag_p99_ms", TypeOnly),
+    // Receive stamps: the kernel's where the platform gives them (the source
+    // and counts may differ off Linux), and the client's own scheduling delay.
+    (
+        "/kneecap/generator/client_scheduling_delay_p99_ms",
+        TypeOnly,
+    ),
+    ("/kneecap/rx_timestamps", TypeOnly),
+    ("/kneecap/first_token_delays", Opaque),
+    ("/steps/*/generator/scheduling_delay_p99_ms", TypeOnly),
     ("/kneecap/shard/start_lateness_ms", TypeOnly),
     ("/kneecap/shard/generator_limited", TypeOnly),
     ("/kneecap/merged/start_lateness_ms", TypeOnly),

@@ -1,8 +1,10 @@
 //! A lean HTTP/1.1 client for a run's streaming POSTs. The request's own task
 //! writes the request and reads the response, stamping each read the moment
 //! it returns, before any parsing: no background connection task and no
-//! channel between the socket and the SSE parser. Over TLS the stamp is
-//! taken at the same point, when the read of decrypted bytes returns. Idle
+//! channel between the socket and the SSE parser. Each read also carries the
+//! kernel's receive time of its data when the socket gives one
+//! ([`super::net::stamp`]); over TLS, that of the socket read that delivered
+//! the record. Idle
 //! keep-alive connections wait in a pool. Framing is decoded by the sans-IO
 //! [`wire`]; connections come from a [`Dialer`].
 
@@ -12,7 +14,7 @@ use super::net::{Conn, Dialer};
 use std::io;
 use std::ops::ControlFlow;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use wire::{Piece, ResponseDecoder};
 
@@ -23,11 +25,35 @@ const READ_BUF: usize = 4096;
 const ERROR_BODY_WAIT: Duration = Duration::from_secs(2);
 
 /// What the caller is told, in order: the status, then body bytes each with
-/// the instant their read returned.
+/// the time of their read.
 #[derive(Debug)]
 pub enum Event<'a> {
     Status(u16),
-    Data(&'a [u8], Instant),
+    Data(&'a [u8], Stamp),
+}
+
+/// When one read's bytes arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    /// When the read returned on the request's task.
+    pub task: Instant,
+    /// When the kernel received the read's newest segment, on the same
+    /// clock; `None` where the socket gives no receive timestamps.
+    pub kernel: Option<Instant>,
+}
+
+impl Stamp {
+    /// The best arrival time: the kernel's, else the task's.
+    pub fn best(&self) -> Instant {
+        self.kernel.unwrap_or(self.task)
+    }
+
+    /// How long after the kernel the task saw the bytes (zero without a
+    /// kernel stamp).
+    pub fn delay(&self) -> Duration {
+        self.kernel
+            .map_or(Duration::ZERO, |k| self.task.saturating_duration_since(k))
+    }
 }
 
 /// Why an exchange failed.
@@ -190,7 +216,11 @@ where
                 Err(_) => return Ok(Attempt::Done(None)),
             }
         };
-        let at = Instant::now();
+        let task = Instant::now();
+        let kernel = conn
+            .last_rx()
+            .map(|rx| super::net::stamp::kernel_instant(rx, task, SystemTime::now()));
+        let at = Stamp { task, kernel };
         let n = match n {
             Ok(n) => n,
             Err(e) if !seen_bytes => return stale_or(reused, H1Error::Io(e)),

@@ -1,18 +1,22 @@
 //! Opening connections to the target: TCP, then through an HTTP proxy when
 //! the environment names one ([`proxy`]), then TLS for `https://` ([`tls`]).
-//! A [`Conn`] is plain TCP or TLS over TCP; the plain arm is the bare
-//! `TcpStream`, so the plaintext path costs one `match` per read.
+//! A [`Conn`] is plain TCP or TLS over TCP, both over a [`StampedTcp`]
+//! ([`stamp`]): every socket read also brings the kernel's receive time,
+//! where the platform gives one. Through TLS the stamp is that of the
+//! socket read that delivered the record.
 //!
 //! Proxies: an https target is reached through an HTTP `CONNECT` tunnel; an
 //! http target is sent to the proxy as absolute-form requests
 //! (`POST http://host:port/path`), as curl and aiohttp do.
 
 pub mod proxy;
+pub mod stamp;
 pub mod tls;
 
 use base64::Engine as _;
 use proxy::ProxyUrl;
 use rustls::pki_types::ServerName;
+use stamp::StampedTcp;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -29,18 +33,30 @@ const MAX_CONNECT_REPLY: usize = 16 * 1024;
 /// One open connection to the target.
 #[derive(Debug)]
 pub enum Conn {
-    Plain(TcpStream),
+    Plain(StampedTcp),
     /// Boxed: a TLS session is a few kilobytes.
-    Tls(Box<TlsStream<TcpStream>>),
+    Tls(Box<TlsStream<StampedTcp>>),
 }
 
 impl Conn {
-    /// The TCP socket underneath.
-    pub fn tcp(&self) -> &TcpStream {
+    fn stamped(&self) -> &StampedTcp {
         match self {
             Conn::Plain(s) => s,
             Conn::Tls(s) => s.get_ref().0,
         }
+    }
+
+    /// The TCP socket underneath.
+    pub fn tcp(&self) -> &TcpStream {
+        self.stamped().get_ref()
+    }
+
+    /// The kernel's receive time of the latest socket read (real-time clock
+    /// since the Unix epoch), when the socket gives stamps. Through TLS,
+    /// decrypted bytes come from records the latest socket read completed
+    /// (rustls reads the socket only when no plaintext is pending).
+    pub fn last_rx(&self) -> Option<std::time::Duration> {
+        self.stamped().last_rx()
     }
 }
 
@@ -93,6 +109,8 @@ pub struct Dialer {
     tls: Option<(TlsConnector, ServerName<'static>)>,
     proxy: Option<ProxyUrl>,
     connect_timeout: Duration,
+    /// Ask the kernel for receive timestamps (on by default).
+    kernel_stamps: bool,
 }
 
 impl Dialer {
@@ -113,7 +131,13 @@ impl Dialer {
             tls: None,
             proxy,
             connect_timeout,
+            kernel_stamps: true,
         }
+    }
+
+    /// Off: reads are stamped on the task only (`--rx-timestamps task`).
+    pub fn set_kernel_stamps(&mut self, on: bool) {
+        self.kernel_stamps = on;
     }
 
     /// A dialer for `host:port` speaking TLS with `config`; SNI is `host`.
@@ -193,12 +217,16 @@ impl Dialer {
         };
         tcp.set_nodelay(true)?;
         let Some((connector, name)) = &self.tls else {
-            return Ok(Conn::Plain(tcp));
+            return Ok(Conn::Plain(StampedTcp::with_kernel_stamps(
+                tcp,
+                self.kernel_stamps,
+            )));
         };
         let mut tcp = tcp;
         if let Some(p) = &self.proxy {
             tunnel(&mut tcp, p, &self.authority()).await?;
         }
+        let tcp = StampedTcp::with_kernel_stamps(tcp, self.kernel_stamps);
         let tls = connector
             .connect(name.clone(), tcp)
             .await

@@ -63,6 +63,7 @@ pub fn run_config_for(a: &RunArgs, default: DefaultTarget) -> Result<RunConfig> 
             insecure: a.insecure,
         },
         proxies: ProxyEnv::from_lookup(|k| std::env::var(k).ok()),
+        kernel_stamps: a.rx_timestamps == crate::cli::run::RxTimestamps::Kernel,
         model: a.model.clone(),
         served_model_name: a.served_model_name.clone(),
         tokenizer: a.tokenizer.clone(),

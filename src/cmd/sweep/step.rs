@@ -232,7 +232,8 @@ pub(crate) fn judge_records(cfg: &SweepConfig, load: f64, e: Evidence<'_>) -> St
         counts: counts(&in_window, &summary),
         slo_outcomes: cfg.slos.iter().map(|s| slo::evaluate(s, &ok)).collect(),
         steadiness,
-        generator: health::generator_health_with_bound(&summary.lateness, bound, cpu, lag_p99),
+        generator: health::generator_health_with_bound(&summary.lateness, bound, cpu, lag_p99)
+            .with_scheduling_delay(scheduling_delay_p99(&summary)),
         dists: StepDists {
             ttft: summary.ttft,
             tpot: summary.tpot,
@@ -287,4 +288,12 @@ pub(super) fn due_in(
         .filter(|r| r.due >= w0 && r.due < w1)
         .cloned()
         .collect()
+}
+
+/// The client scheduling delay p99 (ms) when some request was kernel-stamped.
+fn scheduling_delay_p99(s: &stats::Summary) -> Option<f64> {
+    let d = &s.stamps.scheduling_delay;
+    (s.stamps.kernel > 0)
+        .then(|| d.percentile_ms(99.0))
+        .flatten()
 }

@@ -6,6 +6,7 @@
 //! - [`request`]: per-request values (TTFT, TPOT, ITL, E2EL, queue, lateness) and goodput.
 //! - [`peak`]: peak concurrency and peak output events per second.
 //! - [`reasoning`]: kneecap's TTFO, answer TPOT and reasoning-token totals.
+//! - [`stamps`]: which clock stamped each request, and the client scheduling delay.
 //!
 //! [`summarize`] ties them together into a [`Summary`]. Latency statistics use
 //! only successful requests (vLLM's S); kneecap's `lateness` uses every request
@@ -20,6 +21,7 @@ pub mod distribution;
 pub mod peak;
 pub mod reasoning;
 pub mod request;
+pub mod stamps;
 #[cfg(test)]
 pub(crate) mod testing;
 
@@ -105,6 +107,8 @@ pub struct Summary {
     pub answer_tpot: Distribution,
     /// kneecap: reasoning-token totals.
     pub reasoning: reasoning::ReasoningTotals,
+    /// kneecap: receive-stamp sources and the client scheduling delay.
+    pub stamps: stamps::StampStats,
 }
 
 /// [`summarize`] for a run whose long tail of ITL gaps was folded (see
@@ -167,6 +171,7 @@ pub fn summarize(records: &[RequestRecord], duration: Duration, opts: &StatsOpti
         ttfo: dist(&samples.ttfo),
         answer_tpot: dist(&samples.answer_tpot),
         reasoning: reasoning::ReasoningTotals::of(records),
+        stamps: stamps::StampStats::of(records, &stamps::PERCENTILES),
     }
 }
 
@@ -338,6 +343,11 @@ mod tests {
             percentiles_ms: vec![(99.0, 0.0)],
             ..Distribution::default()
         };
+        // The scheduling delay is always reported at p50 and p99.
+        let zero_at_50_99 = Distribution {
+            percentiles_ms: vec![(50.0, 0.0), (99.0, 0.0)],
+            ..Distribution::default()
+        };
         let want = Summary {
             ttft: zero.clone(),
             tpot: zero.clone(),
@@ -350,6 +360,11 @@ mod tests {
             e2el_from_due: zero.clone(),
             ttfo: zero.clone(),
             answer_tpot: zero,
+            stamps: stamps::StampStats {
+                scheduling_delay: zero_at_50_99.clone(),
+                ttft_task_stamped: zero_at_50_99,
+                ..Default::default()
+            },
             ..Summary::default()
         };
         assert_eq!(s, want);

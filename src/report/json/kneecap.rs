@@ -39,6 +39,9 @@ pub struct KneecapJson {
     pub errors_by_kind: BTreeMap<String, u64>,
     pub first_errors: Vec<String>,
     pub generator: Option<GeneratorJson>,
+    /// Which clock stamped the arrivals, and the client scheduling delay.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rx_timestamps: Option<RxStampsJson>,
     /// Reasoning models: present when some successful request reasoned.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<ReasoningJson>,
@@ -55,6 +58,11 @@ pub struct KneecapJson {
     /// Per-request failure kind, `null` for a success.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_kinds: Option<Vec<Option<String>>>,
+    /// Per-request client scheduling delay at the first token, seconds
+    /// (`null` where the first token was task-stamped); only when some
+    /// request was kernel-stamped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_token_delays: Option<Vec<Option<f64>>>,
     /// Per-request TTFO, seconds (`null` without answer text); only when
     /// some request reasoned.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -82,6 +90,23 @@ pub struct ReasoningJson {
     pub answer_tpot: DistJson,
     pub total_reasoning_tokens: u64,
     pub reasoning_requests: u64,
+}
+
+/// `kneecap.rx_timestamps`: where the latencies' arrival times came from.
+/// `source` is `kernel` (every successful request's reads carried the
+/// kernel's receive time, `SO_TIMESTAMPNS`), `task` (stamped when the read
+/// returned on the request's task: no kernel stamps on this platform or
+/// socket), or `mixed`. The client scheduling delay is the task's read minus
+/// the kernel's receive time at the first token; `ttft_task_stamped` is TTFT
+/// as a task-stamping client would have measured it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RxStampsJson {
+    pub source: String,
+    pub kernel_stamped: usize,
+    pub task_stamped: usize,
+    pub client_scheduling_delay: DistJson,
+    pub ttft_task_stamped: DistJson,
 }
 
 /// Warm-up requests: how many succeeded of how many sent.
@@ -142,6 +167,9 @@ pub struct GeneratorJson {
     pub lateness_bound_ms: f64,
     pub cpu_busy_fraction: Option<f64>,
     pub runtime_lag_p99_ms: Option<f64>,
+    /// Client scheduling delay p99 (ms), with kernel receive stamps.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_scheduling_delay_p99_ms: Option<f64>,
 }
 
 /// llama.cpp's own timings of one request.
@@ -245,6 +273,13 @@ impl KneecapJson {
             errors_by_kind: s.errors_by_kind.clone(),
             first_errors: k.first_errors.clone(),
             generator: k.generator.as_ref().map(GeneratorJson::of),
+            rx_timestamps: (s.stamps.kernel + s.stamps.task > 0).then(|| RxStampsJson {
+                source: s.stamps.source().into(),
+                kernel_stamped: s.stamps.kernel,
+                task_stamped: s.stamps.task,
+                client_scheduling_delay: DistJson::of(&s.stamps.scheduling_delay),
+                ttft_task_stamped: DistJson::of(&s.stamps.ttft_task_stamped),
+            }),
             shard: k.shard.as_ref().map(|run| ShardJson {
                 run: run.clone(),
                 percentiles: r.header.percentiles.clone(),
@@ -280,6 +315,12 @@ impl KneecapJson {
                 .map(|x| x.error.as_ref().map(|e| e.kind.as_str().to_string()))
                 .collect(),
         );
+        if recs.iter().any(|x| x.first_token_delay.is_some()) {
+            let delays = recs
+                .iter()
+                .map(|x| x.first_token_delay.map(|d| d.as_secs_f64()));
+            self.first_token_delays = Some(delays.collect());
+        }
         if recs.iter().any(|x| x.reasoning_tokens() > 0) {
             self.ttfos = Some(
                 recs.iter()
@@ -313,6 +354,7 @@ impl GeneratorJson {
             lateness_bound_ms: g.health.lateness_bound_ms,
             cpu_busy_fraction: g.cpu_busy_fraction,
             runtime_lag_p99_ms: g.runtime_lag_p99_ms,
+            client_scheduling_delay_p99_ms: g.health.scheduling_delay_p99_ms,
         }
     }
 }
