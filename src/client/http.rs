@@ -2,7 +2,7 @@
 //! (streaming, or a pooling API's single JSON answer), stamps the arrival
 //! time of every body frame *before* any parsing (the kernel's receive time
 //! where the socket gives it, else the task's), and fills in a
-//! [`RequestRecord`] (through [`super::reader`]). Statistics happen elsewhere.
+//! [`RequestRecord`] (through `super::reader`). Statistics happen elsewhere.
 
 use super::h1::{Event, H1Client, H1Error};
 use super::net::proxy::ProxyEnv;

@@ -194,7 +194,7 @@ impl RunJson {
 
     /// The file's JSON: this struct's keys, or for a pooling backend
     /// (`openai-embeddings`, `vllm-rerank`, `vllm-pooling`) the keys vLLM
-    /// writes for one (see [`pooling`]).
+    /// writes for one (see `pooling`).
     pub fn to_value(&self) -> Value {
         let v = serde_json::to_value(self).unwrap_or_default();
         if crate::metrics::name::is_pooling_backend(&self.backend) {

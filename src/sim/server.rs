@@ -6,7 +6,7 @@
 //! parsed ([`super::api`]), checked for injected refusals ([`super::fault`]),
 //! submitted to the engine thread ([`super::driver`]) and answered by a body
 //! from [`super::stream`]; pooling requests (embeddings, rerank, pooling) are
-//! served by [`super::pool_serve`]. Robustness: headers, and then the body, must each
+//! served by `super::pool_serve`. Robustness: headers, and then the body, must each
 //! arrive within [`SimConfig::read_timeout`] (default [`READ_TIMEOUT`]),
 //! bodies are capped at [`MAX_BODY`], and a bad request only ever costs that
 //! request a 4xx.

@@ -52,7 +52,8 @@ pub struct Look {
     /// Finished requests the look rested on.
     pub samples: usize,
     /// The window so far passed the steady-state check (what a pass needs
-    /// to end the step early).
+    /// to end the step early). Checked only for a pass past the minimum;
+    /// false otherwise.
     pub steady: bool,
     /// Whether the step should end its releases now.
     pub end: bool,

@@ -76,7 +76,7 @@ const MIN_DEPARTURES: usize = 4;
 /// `releases_end`, the end of the level's releases, while all its streams
 /// were running: completions after the first over the time between first
 /// and last. `ends` are the successful requests' completion times from the
-/// level's start. `None` with fewer than [`MIN_DEPARTURES`] of them.
+/// level's start. `None` with fewer than `MIN_DEPARTURES` (4) of them.
 pub fn departure_rate(ends: &[Duration], releases_end: Duration) -> Option<f64> {
     let first = *ends.iter().min()?;
     let inside: Vec<Duration> = ends

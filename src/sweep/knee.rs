@@ -296,7 +296,7 @@ fn step_down(fail: f64, factor: f64, start: f64, integer: bool) -> Option<f64> {
 }
 
 /// The knee implied by `history` (any order; a re-tested load counts once,
-/// see [`effective`]).
+/// see `effective`).
 pub fn knee(history: &[StepPoint]) -> Knee {
     let points = effective(history);
     let history = points.as_slice();
