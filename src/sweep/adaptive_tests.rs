@@ -37,6 +37,14 @@ fn stream(p_over: f64, seed: u64) -> Vec<crate::metrics::RequestRecord> {
 
 /// Look every 250 ms, as the live step does, until the rule ends the step.
 fn run(records: &[crate::metrics::RequestRecord], slo: &str) -> (Duration, Look) {
+    run_with(&rule(), records, slo)
+}
+
+fn run_with(
+    rule: &AdaptiveRule,
+    records: &[crate::metrics::RequestRecord],
+    slo: &str,
+) -> (Duration, Look) {
     let slos = vec![slo.parse::<Slo>().unwrap()];
     let mut t = Duration::ZERO;
     loop {
@@ -51,7 +59,7 @@ fn run(records: &[crate::metrics::RequestRecord], slo: &str) -> (Duration, Look)
             .filter(|r| r.due <= t && r.last_token.unwrap() > t)
             .map(|r| r.due)
             .collect();
-        let look = rule().look(t, &slos, &finished, &in_flight);
+        let look = rule.look(t, &slos, &finished, &in_flight);
         if look.end {
             return (t, look);
         }
@@ -141,25 +149,7 @@ fn a_pass_while_the_queue_still_grows_runs_on_to_the_cap() {
         cap: Duration::from_secs(20),
         ..rule()
     };
-    let slos = vec!["p99_ttft_ms<=60000".parse::<Slo>().unwrap()];
-    let mut t = Duration::ZERO;
-    let look = loop {
-        t += LOOK_EVERY;
-        let finished: Vec<_> = records
-            .iter()
-            .filter(|r| r.due <= t && r.last_token.unwrap() <= t)
-            .cloned()
-            .collect();
-        let in_flight: Vec<Duration> = records
-            .iter()
-            .filter(|r| r.due <= t && r.last_token.unwrap() > t)
-            .map(|r| r.due)
-            .collect();
-        let look = capped.look(t, &slos, &finished, &in_flight);
-        if look.end {
-            break look;
-        }
-    };
+    let (t, look) = run_with(&capped, &records, "p99_ttft_ms<=60000");
     assert_eq!(look.decision, Decision::Pass, "every TTFT meets the SLO");
     assert!(!look.steady, "the queue grew");
     assert_eq!(t, capped.cap, "ended at {t:?}, before the cap");
