@@ -97,6 +97,61 @@ pub fn offsets_until(limit: Duration, arrival: &Arrival, rng: &mut StdRng) -> Ve
     out
 }
 
+/// Offsets of a trace replayed `speed` times faster: vLLM's self-timed rule,
+/// each request due at its own timestamp (seconds from the start) / speed.
+pub fn trace_offsets(timestamps: &[f64], speed: f64) -> Vec<Duration> {
+    timestamps
+        .iter()
+        .map(|t| seconds_to_duration(t / speed))
+        .collect()
+}
+
+/// One release of a looped trace replay: when, which row, which pass.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TraceRelease {
+    pub due: Duration,
+    pub row: usize,
+    pub pass: u32,
+}
+
+/// A trace replayed `speed` times faster from its first request (timestamps
+/// are taken relative to the first), looped until `limit`: pass `p` is the
+/// trace again, shifted by `p` periods, where a period is the trace's span
+/// plus one mean gap (so the seam looks like any other gap). `timestamps`
+/// must be sorted; fewer than two give no loop (just the rows before `limit`).
+pub fn trace_loop_until(timestamps: &[f64], speed: f64, limit: Duration) -> Vec<TraceRelease> {
+    let (Some(first), Some(last)) = (timestamps.first(), timestamps.last()) else {
+        return Vec::new();
+    };
+    let n = timestamps.len();
+    let span = last - first;
+    let period = if n >= 2 && span > 0.0 {
+        span + span / (n - 1) as f64
+    } else {
+        f64::INFINITY
+    };
+    let limit_s = limit.as_secs_f64();
+    let mut out = Vec::new();
+    for pass in 0u32.. {
+        let base = f64::from(pass) * period;
+        if !base.is_finite() || base / speed >= limit_s || out.len() >= MAX_OFFSETS_UNTIL {
+            break;
+        }
+        for (row, t) in timestamps.iter().enumerate() {
+            let due = (base + t - first) / speed;
+            if due >= limit_s {
+                break;
+            }
+            out.push(TraceRelease {
+                due: seconds_to_duration(due),
+                row,
+                pass,
+            });
+        }
+    }
+    out
+}
+
 /// Check an arrival process the way `vllm bench serve` validates its flags; the
 /// message names the offending flag and value.
 pub fn validate(arrival: &Arrival) -> Result<(), String> {

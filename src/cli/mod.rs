@@ -7,6 +7,7 @@ pub mod report;
 pub mod run;
 pub mod sim;
 pub mod sweep;
+pub mod trace;
 pub mod vllm;
 
 use clap::{Parser, Subcommand};

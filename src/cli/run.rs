@@ -45,6 +45,9 @@ pub enum DatasetName {
     /// A query and documents for rerank / embeddings backends.
     #[value(name = "random-rerank")]
     RandomRerank,
+    /// A trace to replay: vLLM's timed_trace JSONL or an Azure trace CSV (--dataset-path).
+    #[value(name = "timed_trace", alias = "timed-trace")]
+    TimedTrace,
     /// Removed in vLLM 0.33 (kneecap says so and stops).
     #[value(hide = true)]
     Sonnet,
@@ -152,7 +155,7 @@ pub struct RunArgs {
     /// and stops.)
     #[arg(long, value_enum, default_value = "random", help_heading = "Dataset")]
     pub dataset_name: DatasetName,
-    /// Dataset file (sharegpt JSON, burstgpt CSV, custom JSONL).
+    /// Dataset file (sharegpt JSON, burstgpt CSV, custom JSONL, timed_trace JSONL).
     #[arg(long, help_heading = "Dataset")]
     pub dataset_path: Option<PathBuf>,
     /// Number of requests to send.
@@ -321,6 +324,10 @@ pub struct RunArgs {
     /// No progress bar.
     #[arg(long, help_heading = "Output")]
     pub disable_tqdm: bool,
+
+    // ---- trace replay --------------------------------------------------
+    #[command(flatten)]
+    pub trace: super::trace::TraceArgs,
 
     // ---- the rest of vLLM's command line -------------------------------
     #[command(flatten)]

@@ -25,10 +25,6 @@ pub struct VllmArgs {
     // ---- accepted, no meaning for kneecap (one line each when given) ----
     #[arg(long, hide = true)]
     pub probe_request_rate: Option<f64>,
-    #[arg(long, hide = true, overrides_with = "no_self_timed")]
-    pub self_timed: bool,
-    #[arg(long, hide = true, overrides_with = "self_timed")]
-    pub no_self_timed: bool,
     #[arg(long, hide = true)]
     pub chat_template_kwargs: Option<String>,
     #[arg(long, hide = true)]
@@ -45,18 +41,6 @@ pub struct VllmArgs {
     pub spec_bench_output_len: Option<String>,
     #[arg(long, hide = true)]
     pub spec_bench_category: Option<String>,
-    #[arg(long, hide = true)]
-    pub timed_trace_chunk_hash_size: Option<String>,
-    #[arg(long, hide = true)]
-    pub timed_trace_sec_multiplier: Option<String>,
-    #[arg(long, hide = true)]
-    pub timed_trace_label_timestamp: Option<String>,
-    #[arg(long, hide = true)]
-    pub timed_trace_label_input_length: Option<String>,
-    #[arg(long, hide = true)]
-    pub timed_trace_label_output_length: Option<String>,
-    #[arg(long, hide = true)]
-    pub timed_trace_label_hash_ids: Option<String>,
     #[arg(long, hide = true)]
     pub blazedit_min_distance: Option<String>,
     #[arg(long, hide = true)]
@@ -96,7 +80,7 @@ impl VllmArgs {
     pub fn without_meaning(&self) -> Vec<(&'static str, &'static str)> {
         const CHART: &str = "kneecap draws its own charts (kneecap sweep --html, kneecap report)";
         const DATASET: &str = "an option of a vLLM dataset kneecap does not generate";
-        let strings: [(&'static str, &Option<String>, &'static str); 26] = [
+        let strings: [(&'static str, &Option<String>, &'static str); 20] = [
             (
                 "--chat-template-kwargs",
                 &self.chat_template_kwargs,
@@ -113,36 +97,6 @@ impl VllmArgs {
                 DATASET,
             ),
             ("--spec-bench-category", &self.spec_bench_category, DATASET),
-            (
-                "--timed-trace-chunk-hash-size",
-                &self.timed_trace_chunk_hash_size,
-                DATASET,
-            ),
-            (
-                "--timed-trace-sec-multiplier",
-                &self.timed_trace_sec_multiplier,
-                DATASET,
-            ),
-            (
-                "--timed-trace-label-timestamp",
-                &self.timed_trace_label_timestamp,
-                DATASET,
-            ),
-            (
-                "--timed-trace-label-input-length",
-                &self.timed_trace_label_input_length,
-                DATASET,
-            ),
-            (
-                "--timed-trace-label-output-length",
-                &self.timed_trace_label_output_length,
-                DATASET,
-            ),
-            (
-                "--timed-trace-label-hash-ids",
-                &self.timed_trace_label_hash_ids,
-                DATASET,
-            ),
             (
                 "--blazedit-min-distance",
                 &self.blazedit_min_distance,
@@ -204,21 +158,11 @@ impl VllmArgs {
                 DATASET,
             ),
         ];
-        let flags: [(&'static str, bool, &'static str); 7] = [
+        let flags: [(&'static str, bool, &'static str); 5] = [
             (
                 "--probe-request-rate",
                 self.probe_request_rate.is_some_and(|r| r > 0.0),
                 "kneecap sends no side probes (its own self-check runs every step)",
-            ),
-            (
-                "--self-timed",
-                self.self_timed,
-                "it belongs to vLLM's timed_trace dataset",
-            ),
-            (
-                "--no-self-timed",
-                self.no_self_timed,
-                "it belongs to vLLM's timed_trace dataset",
             ),
             ("--plot-timeline", self.plot_timeline, CHART),
             ("--plot-dataset-stats", self.plot_dataset_stats, CHART),

@@ -42,6 +42,8 @@ pub struct Prepared {
     pub save_detailed: bool,
     /// A pooling backend: nothing is generated, so output counts stay 0.
     pub pooling: bool,
+    /// A replayed trace's rows and timestamps (its requests are `specs`).
+    pub trace: Option<Arc<dataset::TraceWorkload>>,
 }
 
 /// Connect, resolve the model, build the workload, ready-check and warm up.
@@ -61,7 +63,7 @@ pub async fn prepare(cfg: &RunConfig, server: &Server) -> Result<Prepared> {
         .as_deref()
         .map(TokenCounter::from_path)
         .transpose()?;
-    let specs = dataset::load(&cfg.dataset, tokenizer.as_ref())?;
+    let (specs, trace) = load_workload(cfg, tokenizer.as_ref())?;
     if specs.is_empty() {
         bail!("the dataset produced no requests (check --dataset-path and --num-prompts)");
     }
@@ -77,7 +79,35 @@ pub async fn prepare(cfg: &RunConfig, server: &Server) -> Result<Prepared> {
         model_id,
         request_id_prefix,
         warmups_ok,
+        trace,
     })
+}
+
+/// The dataset's requests, and a trace's rows when it is one (with a
+/// warning for rows whose hash ids cannot cover their input length).
+fn load_workload(
+    cfg: &RunConfig,
+    tokenizer: Option<&TokenCounter>,
+) -> Result<(Vec<RequestSpec>, Option<Arc<dataset::TraceWorkload>>)> {
+    let dataset::DatasetKind::TimedTrace(tc) = &cfg.dataset.kind else {
+        return Ok((dataset::load(&cfg.dataset, tokenizer)?, None));
+    };
+    let mut t = dataset::load_trace(tc, &cfg.dataset, tokenizer)?;
+    if let Some(s) = t.short {
+        eprintln!(
+            "kneecap: warning: {} of {} trace rows have too few hash ids for their input length, so their prompts are shorter \
+             (first: {}:{}, {} of {} tokens at {} tokens per id); Mooncake traces need --timed-trace-chunk-hash-size 512",
+            s.rows,
+            t.rows.len(),
+            tc.path.display(),
+            s.first_line,
+            s.covered,
+            s.wanted,
+            tc.chunk_size
+        );
+    }
+    let specs = std::mem::take(&mut t.requests);
+    Ok((specs, Some(Arc::new(t))))
 }
 
 /// One load level's releases, prompts and limits.

@@ -63,12 +63,13 @@ async fn run_against(
     interrupt: watch::Receiver<bool>,
 ) -> Result<RunResult> {
     let p = prepare(cfg, server).await?;
-    let global = releases(&cfg.load, p.specs.len())?;
+    let timestamps = p.trace.as_ref().map(|t| t.timestamps.as_slice());
+    let global = releases(&cfg.load, p.specs.len(), timestamps)?;
     let (level, globals) = shard_level(cfg, &p, global)?;
     announce(cfg, server, &p.model_id, &level.releases);
     let progress = progress_bar(cfg.output.progress, &level.releases);
-    let scheduled =
-        matches!(&level.releases, Releases::Scheduled(_)) && cfg.load.request_rate.is_finite();
+    let scheduled = matches!(&level.releases, Releases::Scheduled(_))
+        && (cfg.load.request_rate.is_finite() || cfg.load.trace_speed.is_some());
     if let Some(start) = cfg.start_at {
         clock::wait_until(start).await?;
     }
@@ -199,8 +200,16 @@ fn generator_verdict(
     }
 }
 
-/// Due offsets (open loop) or a closed loop for a fixed time.
-fn releases(load: &LoadConfig, n_specs: usize) -> Result<Releases> {
+/// Due offsets (open loop), a trace's own timestamps (self-timed replay), or
+/// a closed loop for a fixed time.
+fn releases(load: &LoadConfig, n_specs: usize, trace: Option<&[f64]>) -> Result<Releases> {
+    if let (Some(speed), Some(timestamps)) = (load.trace_speed, trace) {
+        let mut due = schedule::trace_offsets(timestamps, speed);
+        if let Some(d) = load.duration {
+            due.retain(|t| *t < d);
+        }
+        return Ok(Releases::Scheduled(due));
+    }
     let mut rng = StdRng::seed_from_u64(load.seed);
     Ok(match (load.duration, &load.arrival) {
         (Some(d), Arrival::Infinite) => Releases::ClosedFor(d),
@@ -306,6 +315,9 @@ pub fn describe_arrival(load: &LoadConfig) -> String {
         .max_concurrency
         .map(|c| format!(", max concurrency {c}"))
         .unwrap_or_default();
+    if let Some(speed) = load.trace_speed {
+        return format!("trace timestamps at {speed}x speed (self-timed){conc}");
+    }
     let base = match &load.arrival {
         Arrival::Infinite if load.max_concurrency.is_some() => "closed loop (rate inf)".to_string(),
         Arrival::Infinite => "all at once (rate inf)".to_string(),
@@ -365,7 +377,7 @@ mod tests {
     #[test]
     fn releases_are_seeded_and_follow_num_prompts() {
         let load = config("--request-rate 10 --num-prompts 50 --seed 3").load;
-        let (a, b) = (releases(&load, 7).unwrap(), releases(&load, 7).unwrap());
+        let (a, b) = (releases(&load, 7, None).unwrap(), releases(&load, 7, None).unwrap());
         match (a, b) {
             (Releases::Scheduled(a), Releases::Scheduled(b)) => {
                 assert_eq!(a.len(), 50);
@@ -376,9 +388,32 @@ mod tests {
     }
 
     #[test]
+    fn a_self_timed_trace_is_due_at_its_timestamps_over_the_speed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        std::fs::write(&path, "").unwrap();
+        let base = format!("--dataset-name timed_trace --dataset-path {}", path.display());
+        let stamps = [0.5, 1.0, 3.0];
+        let at = |line: &str| match releases(&config(line).load, 3, Some(&stamps)).unwrap() {
+            Releases::Scheduled(d) => d.iter().map(Duration::as_secs_f64).collect::<Vec<_>>(),
+            other => panic!("expected a schedule, got {other:?}"),
+        };
+        assert_eq!(at(&base), [0.5, 1.0, 3.0]);
+        assert_eq!(at(&format!("{base} --trace-speed 2 --request-rate 100")), [0.25, 0.5, 1.5]);
+        assert_eq!(at(&format!("{base} --duration 2s")), [0.5, 1.0]);
+        // --no-self-timed: the rate sets the schedule (10 req/s, 3 requests: last at 0.3 s).
+        let d = at(&format!("{base} --no-self-timed --request-rate 10 --num-prompts 3"));
+        assert!((d[2] - 0.3).abs() < 1e-9, "{d:?}");
+        assert_eq!(
+            describe_arrival(&config(&format!("{base} --trace-speed 4")).load),
+            "trace timestamps at 4x speed (self-timed)"
+        );
+    }
+
+    #[test]
     fn a_duration_with_an_infinite_rate_is_a_closed_loop_for_that_time() {
         let load = config("--duration 3s --max-concurrency 4").load;
-        match releases(&load, 7).unwrap() {
+        match releases(&load, 7, None).unwrap() {
             Releases::ClosedFor(d) => assert_eq!(d, Duration::from_secs(3)),
             other => panic!("expected a closed loop, got {other:?}"),
         }

@@ -99,6 +99,9 @@ pub struct LoadConfig {
     /// `--random-batch-size`): a run sends one request per group, as vLLM
     /// does, not `num_prompts`.
     pub requests_from_dataset: bool,
+    /// Trace replay (timed_trace, self-timed): each request is due at its
+    /// row's timestamp divided by this speed-up; the arrival flags are unused.
+    pub trace_speed: Option<f64>,
 }
 
 /// What to write where.

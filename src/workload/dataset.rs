@@ -1,5 +1,5 @@
 //! Dataset generators: random, random-rerank, ShareGPT, BurstGPT, custom JSONL,
-//! prefix_repetition → [`RequestSpec`]s (seeded).
+//! prefix_repetition, timed_trace → [`RequestSpec`]s (seeded).
 //!
 //! This file owns the configuration ([`DatasetConfig`]), the one function that
 //! touches the filesystem ([`load`]), and the helpers the generators share
@@ -14,7 +14,11 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
 use super::tokenizer::TokenCounter;
-use super::{burstgpt, custom, prefix, random, rerank, sharegpt, Prompt, RequestSpec};
+use super::trace::{TraceLabels, TraceRow};
+use super::trace_expand::{self, ExpandParams, ShortRows};
+use super::{
+    burstgpt, custom, prefix, random, rerank, sharegpt, trace, Prompt, RequestSpec,
+};
 
 /// Which dataset, with its own options (vLLM flag names in the docs).
 #[derive(Debug, Clone, PartialEq)]
@@ -42,6 +46,67 @@ pub enum DatasetKind {
     BurstGpt { path: PathBuf },
     /// `--dataset-name random-rerank` (see [`rerank`]).
     RandomRerank(rerank::RerankParams),
+    /// `--dataset-name timed_trace --dataset-path FILE` (see [`trace`]).
+    TimedTrace(TraceConfig),
+}
+
+/// A trace file and how to read it (vLLM's `--timed-trace-*` flags).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceConfig {
+    pub path: PathBuf,
+    /// `--timed-trace-chunk-hash-size`: tokens per hash id.
+    pub chunk_size: u32,
+    /// `--timed-trace-sec-multiplier`: timestamps × this = seconds.
+    pub sec_multiplier: f64,
+    pub labels: TraceLabels,
+}
+
+/// A trace read and expanded: its requests in time order, each one's
+/// timestamp, and the rows themselves (a sweep re-expands them per step).
+#[derive(Debug, Clone)]
+pub struct TraceWorkload {
+    pub rows: Vec<TraceRow>,
+    pub requests: Vec<RequestSpec>,
+    /// Seconds from the start of the run of each request (row order).
+    pub timestamps: Vec<f64>,
+    pub short: Option<ShortRows>,
+}
+
+/// Read a trace file and expand its first `num_prompts` rows (all when 0),
+/// vLLM's `timed_trace`: rows in time order, no shuffling, no oversampling.
+pub fn load_trace(
+    tc: &TraceConfig,
+    cfg: &DatasetConfig,
+    tokenizer: Option<&TokenCounter>,
+) -> anyhow::Result<TraceWorkload> {
+    if tc.chunk_size == 0 {
+        return Err(anyhow!("--timed-trace-chunk-hash-size must be at least 1"));
+    }
+    if !(tc.sec_multiplier.is_finite() && tc.sec_multiplier > 0.0) {
+        return Err(anyhow!("--timed-trace-sec-multiplier must be a positive number (0.001 for timestamps in ms)"));
+    }
+    let contents = read_dataset(
+        &tc.path,
+        "a timed_trace JSONL file (timestamp, input_length, output_length, hash_ids) or an Azure trace CSV",
+    )?;
+    let origin = tc.path.display().to_string();
+    let mut rows = trace::parse(&origin, &contents, &tc.labels, tc.sec_multiplier).map_err(anyhow::Error::msg)?;
+    if cfg.num_prompts > 0 {
+        rows.truncate(cfg.num_prompts);
+    }
+    let params = ExpandParams {
+        chunk_size: tc.chunk_size,
+        seed: cfg.seed,
+        salt: 0,
+        chat: cfg.chat,
+    };
+    let expanded = trace_expand::expand(&rows, &params, tokenizer);
+    Ok(TraceWorkload {
+        timestamps: rows.iter().map(|r| r.timestamp).collect(),
+        rows,
+        requests: expanded.requests,
+        short: expanded.short,
+    })
 }
 
 /// Everything [`load`] needs to build a workload.
@@ -178,6 +243,7 @@ pub fn load(
         DatasetKind::PrefixRepetition(params) => {
             prefix::generate(params, &opts, tokenizer, cfg.chat, &mut rng)
         }
+        DatasetKind::TimedTrace(tc) => Ok(load_trace(tc, cfg, tokenizer)?.requests),
     }
 }
 
@@ -265,180 +331,5 @@ pub(crate) fn text_request(prompt: String, prompt_len: u32, output_len: u32) -> 
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn random_cfg(seed: u64) -> DatasetConfig {
-        DatasetConfig {
-            kind: DatasetKind::Random {
-                input_len: 32,
-                output_len: 16,
-                range_ratio_input: 0.5,
-                range_ratio_output: 0.5,
-                prefix_len: 4,
-            },
-            num_prompts: 20,
-            seed,
-            chat: false,
-            disable_shuffle: false,
-            no_oversample: false,
-            batch_size: 1,
-        }
-    }
-
-    #[test]
-    fn load_is_reproducible_with_the_same_seed() {
-        let a = load(&random_cfg(7), None).unwrap();
-        let b = load(&random_cfg(7), None).unwrap();
-        let c = load(&random_cfg(8), None).unwrap();
-        assert_eq!(a, b);
-        assert_ne!(a, c);
-        assert_eq!(a.len(), 20);
-    }
-
-    #[test]
-    fn dataset_rng_differs_from_a_plain_seeded_rng() {
-        let mut plain = StdRng::seed_from_u64(0);
-        let mut salted = dataset_rng(0);
-        assert_ne!(plain.random::<u64>(), salted.random::<u64>());
-    }
-
-    #[test]
-    fn estimate_is_chars_over_four_rounded_up() {
-        assert_eq!(estimate_tokens(""), 0);
-        assert_eq!(estimate_tokens("abc"), 1);
-        assert_eq!(estimate_tokens("abcd"), 1);
-        assert_eq!(estimate_tokens("abcde"), 2);
-        assert_eq!(estimate_tokens("héllo wörld"), 3);
-    }
-
-    #[test]
-    fn finish_oversamples_unless_told_not_to() {
-        let reqs: Vec<_> = (0..3)
-            .map(|i| text_request(format!("p{i}"), 5, 5))
-            .collect();
-        let mut rng = dataset_rng(1);
-        let out = finish(reqs.clone(), 10, false, &mut rng);
-        assert_eq!(out.len(), 10);
-        assert!(out.iter().enumerate().all(|(i, r)| r.index == i));
-        assert!(out[3..]
-            .iter()
-            .all(|r| reqs.iter().any(|o| o.prompt == r.prompt)));
-        let out = finish(reqs, 10, true, &mut rng);
-        assert_eq!(out.len(), 3);
-    }
-
-    #[test]
-    fn missing_file_error_names_the_file_and_the_flag() {
-        let cfg = DatasetConfig {
-            kind: DatasetKind::ShareGpt {
-                path: PathBuf::from("/nonexistent/sharegpt-missing.json"),
-                output_len: None,
-            },
-            ..random_cfg(0)
-        };
-        let msg = format!("{:#}", load(&cfg, None).unwrap_err());
-        assert!(msg.contains("/nonexistent/sharegpt-missing.json"), "{msg}");
-        assert!(msg.contains("--dataset-path"), "{msg}");
-        let cfg = DatasetConfig {
-            kind: DatasetKind::Custom {
-                path: PathBuf::from("/nonexistent/custom-missing.jsonl"),
-                output_len: 256,
-            },
-            ..random_cfg(0)
-        };
-        let msg = format!("{:#}", load(&cfg, None).unwrap_err());
-        assert!(msg.contains("/nonexistent/custom-missing.jsonl"), "{msg}");
-    }
-
-    #[test]
-    fn non_utf8_file_error_names_the_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("latin1.jsonl");
-        std::fs::write(&path, b"{\"prompt\": \"caf\xe9\"}\n").unwrap();
-        let cfg = DatasetConfig {
-            kind: DatasetKind::Custom {
-                path,
-                output_len: 8,
-            },
-            ..random_cfg(0)
-        };
-        let msg = format!("{:#}", load(&cfg, None).unwrap_err());
-        assert!(
-            msg.contains("latin1.jsonl") && msg.contains("UTF-8"),
-            "{msg}"
-        );
-    }
-
-    #[test]
-    fn load_reads_a_burstgpt_csv_and_groups_random_rerank_prompts() {
-        let dir = tempfile::tempdir().unwrap();
-        let csv = dir.path().join("burst.csv");
-        std::fs::write(
-            &csv,
-            "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n\
-             1,GPT-4,10,3,13,API log\n2,ChatGPT,20,4,24,API log\n3,GPT-4,30,5,35,API log\n",
-        )
-        .unwrap();
-        let cfg = DatasetConfig {
-            kind: DatasetKind::BurstGpt { path: csv },
-            num_prompts: 4,
-            ..random_cfg(0)
-        };
-        assert!(!cfg.groups_prompts());
-        let reqs = load(&cfg, None).unwrap();
-        // Two GPT-4 rows, 4 drawn with replacement (pandas 3.1.1, seed 0: [0, 1, 1, 0]).
-        let lens: Vec<(u32, u32)> = reqs.iter().map(|r| (r.prompt_len, r.output_len)).collect();
-        assert_eq!(lens, [(10, 3), (30, 5), (30, 5), (10, 3)]);
-        let cfg = DatasetConfig {
-            kind: DatasetKind::RandomRerank(rerank::RerankParams {
-                input_len: 20,
-                range_ratio: 0.0,
-                batch_size: 3,
-                reranker: true,
-            }),
-            num_prompts: 7,
-            ..random_cfg(0)
-        };
-        assert!(cfg.groups_prompts());
-        assert_eq!(
-            load(&cfg, None).unwrap().len(),
-            3,
-            "7 documents, 3 per request"
-        );
-    }
-
-    #[test]
-    fn load_reads_sharegpt_and_custom_files() {
-        let dir = tempfile::tempdir().unwrap();
-        let sg = dir.path().join("sg.json");
-        std::fs::write(
-            &sg,
-            r#"[{"id":"a","conversations":[{"from":"human","value":"Tell me a short story about a cat."},{"from":"gpt","value":"Once upon a time a cat sat on a warm windowsill all day."}]}]"#,
-        )
-        .unwrap();
-        let cfg = DatasetConfig {
-            kind: DatasetKind::ShareGpt {
-                path: sg,
-                output_len: None,
-            },
-            num_prompts: 3,
-            ..random_cfg(0)
-        };
-        let reqs = load(&cfg, None).unwrap();
-        assert_eq!(reqs.len(), 3);
-        let cj = dir.path().join("c.jsonl");
-        std::fs::write(&cj, "{\"prompt\":\"hello there\",\"output_tokens\":12}\n").unwrap();
-        let cfg = DatasetConfig {
-            kind: DatasetKind::Custom {
-                path: cj,
-                output_len: -1,
-            },
-            num_prompts: 0,
-            ..random_cfg(0)
-        };
-        let reqs = load(&cfg, None).unwrap();
-        assert_eq!(reqs.len(), 1);
-        assert_eq!(reqs[0].output_len, 12);
-    }
-}
+#[path = "dataset_tests.rs"]
+mod tests;

@@ -1,5 +1,5 @@
 //! Workload: what each request asks for (prompt, expected lengths), built from a dataset
-//! (random, random-rerank, ShareGPT, BurstGPT, custom, prefix_repetition).
+//! (random, random-rerank, ShareGPT, BurstGPT, custom, prefix_repetition, timed_trace).
 //!
 //! Owns [`RequestSpec`] and the dataset generators. No network I/O here; file
 //! reading happens only in [`dataset::load`] at the edge.
@@ -13,6 +13,8 @@ pub mod random;
 pub mod rerank;
 pub mod sharegpt;
 pub mod tokenizer;
+pub mod trace;
+pub mod trace_expand;
 
 /// The prompt of one request, as it goes on the wire.
 #[derive(Debug, Clone, PartialEq)]

@@ -5,7 +5,8 @@
 
 use crate::cli::run::{DatasetName, RunArgs};
 use crate::client::openai::Api;
-use crate::workload::dataset::{DatasetConfig, DatasetKind};
+use crate::workload::dataset::{DatasetConfig, DatasetKind, TraceConfig};
+use crate::workload::trace::TraceLabels;
 use crate::workload::prefix::PrefixParams;
 use crate::workload::rerank::RerankParams;
 use anyhow::{bail, Context, Result};
@@ -20,6 +21,7 @@ pub fn dataset_name(name: DatasetName) -> &'static str {
         DatasetName::PrefixRepetition => "prefix_repetition",
         DatasetName::Burstgpt => "burstgpt",
         DatasetName::RandomRerank => "random-rerank",
+        DatasetName::TimedTrace => "timed_trace",
         DatasetName::Sonnet => "sonnet",
     }
 }
@@ -43,6 +45,7 @@ pub fn dataset_config(a: &RunArgs, api: Api) -> Result<DatasetConfig> {
         Ok(())
     };
     pooling_rules(a, api)?;
+    trace_speed(a)?;
     let kind = match a.dataset_name {
         DatasetName::Random => {
             synthetic("random")?;
@@ -85,6 +88,17 @@ pub fn dataset_config(a: &RunArgs, api: Api) -> Result<DatasetConfig> {
                 reranker: !a.no_reranker,
             })
         }
+        DatasetName::TimedTrace => DatasetKind::TimedTrace(TraceConfig {
+            path: need_path("timed_trace")?,
+            chunk_size: a.trace.timed_trace_chunk_hash_size,
+            sec_multiplier: a.trace.timed_trace_sec_multiplier,
+            labels: TraceLabels {
+                timestamp: a.trace.timed_trace_label_timestamp.clone(),
+                input_length: a.trace.timed_trace_label_input_length.clone(),
+                output_length: a.trace.timed_trace_label_output_length.clone(),
+                hash_ids: a.trace.timed_trace_label_hash_ids.clone(),
+            },
+        }),
         DatasetName::Sonnet => bail!(
             "--dataset-name sonnet: vLLM 0.33 removed the sonnet dataset (vllm bench serve no longer \
              offers it), so kneecap has nothing to load; use --dataset-name random, sharegpt or custom"
@@ -106,6 +120,34 @@ pub fn dataset_config(a: &RunArgs, api: Api) -> Result<DatasetConfig> {
             1
         },
     })
+}
+
+/// `Some(speed)` when requests go out at their trace timestamps (timed_trace,
+/// unless `--no-self-timed`), divided by `--trace-speed`; `None` when the
+/// arrival flags set the schedule. vLLM's rule: `--self-timed` and
+/// `--no-self-timed` belong to timed_trace alone.
+pub fn trace_speed(a: &RunArgs) -> Result<Option<f64>> {
+    let t = &a.trace;
+    let trace = a.dataset_name == DatasetName::TimedTrace;
+    if !trace && (t.self_timed || t.no_self_timed || t.trace_speed.is_some()) {
+        let flag = match (t.self_timed, t.no_self_timed) {
+            (true, _) => "--self-timed",
+            (_, true) => "--no-self-timed",
+            _ => "--trace-speed",
+        };
+        bail!("{flag} is only for --dataset-name timed_trace (a trace with timestamps); drop it or replay a trace");
+    }
+    let speed = t.trace_speed.unwrap_or(1.0);
+    if !(speed.is_finite() && speed > 0.0) {
+        bail!("--trace-speed must be a positive number (2 replays the trace twice as fast), not {speed}");
+    }
+    if trace && t.no_self_timed {
+        if t.trace_speed.is_some() {
+            bail!("--trace-speed needs the trace's timestamps: drop --no-self-timed");
+        }
+        return Ok(None);
+    }
+    Ok(trace.then_some(speed))
 }
 
 /// Which datasets a pooling backend can take, and the other way round.

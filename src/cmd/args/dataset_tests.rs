@@ -88,3 +88,24 @@ fn datasets_and_pooling_backends_must_fit_each_other() {
     let c = config("--backend vllm-rerank --random-batch-size 3");
     assert_eq!(c.dataset.batch_size, 3);
 }
+
+#[test]
+fn timed_trace_is_self_timed_with_ignore_eos_unless_told_otherwise() {
+    // Cargo.toml exists, so it passes the --dataset-path check; nothing reads it here.
+    let base = "--dataset-name timed_trace --dataset-path Cargo.toml";
+    let c = config(base);
+    assert_eq!(c.load.trace_speed, Some(1.0));
+    assert!(c.body.ignore_eos, "vLLM forces ignore_eos for timed_trace");
+    assert_eq!(config(&format!("{base} --trace-speed 2.5")).load.trace_speed, Some(2.5));
+    assert_eq!(config(&format!("{base} --self-timed")).load.trace_speed, Some(1.0));
+    assert_eq!(config(&format!("{base} --no-self-timed --request-rate 5")).load.trace_speed, None);
+    assert_eq!(config("--request-rate 5").load.trace_speed, None);
+    all_rejected(&[
+        "--self-timed => --self-timed is only for --dataset-name timed_trace",
+        "--no-self-timed --dataset-name random => --no-self-timed is only for --dataset-name timed_trace",
+        "--trace-speed 2 => --trace-speed is only for --dataset-name timed_trace",
+        "--dataset-name timed_trace => --dataset-name timed_trace needs --dataset-path FILE",
+        "--dataset-name timed_trace --dataset-path Cargo.toml --trace-speed 0 => --trace-speed must be a positive number",
+        "--dataset-name timed_trace --dataset-path Cargo.toml --no-self-timed --trace-speed 2 => drop --no-self-timed",
+    ]);
+}

@@ -40,10 +40,14 @@ pub fn run_config_for(a: &RunArgs, default: DefaultTarget) -> Result<RunConfig> 
     let mut load = load_config(a)?;
     let dataset = dataset_config(a, api)?;
     load.requests_from_dataset = dataset.groups_prompts();
+    load.trace_speed = super::dataset::trace_speed(a)?;
     let dataset_name = dataset_name(a.dataset_name);
     // vLLM forces ignore_eos for the random dataset on OpenAI-compatible
-    // (generation) backends only.
-    let ignore_eos = a.ignore_eos || (a.dataset_name == DatasetName::Random && !api.is_pooling());
+    // (generation) backends only, and for timed_trace (outputs run to the
+    // trace's lengths).
+    let ignore_eos = a.ignore_eos
+        || (a.dataset_name == DatasetName::Random && !api.is_pooling())
+        || a.dataset_name == DatasetName::TimedTrace;
     if let Some(t) = &a.tokenizer {
         if !t.exists() {
             bail!("--tokenizer: '{}' does not exist (give a tokenizer.json file or a directory holding one)", t.display());
@@ -227,7 +231,12 @@ fn load_config(a: &RunArgs) -> Result<LoadConfig> {
         },
     };
     crate::schedule::validate(&arrival).map_err(anyhow::Error::msg)?;
-    if a.duration.is_some() && matches!(arrival, Arrival::Infinite) && a.max_concurrency.is_none() {
+    let self_timed = a.dataset_name == DatasetName::TimedTrace && !a.trace.no_self_timed;
+    if a.duration.is_some()
+        && matches!(arrival, Arrival::Infinite)
+        && a.max_concurrency.is_none()
+        && !self_timed
+    {
         bail!("--duration with --request-rate inf needs --max-concurrency (otherwise it would send without bound)");
     }
     if a.duration.is_some() && ramp_up.is_some() {
@@ -245,6 +254,7 @@ fn load_config(a: &RunArgs) -> Result<LoadConfig> {
         ramp_up,
         ready_check_timeout: Duration::from_secs(a.ready_check_timeout_sec),
         requests_from_dataset: false,
+        trace_speed: None,
     })
 }
 
