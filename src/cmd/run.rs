@@ -70,6 +70,7 @@ async fn run_against(
     let progress = progress_bar(cfg.output.progress, &level.releases);
     let scheduled = matches!(&level.releases, Releases::Scheduled(_))
         && (cfg.load.request_rate.is_finite() || cfg.load.trace_speed.is_some());
+    let offered = offered_rate(cfg, &level.releases);
     if let Some(start) = cfg.start_at {
         clock::wait_until(start).await?;
     }
@@ -87,7 +88,7 @@ async fn run_against(
         shard::apply::renumber(s, &mut out.records, globals.as_deref());
     }
     let summary = summarize(&out, cfg);
-    let generator = generator_verdict(&summary, cfg, scheduled, &check);
+    let generator = generator_verdict(&summary, offered, scheduled, &check);
     let outcome = RunOutcome {
         started: Some(out.started_at.into()),
         interrupted: out.interrupted,
@@ -167,18 +168,29 @@ fn shard_run(
     ShardRun { id, part }
 }
 
+/// The offered rate the lateness bound is set from: `--request-rate`, or for
+/// a replayed trace its releases over their span.
+fn offered_rate(cfg: &RunConfig, releases: &Releases) -> f64 {
+    match (cfg.load.trace_speed, releases) {
+        (Some(_), Releases::Scheduled(due)) => match due.last() {
+            Some(last) if !last.is_zero() => due.len() as f64 / last.as_secs_f64(),
+            _ => f64::INFINITY,
+        },
+        _ => cfg.load.request_rate,
+    }
+}
+
 /// Did kneecap keep to its schedule? Dispatch lateness is judged only for a
 /// finite-rate schedule: with `--request-rate inf` every request is due at
 /// t0 and lateness measures the burst, not the generator.
 fn generator_verdict(
     s: &Summary,
-    cfg: &RunConfig,
+    rate: f64,
     scheduled: bool,
     check: &engine::probe::SelfCheck,
 ) -> GeneratorVerdict {
     use crate::metrics::health;
     let lag_p99 = check.lag_p99_ms();
-    let rate = cfg.load.request_rate;
     let health = if scheduled {
         health::generator_health(&s.lateness, rate, check.cpu_busy_fraction, lag_p99)
     } else {
@@ -377,7 +389,10 @@ mod tests {
     #[test]
     fn releases_are_seeded_and_follow_num_prompts() {
         let load = config("--request-rate 10 --num-prompts 50 --seed 3").load;
-        let (a, b) = (releases(&load, 7, None).unwrap(), releases(&load, 7, None).unwrap());
+        let (a, b) = (
+            releases(&load, 7, None).unwrap(),
+            releases(&load, 7, None).unwrap(),
+        );
         match (a, b) {
             (Releases::Scheduled(a), Releases::Scheduled(b)) => {
                 assert_eq!(a.len(), 50);
@@ -392,22 +407,34 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.jsonl");
         std::fs::write(&path, "").unwrap();
-        let base = format!("--dataset-name timed_trace --dataset-path {}", path.display());
+        let base = format!(
+            "--dataset-name timed_trace --dataset-path {}",
+            path.display()
+        );
         let stamps = [0.5, 1.0, 3.0];
         let at = |line: &str| match releases(&config(line).load, 3, Some(&stamps)).unwrap() {
             Releases::Scheduled(d) => d.iter().map(Duration::as_secs_f64).collect::<Vec<_>>(),
             other => panic!("expected a schedule, got {other:?}"),
         };
         assert_eq!(at(&base), [0.5, 1.0, 3.0]);
-        assert_eq!(at(&format!("{base} --trace-speed 2 --request-rate 100")), [0.25, 0.5, 1.5]);
+        assert_eq!(
+            at(&format!("{base} --trace-speed 2 --request-rate 100")),
+            [0.25, 0.5, 1.5]
+        );
         assert_eq!(at(&format!("{base} --duration 2s")), [0.5, 1.0]);
         // --no-self-timed: the rate sets the schedule (10 req/s, 3 requests: last at 0.3 s).
-        let d = at(&format!("{base} --no-self-timed --request-rate 10 --num-prompts 3"));
+        let d = at(&format!(
+            "{base} --no-self-timed --request-rate 10 --num-prompts 3"
+        ));
         assert!((d[2] - 0.3).abs() < 1e-9, "{d:?}");
         assert_eq!(
             describe_arrival(&config(&format!("{base} --trace-speed 4")).load),
             "trace timestamps at 4x speed (self-timed)"
         );
+        // The lateness bound follows the trace's own rate: 3 requests over 1.5 s.
+        let cfg = config(&format!("{base} --trace-speed 2"));
+        let due = Releases::Scheduled(schedule::trace_offsets(&stamps, 2.0));
+        assert_eq!(offered_rate(&cfg, &due), 2.0);
     }
 
     #[test]
@@ -422,12 +449,21 @@ mod tests {
     #[test]
     fn lateness_is_judged_only_for_a_finite_rate_schedule() {
         let check = engine::probe::SelfCheck::default();
-        let finite = config("--request-rate 10");
-        let judged = generator_verdict(&late_by(500.0), &finite, true, &check);
+        let judged = generator_verdict(&late_by(500.0), 10.0, true, &check);
         assert!(judged.lateness_judged);
         assert!(judged.health.limited, "500 ms late at 10 req/s");
-        let burst = config("--request-rate inf");
-        let unjudged = generator_verdict(&late_by(500.0), &burst, false, &check);
+        // 2 ms late: over the 1 ms bound at 200 req/s, under the 10 ms one at 10 req/s.
+        assert!(
+            generator_verdict(&late_by(2.0), 200.0, true, &check)
+                .health
+                .limited
+        );
+        assert!(
+            !generator_verdict(&late_by(2.0), 10.0, true, &check)
+                .health
+                .limited
+        );
+        let unjudged = generator_verdict(&late_by(500.0), f64::INFINITY, false, &check);
         assert!(!unjudged.lateness_judged);
         assert!(!unjudged.health.limited, "{:?}", unjudged.health.reasons);
     }

@@ -16,9 +16,7 @@ use rand::{Rng, SeedableRng};
 use super::tokenizer::TokenCounter;
 use super::trace::{TraceLabels, TraceRow};
 use super::trace_expand::{self, ExpandParams, ShortRows};
-use super::{
-    burstgpt, custom, prefix, random, rerank, sharegpt, trace, Prompt, RequestSpec,
-};
+use super::{burstgpt, custom, prefix, random, rerank, sharegpt, trace, Prompt, RequestSpec};
 
 /// Which dataset, with its own options (vLLM flag names in the docs).
 #[derive(Debug, Clone, PartialEq)]
@@ -83,14 +81,17 @@ pub fn load_trace(
         return Err(anyhow!("--timed-trace-chunk-hash-size must be at least 1"));
     }
     if !(tc.sec_multiplier.is_finite() && tc.sec_multiplier > 0.0) {
-        return Err(anyhow!("--timed-trace-sec-multiplier must be a positive number (0.001 for timestamps in ms)"));
+        return Err(anyhow!(
+            "--timed-trace-sec-multiplier must be a positive number (0.001 for timestamps in ms)"
+        ));
     }
     let contents = read_dataset(
         &tc.path,
         "a timed_trace JSONL file (timestamp, input_length, output_length, hash_ids) or an Azure trace CSV",
     )?;
     let origin = tc.path.display().to_string();
-    let mut rows = trace::parse(&origin, &contents, &tc.labels, tc.sec_multiplier).map_err(anyhow::Error::msg)?;
+    let mut rows = trace::parse(&origin, &contents, &tc.labels, tc.sec_multiplier)
+        .map_err(anyhow::Error::msg)?;
     if cfg.num_prompts > 0 {
         rows.truncate(cfg.num_prompts);
     }

@@ -61,7 +61,10 @@ pub enum TraceFormat {
 /// The format of `contents`: a first line that names the Azure columns is a
 /// CSV, anything else is read as JSONL.
 pub fn detect(contents: &str) -> TraceFormat {
-    let first = contents.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let first = contents
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
     if first.contains("ContextTokens") && first.contains("GeneratedTokens") {
         TraceFormat::AzureCsv
     } else {
@@ -94,7 +97,11 @@ pub fn parse(
 }
 
 /// `timed_trace` JSONL: one object per non-empty line.
-fn parse_jsonl(origin: &str, contents: &str, labels: &TraceLabels) -> Result<Vec<TraceRow>, String> {
+fn parse_jsonl(
+    origin: &str,
+    contents: &str,
+    labels: &TraceLabels,
+) -> Result<Vec<TraceRow>, String> {
     let mut rows = Vec::new();
     for (i, text) in contents.lines().enumerate() {
         if text.trim().is_empty() {
@@ -102,10 +109,15 @@ fn parse_jsonl(origin: &str, contents: &str, labels: &TraceLabels) -> Result<Vec
         }
         let line = i + 1;
         let at = |msg: String| format!("{origin}:{line}: {msg}");
-        let v: Value = serde_json::from_str(text)
-            .map_err(|e| at(format!("not a JSON object ({e}); a timed_trace file has one object per line")))?;
+        let v: Value = serde_json::from_str(text).map_err(|e| {
+            at(format!(
+                "not a JSON object ({e}); a timed_trace file has one object per line"
+            ))
+        })?;
         let Some(obj) = v.as_object() else {
-            return Err(at("not a JSON object; a timed_trace file has one object per line".into()));
+            return Err(at(
+                "not a JSON object; a timed_trace file has one object per line".into(),
+            ));
         };
         let field = |name: &str, flag: &str| {
             obj.get(name).ok_or_else(|| {
@@ -154,7 +166,9 @@ fn seconds(v: &Value) -> Result<f64, String> {
 fn count(v: &Value, min: u64) -> Result<u32, String> {
     match v.as_u64().and_then(|n| u32::try_from(n).ok()) {
         Some(n) if u64::from(n) >= min => Ok(n),
-        _ => Err(format!("must be a whole number of tokens, at least {min}, not {v}")),
+        _ => Err(format!(
+            "must be a whole number of tokens, at least {min}, not {v}"
+        )),
     }
 }
 
@@ -192,7 +206,11 @@ fn parse_azure(origin: &str, contents: &str) -> Result<Vec<TraceRow>, String> {
             )
         })
     };
-    let (ts, ctx, gen) = (column("TIMESTAMP")?, column("ContextTokens")?, column("GeneratedTokens")?);
+    let (ts, ctx, gen) = (
+        column("TIMESTAMP")?,
+        column("ContextTokens")?,
+        column("GeneratedTokens")?,
+    );
     let mut rows = Vec::new();
     for (i, text) in lines {
         let line = i + 1;
@@ -221,7 +239,10 @@ fn parse_azure(origin: &str, contents: &str) -> Result<Vec<TraceRow>, String> {
             hash_ids: None,
         });
     }
-    let first = rows.iter().map(|r| r.timestamp).fold(f64::INFINITY, f64::min);
+    let first = rows
+        .iter()
+        .map(|r| r.timestamp)
+        .fold(f64::INFINITY, f64::min);
     for r in &mut rows {
         r.timestamp -= first;
     }
@@ -238,9 +259,13 @@ fn azure_seconds(s: &str) -> Option<f64> {
     let mut d = date.splitn(3, '-').map(|p| p.parse::<i64>().ok());
     let (y, m, day) = (d.next()??, d.next()??, d.next()??);
     let mut t = time.splitn(3, ':');
-    let (h, min) = (t.next()?.parse::<i64>().ok()?, t.next()?.parse::<i64>().ok()?);
+    let (h, min) = (
+        t.next()?.parse::<i64>().ok()?,
+        t.next()?.parse::<i64>().ok()?,
+    );
     let sec: f64 = t.next()?.parse().ok()?;
-    let valid = (1..=12).contains(&m) && (1..=31).contains(&day) && h < 24 && min < 60 && sec < 61.0;
+    let valid =
+        (1..=12).contains(&m) && (1..=31).contains(&day) && h < 24 && min < 60 && sec < 61.0;
     valid.then(|| (days_from_civil(y, m, day) * 86_400 + h * 3600 + min * 60) as f64 + sec)
 }
 

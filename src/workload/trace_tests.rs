@@ -21,7 +21,10 @@ fn jsonl_rows_are_read_scaled_and_put_in_time_order() {
                 {\"timestamp\": 1000, \"input_length\": 20, \"output_length\": 7}\n";
     let r = parse(ORIGIN, text, &TraceLabels::default(), 0.001).unwrap();
     assert_eq!(r.len(), 2);
-    assert_eq!((r[0].line, r[0].timestamp, r[0].input_len, r[0].output_len), (3, 1.0, 20, 7));
+    assert_eq!(
+        (r[0].line, r[0].timestamp, r[0].input_len, r[0].output_len),
+        (3, 1.0, 20, 7)
+    );
     assert_eq!(r[0].hash_ids, Some(vec![]));
     assert_eq!((r[1].line, r[1].timestamp), (1, 3.0));
     assert_eq!(r[1].hash_ids, Some(vec![1, 2, 3]));
@@ -35,8 +38,17 @@ fn labels_rename_the_fields() {
         output_length: "out".into(),
         hash_ids: "blocks".into(),
     };
-    let r = parse(ORIGIN, r#"{"ts": "2.5", "in": 3, "out": 4, "blocks": [9]}"#, &labels, 1.0).unwrap();
-    assert_eq!((r[0].timestamp, r[0].input_len, r[0].output_len), (2.5, 3, 4));
+    let r = parse(
+        ORIGIN,
+        r#"{"ts": "2.5", "in": 3, "out": 4, "blocks": [9]}"#,
+        &labels,
+        1.0,
+    )
+    .unwrap();
+    assert_eq!(
+        (r[0].timestamp, r[0].input_len, r[0].output_len),
+        (2.5, 3, 4)
+    );
     assert_eq!(r[0].hash_ids, Some(vec![9]));
 }
 
@@ -70,7 +82,10 @@ fn azure_csv_timestamps_become_seconds_since_the_first_request() {
     assert_eq!(detect(text), TraceFormat::AzureCsv);
     let ts: Vec<f64> = r.iter().map(|r| r.timestamp).collect();
     // 18:15:46.7 is the origin; 00:00:01 the next day is 5 h 44 min 14.3 s later.
-    assert!((ts[0] - 0.0).abs() < 1e-9 && (ts[1] - 0.5).abs() < 1e-6, "{ts:?}");
+    assert!(
+        (ts[0] - 0.0).abs() < 1e-9 && (ts[1] - 0.5).abs() < 1e-6,
+        "{ts:?}"
+    );
     assert!((ts[2] - 20_654.3).abs() < 1e-6, "{ts:?}");
     assert_eq!((r[0].input_len, r[0].output_len, r[0].line), (200, 20, 3));
     assert_eq!(r[0].hash_ids, None);
@@ -114,7 +129,10 @@ fn ids(p: &Prompt) -> &[u32] {
 fn equal_leading_ids_give_identical_token_prefixes_and_sizes_key_partial_blocks() {
     let e = expand(&trace(), &params(false, 0), None);
     let r: Vec<&[u32]> = e.requests.iter().map(|r| ids(&r.prompt)).collect();
-    assert_eq!([r[0].len(), r[1].len(), r[2].len(), r[3].len()], [10, 12, 4, 10]);
+    assert_eq!(
+        [r[0].len(), r[1].len(), r[2].len(), r[3].len()],
+        [10, 12, 4, 10]
+    );
     // Rows 0 and 1 share blocks 5 and 6 (8 tokens), then differ.
     assert_eq!(r[0][..8], r[1][..8]);
     assert_ne!(r[0][8..10], r[1][8..10]);
@@ -122,11 +140,17 @@ fn equal_leading_ids_give_identical_token_prefixes_and_sizes_key_partial_blocks(
     assert_eq!(r[0], r[3]);
     // Block 7 in full (row 1 has no 7; row 0's 7 is cut to 2 tokens) is keyed by size.
     assert!(e.requests.iter().all(|r| r.output_len == 3));
-    assert_eq!(e.requests.iter().map(|r| r.prompt_len).collect::<Vec<_>>(), [10, 12, 4, 10]);
+    assert_eq!(
+        e.requests.iter().map(|r| r.prompt_len).collect::<Vec<_>>(),
+        [10, 12, 4, 10]
+    );
     // Row 2's one id covers 4 of its 10 tokens: counted as short.
     let s = e.short.unwrap();
     assert_eq!((s.rows, s.first_line, s.covered, s.wanted), (1, 3, 4, 10));
-    assert!(r.iter().flat_map(|t| t.iter()).all(|id| SAFE_RANGE.contains(id)));
+    assert!(r
+        .iter()
+        .flat_map(|t| t.iter())
+        .all(|id| SAFE_RANGE.contains(id)));
 }
 
 const SAFE_RANGE: std::ops::Range<u32> = crate::workload::random::SAFE_TOKEN_IDS;
@@ -154,7 +178,11 @@ fn the_salt_changes_the_tokens_but_keeps_the_sharing() {
     let b = expand(&trace(), &params(false, 1), None);
     let again = expand(&trace(), &params(false, 0), None);
     assert_eq!(a, again, "same seed and salt, same prompts");
-    let (a0, b0, b1) = (ids(&a.requests[0].prompt), ids(&b.requests[0].prompt), ids(&b.requests[1].prompt));
+    let (a0, b0, b1) = (
+        ids(&a.requests[0].prompt),
+        ids(&b.requests[0].prompt),
+        ids(&b.requests[1].prompt),
+    );
     assert_ne!(a0[..4], b0[..4]);
     assert_eq!(b0[..8], b1[..8]);
 }

@@ -6,9 +6,9 @@
 use crate::cli::run::{DatasetName, RunArgs};
 use crate::client::openai::Api;
 use crate::workload::dataset::{DatasetConfig, DatasetKind, TraceConfig};
-use crate::workload::trace::TraceLabels;
 use crate::workload::prefix::PrefixParams;
 use crate::workload::rerank::RerankParams;
+use crate::workload::trace::TraceLabels;
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 

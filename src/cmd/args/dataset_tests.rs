@@ -96,9 +96,22 @@ fn timed_trace_is_self_timed_with_ignore_eos_unless_told_otherwise() {
     let c = config(base);
     assert_eq!(c.load.trace_speed, Some(1.0));
     assert!(c.body.ignore_eos, "vLLM forces ignore_eos for timed_trace");
-    assert_eq!(config(&format!("{base} --trace-speed 2.5")).load.trace_speed, Some(2.5));
-    assert_eq!(config(&format!("{base} --self-timed")).load.trace_speed, Some(1.0));
-    assert_eq!(config(&format!("{base} --no-self-timed --request-rate 5")).load.trace_speed, None);
+    assert_eq!(
+        config(&format!("{base} --trace-speed 2.5"))
+            .load
+            .trace_speed,
+        Some(2.5)
+    );
+    assert_eq!(
+        config(&format!("{base} --self-timed")).load.trace_speed,
+        Some(1.0)
+    );
+    assert_eq!(
+        config(&format!("{base} --no-self-timed --request-rate 5"))
+            .load
+            .trace_speed,
+        None
+    );
     assert_eq!(config("--request-rate 5").load.trace_speed, None);
     all_rejected(&[
         "--self-timed => --self-timed is only for --dataset-name timed_trace",
