@@ -14,6 +14,9 @@ pub enum SweepMode {
     Rate,
     /// Closed loop: the number of concurrent streams.
     Concurrency,
+    /// A replayed trace's speed-up (the default with a self-timed
+    /// timed_trace dataset): the knee is the fastest replay that meets the SLO.
+    TraceSpeed,
 }
 
 #[derive(Debug, Clone, Args)]

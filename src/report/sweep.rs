@@ -17,22 +17,26 @@ pub enum LoadUnit {
     Rate,
     /// Closed loop: concurrent requests (integers ≥ 1).
     Concurrency,
+    /// A trace replayed this many times faster than recorded (real numbers).
+    TraceSpeed,
 }
 
 impl LoadUnit {
-    /// The JSON name: `rate` or `concurrency`.
+    /// The JSON name: `rate`, `concurrency` or `trace_speed`.
     pub fn name(self) -> &'static str {
         match self {
             LoadUnit::Rate => "rate",
             LoadUnit::Concurrency => "concurrency",
+            LoadUnit::TraceSpeed => "trace_speed",
         }
     }
 
-    /// Unit of the load axis: `req/s` or `streams`.
+    /// Unit of the load axis: `req/s`, `streams` or `× trace speed`.
     pub fn axis(self) -> &'static str {
         match self {
             LoadUnit::Rate => "req/s",
             LoadUnit::Concurrency => "streams",
+            LoadUnit::TraceSpeed => "× trace speed",
         }
     }
 }

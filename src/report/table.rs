@@ -246,16 +246,20 @@ pub fn workload_line(r: &SweepResult) -> String {
             s.to_string()
         }
     };
+    // A replayed trace has its own arrivals: no burstiness to state.
+    let burstiness = match r.mode {
+        super::sweep::LoadUnit::TraceSpeed => String::new(),
+        _ => format!(" (burstiness {})", num(w.burstiness, 1)),
+    };
     format!(
         "workload: target {}, model {}, dataset {}, mean input {} tok, mean output {} tok, \
-         arrival {} (burstiness {}), seed {}",
+         arrival {}{burstiness}, seed {}",
         or_dash(&w.target),
         or_dash(&w.model),
         or_dash(&w.dataset),
         num(w.mean_input_tokens, 0),
         num(w.mean_output_tokens, 0),
         or_dash(&w.arrival),
-        num(w.burstiness, 1),
         w.seed
     )
 }

@@ -169,7 +169,7 @@ pub fn finish(r: &mut SweepResult, history: &[StepPoint]) {
     // batch was full and throughput had reached μ.
     r.service_rate_estimate = match r.mode {
         LoadUnit::Concurrency => knee::service_rate_from_queue(history),
-        LoadUnit::Rate => knee::service_rate_estimate(history),
+        LoadUnit::Rate | LoadUnit::TraceSpeed => knee::service_rate_estimate(history),
     };
     r.queue_onset_load = knee::queue_onset(history);
 }

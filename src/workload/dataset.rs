@@ -68,6 +68,19 @@ pub struct TraceWorkload {
     /// Seconds from the start of the run of each request (row order).
     pub timestamps: Vec<f64>,
     pub short: Option<ShortRows>,
+    /// Tokens per hash id the rows were expanded with.
+    pub chunk_size: u32,
+}
+
+impl TraceWorkload {
+    /// Requests per second of the trace as recorded: (n − 1) gaps over its
+    /// span. `None` for fewer than two rows or a zero span.
+    pub fn mean_rate(&self) -> Option<f64> {
+        let (first, last) = (self.timestamps.first()?, self.timestamps.last()?);
+        let span = last - first;
+        (self.timestamps.len() >= 2 && span > 0.0)
+            .then(|| (self.timestamps.len() - 1) as f64 / span)
+    }
 }
 
 /// Read a trace file and expand its first `num_prompts` rows (all when 0),
@@ -107,6 +120,7 @@ pub fn load_trace(
         rows,
         requests: expanded.requests,
         short: expanded.short,
+        chunk_size: tc.chunk_size,
     })
 }
 

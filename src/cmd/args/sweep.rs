@@ -29,8 +29,9 @@ pub fn sweep_config(a: &SweepArgs) -> Result<SweepConfig> {
         );
     }
     let timing = timing(a, sim)?;
-    let plan = plan(a, sim)?;
-    check_shard(&run, &plan, a.mode)?;
+    let mode = mode(a, &run)?;
+    let plan = plan(a, mode, sim)?;
+    check_shard(&run, &plan, mode)?;
     if !(a.confidence > 0.5 && a.confidence < 1.0) {
         bail!(
             "--confidence: {} must be between 0.5 and 1 (e.g. 0.9 for 90%)",
@@ -42,7 +43,7 @@ pub fn sweep_config(a: &SweepArgs) -> Result<SweepConfig> {
     // list the user gave wins, and shards never probe on their own.
     let probe = a.calibrate
         && a.start.is_none()
-        && a.mode == SweepMode::Rate
+        && mode == SweepMode::Rate
         && matches!(plan, SearchPlan::Auto { .. })
         && run.shard.is_none()
         && !a.calibrate_budget.is_zero();
@@ -51,7 +52,7 @@ pub fn sweep_config(a: &SweepArgs) -> Result<SweepConfig> {
         calibrate: probe.then_some(a.calibrate_budget),
         slos: slos(a)?,
         max_error_rate: a.max_error_rate,
-        mode: unit(a.mode),
+        mode: unit(mode),
         plan,
         timing,
         metrics_url: a.metrics_url.clone(),
@@ -70,6 +71,9 @@ fn check_shard(run: &RunConfig, plan: &SearchPlan, mode: SweepMode) -> Result<()
     let Some(shard) = run.shard else {
         return Ok(());
     };
+    if mode == SweepMode::TraceSpeed {
+        bail!("--shard {shard}: a trace-speed sweep cannot be sharded yet (each shard would replay its share of a bursty trace); sweep from one machine, or add --no-self-timed to sweep the rate");
+    }
     let SearchPlan::List(loads) = plan else {
         bail!("--shard {shard}: a sharded sweep needs a fixed step list (--rates a,b,c or --mode concurrency --concurrencies a,b,c); with the automatic search each shard would judge steps on its share of the load and the shards would drift apart");
     };
@@ -135,8 +139,30 @@ fn timing(a: &SweepArgs, sim: bool) -> Result<StepTiming> {
     Ok(t)
 }
 
-fn plan(a: &SweepArgs, sim: bool) -> Result<SearchPlan> {
-    let (unit, list): (LoadUnit, Vec<f64>) = match a.mode {
+/// What the sweep varies: a self-timed trace sets its own arrivals, so its
+/// sweep varies the replay speed (`--mode rate`, the default, becomes
+/// trace-speed); `--mode trace-speed` needs such a trace.
+fn mode(a: &SweepArgs, run: &RunConfig) -> Result<SweepMode> {
+    match (run.load.trace_speed.is_some(), a.mode) {
+        (true, SweepMode::Concurrency) => bail!(
+            "--mode concurrency: a self-timed trace sets its own arrivals; sweep its speed (the default) or add --no-self-timed to sweep concurrency with its prompts"
+        ),
+        (true, _) => Ok(SweepMode::TraceSpeed),
+        (false, SweepMode::TraceSpeed) => bail!(
+            "--mode trace-speed needs a trace with timestamps: --dataset-name timed_trace --dataset-path FILE"
+        ),
+        (false, mode) => Ok(mode),
+    }
+}
+
+fn plan(a: &SweepArgs, mode: SweepMode, sim: bool) -> Result<SearchPlan> {
+    let (unit, list): (LoadUnit, Vec<f64>) = match mode {
+        SweepMode::TraceSpeed => {
+            if !a.concurrencies.is_empty() {
+                bail!("--concurrencies needs --mode concurrency (a trace-speed sweep takes speeds with --rates, e.g. 1,2,4)");
+            }
+            (LoadUnit::TraceSpeed, a.rates.clone())
+        }
         SweepMode::Rate => {
             if !a.concurrencies.is_empty() {
                 bail!("--concurrencies needs --mode concurrency (use --rates for request rates)");
@@ -154,7 +180,7 @@ fn plan(a: &SweepArgs, sim: bool) -> Result<SearchPlan> {
         }
     };
     let plan = if list.is_empty() {
-        let start = a.start.unwrap_or(if sim && unit == LoadUnit::Rate {
+        let start = a.start.or(a.run.trace.trace_speed).unwrap_or(if sim && unit == LoadUnit::Rate {
             4.0
         } else {
             1.0
@@ -182,6 +208,7 @@ fn unit(mode: SweepMode) -> LoadUnit {
     match mode {
         SweepMode::Rate => LoadUnit::Rate,
         SweepMode::Concurrency => LoadUnit::Concurrency,
+        SweepMode::TraceSpeed => LoadUnit::TraceSpeed,
     }
 }
 

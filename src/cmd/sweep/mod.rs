@@ -7,6 +7,7 @@ mod calibrate;
 mod sharded;
 mod start;
 mod step;
+mod trace;
 
 use super::args::sweep::sweep_config;
 use super::clock;
@@ -111,6 +112,10 @@ async fn sweep(
         scraper: Scraper::new(&metrics_url).ok(),
         prepared,
     };
+    if cfg.mode == LoadUnit::TraceSpeed {
+        let (_, rate) = trace::replayed(&ctx)?;
+        eprintln!("kneecap sweep: the trace runs at {rate:.2} req/s as recorded; each step replays it faster");
+    }
     let mut result = new_result(&ctx);
     announce(&ctx, &result);
     if cfg.run.shard.is_none() {

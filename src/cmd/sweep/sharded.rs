@@ -71,7 +71,7 @@ pub(super) async fn run_all_steps(
         }
         let (releases, length, cap) = live::step_releases(cfg, &timing, k, load, None);
         let flag = match cfg.mode {
-            LoadUnit::Rate => "--max-concurrency",
+            LoadUnit::Rate | LoadUnit::TraceSpeed => "--max-concurrency",
             LoadUnit::Concurrency => "--concurrencies",
         };
         let cap = cap
@@ -128,7 +128,8 @@ fn fixed_loads(plan: &SearchPlan) -> Result<Vec<f64>> {
 
 fn step_length(cfg: &SweepConfig, timing: &StepTiming, load: f64) -> Duration {
     match cfg.mode {
-        LoadUnit::Rate => timing.length_for_rate(load),
+        // A trace-speed sweep is never sharded (refused in config).
+        LoadUnit::Rate | LoadUnit::TraceSpeed => timing.length_for_rate(load),
         LoadUnit::Concurrency => timing.length_closed(),
     }
 }

@@ -52,6 +52,7 @@ fn arrival_name(cfg: &SweepConfig) -> String {
         LoadUnit::Rate if cfg.run.load.burstiness.is_infinite() => "constant spacing".into(),
         LoadUnit::Rate if cfg.run.load.burstiness == 1.0 => "poisson".into(),
         LoadUnit::Rate => format!("gamma (burstiness {})", cfg.run.load.burstiness),
+        LoadUnit::TraceSpeed => "the trace's own timestamps, sped up per step".into(),
     }
 }
 

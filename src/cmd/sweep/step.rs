@@ -46,9 +46,15 @@ pub(crate) async fn run_step(
         (true, None) => cfg.timing.refined(),
         _ => cfg.timing.clone(),
     };
-    let min_length = match cfg.mode {
-        LoadUnit::Rate => timing.length_for_rate(load),
-        LoadUnit::Concurrency => timing.length_closed(),
+    // Checked before the first step (`sweep`), so present in trace mode.
+    let trace = match cfg.mode {
+        LoadUnit::TraceSpeed => super::trace::replayed(ctx).ok(),
+        _ => None,
+    };
+    let min_length = match (cfg.mode, trace) {
+        (LoadUnit::Rate, _) => timing.length_for_rate(load),
+        (LoadUnit::TraceSpeed, Some((_, rate))) => timing.length_for_rate(load * rate),
+        _ => timing.length_closed(),
     };
     // An adaptive step may stretch to ADAPTIVE_STRETCH times its minimum,
     // within --step-max-duration (a starved generator or a stalled server
@@ -59,14 +65,24 @@ pub(crate) async fn run_step(
             .min(min_length * ADAPTIVE_STRETCH)
             .max(min_length)
     });
-    let (releases, length, cap) = step_releases(cfg, &timing, index, load, horizon);
+    let (releases, length, cap, specs) = match trace {
+        Some((trace, _)) => {
+            let length = horizon.unwrap_or(min_length);
+            let (releases, specs) = super::trace::step_level(ctx, trace, index, load, length);
+            (releases, length, cfg.run.load.max_concurrency, specs)
+        }
+        None => {
+            let (releases, length, cap) = step_releases(cfg, &timing, index, load, horizon);
+            (releases, length, cap, ctx.prepared.specs.clone())
+        }
+    };
     let (end_tx, end_rx) = watch::channel(false);
     let adaptive = cfg.confidence.map(|level| {
         let rule = AdaptiveRule {
             window_start: timing.warmup,
             min_length,
             min_requests: match cfg.mode {
-                LoadUnit::Rate => timing.min_requests,
+                LoadUnit::Rate | LoadUnit::TraceSpeed => timing.min_requests,
                 LoadUnit::Concurrency => 0,
             },
             cap: length,
@@ -76,7 +92,7 @@ pub(crate) async fn run_step(
     });
     let level = Level {
         releases,
-        specs: ctx.prepared.specs.clone(),
+        specs,
         max_concurrency: cap,
         cancel_at: Some(length + timing.drain),
         watch: adaptive.as_ref().map(|(monitor, _, _)| engine::Watch {
@@ -184,6 +200,12 @@ pub(crate) fn step_releases(
                 cfg.run.load.max_concurrency,
             )
         }
+        // Built by `trace::step_level` instead (never reached).
+        LoadUnit::TraceSpeed => (
+            Releases::Scheduled(Vec::new()),
+            horizon.unwrap_or_default(),
+            None,
+        ),
         LoadUnit::Concurrency => {
             let length = horizon.unwrap_or_else(|| timing.length_closed());
             (
@@ -218,9 +240,11 @@ pub(crate) fn judge_records(cfg: &SweepConfig, load: f64, e: Evidence<'_>) -> St
     let summary = stats::summarize(&in_window, w1 - w0, &opts);
     let ok: Vec<RequestRecord> = in_window.iter().filter(|r| r.is_ok()).cloned().collect();
     let steadiness = steady::assess(e.records, e.window, &steady::SteadyThresholds::default());
+    // A trace's arrivals are its own (bursty): its offered rate is what the
+    // window saw, like a closed loop's.
     let offered = match cfg.mode {
         LoadUnit::Rate => load,
-        LoadUnit::Concurrency => steadiness.offered_rate,
+        LoadUnit::Concurrency | LoadUnit::TraceSpeed => steadiness.offered_rate,
     };
     let (cpu, lag_p99) = (e.check.cpu_busy_fraction, e.check.lag_p99_ms());
     let bound = cfg
