@@ -133,7 +133,11 @@ pub fn trace_loop_until(timestamps: &[f64], speed: f64, limit: Duration) -> Vec<
     let limit_s = limit.as_secs_f64();
     let mut out = Vec::new();
     for pass in 0u32.. {
-        let base = f64::from(pass) * period;
+        let base = if pass == 0 {
+            0.0
+        } else {
+            f64::from(pass) * period
+        };
         if !base.is_finite() || base / speed >= limit_s || out.len() >= MAX_OFFSETS_UNTIL {
             break;
         }

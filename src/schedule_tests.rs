@@ -457,3 +457,38 @@ fn validation_messages_name_the_flag() {
         assert!(message.contains(needle), "{message:?} lacks {needle:?}");
     }
 }
+
+#[test]
+fn a_trace_is_due_at_its_timestamps_over_the_speed() {
+    let d = trace_offsets(&[0.0, 0.5, 2.0], 2.0);
+    assert_eq!(d, [0.0, 0.25, 1.0].map(Duration::from_secs_f64));
+}
+
+#[test]
+fn a_looped_trace_starts_at_its_first_row_and_repeats_after_one_mean_gap() {
+    // Rows at 10, 11, 13 s: span 3 s, mean gap 1.5 s, period 4.5 s.
+    let plan = trace_loop_until(&[10.0, 11.0, 13.0], 1.5, Duration::from_secs(5));
+    let got: Vec<(f64, usize, u32)> = plan
+        .iter()
+        .map(|r| ((r.due.as_secs_f64() * 1e6).round() / 1e6, r.row, r.pass))
+        .collect();
+    // At 1.5x: 0, 0.667, 2.0, then pass 1 at 3.0, 3.667 (5.0 is not < 5).
+    let want = [
+        (0.0, 0, 0),
+        (0.666667, 1, 0),
+        (2.0, 2, 0),
+        (3.0, 0, 1),
+        (3.666667, 1, 1),
+    ];
+    assert_eq!(got, want);
+    assert!(trace_loop_until(&[], 1.0, Duration::from_secs(5)).is_empty());
+    // One row (or a zero span): no loop.
+    assert_eq!(
+        trace_loop_until(&[7.0], 1.0, Duration::from_secs(5)).len(),
+        1
+    );
+    assert_eq!(
+        trace_loop_until(&[7.0, 7.0], 1.0, Duration::from_secs(5)).len(),
+        2
+    );
+}

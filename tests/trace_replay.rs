@@ -226,3 +226,82 @@ async fn a_malformed_row_stops_the_run_with_one_line() {
     );
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trace_speed_sweep_replays_the_trace_faster_and_fresh_each_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let (trace_in, sim_trace) = (dir.path().join("in.jsonl"), dir.path().join("sim.jsonl"));
+    let rows = make_rows();
+    write_trace(&trace_in, &rows);
+    let mut cfg = SimConfig::from_preset("tiny").unwrap();
+    cfg.trace = Some(sim_trace.clone());
+    cfg.params.kv_cache_tokens = 1_000_000;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let handle = sim::start(cfg, listener).await.unwrap();
+    let url = format!("http://{}", handle.addr());
+    let out_json = dir.path().join("sweep.json");
+    let out = run(
+        strings(&[
+            "sweep",
+            "--base-url",
+            &url,
+            "--dataset-name",
+            "timed_trace",
+            "--dataset-path",
+            trace_in.to_str().unwrap(),
+            "--timed-trace-sec-multiplier",
+            "0.001",
+            "--rates",
+            "1,3",
+            "--slo",
+            "p99_ttft_ms<=5000",
+            "--step-warmup",
+            "0.5s",
+            "--step-duration",
+            "3s",
+            "--step-min-requests",
+            "10",
+            "--request-id-prefix",
+            "sw-",
+            "--max-lateness-ms",
+            "50",
+            "-o",
+            out_json.to_str().unwrap(),
+            "--disable-tqdm",
+        ]),
+        vec![],
+    )
+    .await;
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    handle.shutdown().await.unwrap();
+    let result: Value = serde_json::from_str(&std::fs::read_to_string(&out_json).unwrap()).unwrap();
+    assert_eq!(result["mode"], "trace_speed");
+    let steps = result["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2, "{result}");
+    // The trace's recorded rate: 47 gaps over its span (timestamps in ms).
+    let recorded = (ROWS - 1) as f64 / (rows[ROWS - 1].ts - rows[0].ts);
+    for (step, speed) in steps.iter().zip([1.0, 3.0]) {
+        let offered = step["offered_rate"].as_f64().unwrap();
+        let ratio = offered / (speed * recorded);
+        assert!(
+            (0.6..1.4).contains(&ratio),
+            "speed {speed}: offered {offered:.2} req/s vs recorded {recorded:.2} req/s"
+        );
+    }
+    // Each step starts the trace afresh with its own blocks: the first
+    // request of every step finds nothing cached, although every step
+    // replays the same rows, while later requests of a step do hit.
+    let mut firsts = Vec::new();
+    let mut hits = 0;
+    for line in std::fs::read_to_string(&sim_trace).unwrap().lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        match v["request_id"].as_str() {
+            Some("sw-0") => firsts.push(v["cached_tokens"].as_u64().unwrap()),
+            Some(id) if id.starts_with("sw-") => hits += v["cached_tokens"].as_u64().unwrap(),
+            _ => {}
+        }
+    }
+    assert_eq!(firsts, [0, 0], "one first request per step, none cached");
+    assert!(hits > 0, "the trace's sharing still shows within a step");
+}

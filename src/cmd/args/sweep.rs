@@ -180,11 +180,14 @@ fn plan(a: &SweepArgs, mode: SweepMode, sim: bool) -> Result<SearchPlan> {
         }
     };
     let plan = if list.is_empty() {
-        let start = a.start.or(a.run.trace.trace_speed).unwrap_or(if sim && unit == LoadUnit::Rate {
-            4.0
-        } else {
-            1.0
-        });
+        let start =
+            a.start
+                .or(a.run.trace.trace_speed)
+                .unwrap_or(if sim && unit == LoadUnit::Rate {
+                    4.0
+                } else {
+                    1.0
+                });
         SearchPlan::Auto {
             start,
             factor: 2.0,
@@ -240,6 +243,34 @@ mod tests {
 
     fn secs(s: u64) -> Duration {
         Duration::from_secs(s)
+    }
+
+    #[test]
+    fn a_self_timed_trace_sweeps_its_speed() {
+        let base = "--dataset-name timed_trace --dataset-path Cargo.toml";
+        assert_eq!(auto_start(base), (1.0, LoadUnit::TraceSpeed));
+        assert_eq!(
+            auto_start(&format!("{base} --trace-speed 3")),
+            (3.0, LoadUnit::TraceSpeed)
+        );
+        let c = config(&format!("{base} --rates 1,2.5"));
+        assert_eq!(
+            (c.plan, c.mode),
+            (SearchPlan::List(vec![1.0, 2.5]), LoadUnit::TraceSpeed)
+        );
+        assert_eq!(
+            config(&format!("{base} --calibrate")).calibrate,
+            None,
+            "no probe for a trace"
+        );
+        let rate = config(&format!("{base} --no-self-timed --request-rate 5"));
+        assert_eq!(rate.mode, LoadUnit::Rate);
+        all_rejected(&[
+            "--mode trace-speed => --mode trace-speed needs a trace with timestamps",
+            "--dataset-name timed_trace --dataset-path Cargo.toml --mode concurrency => sets its own arrivals",
+            "--dataset-name timed_trace --dataset-path Cargo.toml --concurrencies 2 => --concurrencies needs --mode concurrency",
+            "--dataset-name timed_trace --dataset-path Cargo.toml --rates 1,2 --shard 0/2 --start-at 1777636800 => cannot be sharded",
+        ]);
     }
 
     #[test]
