@@ -184,7 +184,7 @@ async fn replay_keeps_the_traces_times_lengths_and_shared_blocks() {
         "arrival drift vs the scaled trace: p50 {:.3} ms, p99 {p99:.3} ms",
         percentile(drift_ms.clone(), 0.5)
     );
-    assert!(p99 < 10.0, "arrival drift p99 {p99:.2} ms: {drift_ms:?}");
+    assert!(p99 < 25.0, "arrival drift p99 {p99:.2} ms: {drift_ms:?}");
     let shared: u32 = (0..ROWS).map(|i| expected_cached_tokens(&rows, i)).sum();
     assert!(
         shared > 16 * 60,

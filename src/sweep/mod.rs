@@ -9,9 +9,11 @@
 //!
 //! A step **passes** only when every SLO holds, the error rate is within its
 //! bound, the step was steady, and the generator was healthy. A step where the
-//! generator was limited is [`StepVerdict::GeneratorLimited`] whatever else
-//! happened: a step that failed only because the generator fell behind is
-//! never the server's knee.
+//! generator was limited is [`StepVerdict::GeneratorLimited`], unless a
+//! latency SLO failed by far more than the generator's own delay could
+//! explain ([`EXPLAINED_BY_GENERATOR`]): a step that failed only because the
+//! generator fell behind is never the server's knee, but a server that
+//! misses its SLO by seconds while the client is a few ms late has failed.
 pub mod adaptive;
 pub mod calibrate;
 pub mod confidence;
@@ -84,7 +86,13 @@ pub fn judge(input: &StepVerdictInput<'_>) -> (StepVerdict, Vec<String>) {
                 .map(|r| format!("not steady: {r}")),
         );
     }
-    let verdict = if input.generator.limited {
+    let server_failed = input.generator.limited && failed_beyond_the_generator(input);
+    if server_failed {
+        reasons.push(format!(
+            "the SLO failed by more than {EXPLAINED_BY_GENERATOR}× the generator's own delay: the server's failure, not the generator's"
+        ));
+    }
+    let verdict = if input.generator.limited && !server_failed {
         StepVerdict::GeneratorLimited
     } else if reasons.is_empty() {
         StepVerdict::Pass
@@ -92,6 +100,31 @@ pub fn judge(input: &StepVerdictInput<'_>) -> (StepVerdict, Vec<String>) {
         StepVerdict::Fail
     };
     (verdict, reasons)
+}
+
+/// How many times its own delay a strained generator could plausibly add to
+/// a latency. A late generator sends *less* load than asked (its requests go
+/// out late), and what it adds to each measured latency is its own delay
+/// (dispatch lateness, the request task's scheduling delay), a few ms. So an
+/// SLO missed by far more than that delay was missed by the server.
+pub const EXPLAINED_BY_GENERATOR: f64 = 10.0;
+
+/// Whether some latency SLO failed by more than
+/// [`EXPLAINED_BY_GENERATOR`] times the generator's largest delay (its
+/// lateness p99, its bound, its scheduling delay p99).
+fn failed_beyond_the_generator(input: &StepVerdictInput<'_>) -> bool {
+    let g = input.generator;
+    let delay = g
+        .lateness_p99_ms
+        .max(g.lateness_bound_ms)
+        .max(g.scheduling_delay_p99_ms.unwrap_or(0.0));
+    if !(delay.is_finite() && delay > 0.0) {
+        return false;
+    }
+    input.slo_outcomes.iter().any(|o| {
+        let over = o.observed_ms.map(|ms| ms - o.slo.threshold_ms);
+        !o.pass && o.attained.is_none() && over.is_some_and(|x| x > EXPLAINED_BY_GENERATOR * delay)
+    })
 }
 
 /// A 0–1 fraction as a percentage with at most one decimal (`0.031` → `3.1%`).
@@ -194,6 +227,37 @@ mod tests {
         assert_eq!(verdict, StepVerdict::GeneratorLimited);
         assert_eq!(reasons.len(), 2);
         assert!(reasons[0].starts_with("generator limited: generator CPU"));
+    }
+
+    #[test]
+    fn a_failure_far_beyond_the_generators_delay_is_the_servers() {
+        let s = steady(true, &[]);
+        let g = GeneratorHealth {
+            lateness_p99_ms: 2.06,
+            lateness_bound_ms: 1.81,
+            ..generator(true)
+        };
+        let judged = |observed: f64| {
+            let slos = [outcome("p99_ttft_ms<=200", observed, false)];
+            let input = StepVerdictInput {
+                slo_outcomes: &slos,
+                error_rate: 0.0,
+                max_error_rate: 0.01,
+                steadiness: &s,
+                generator: &g,
+            };
+            judge(&input)
+        };
+        // 3152 ms against 200: 2952 ms over, far beyond 10 × 2.06 ms.
+        let (verdict, reasons) = judged(3152.0);
+        assert_eq!(verdict, StepVerdict::Fail);
+        assert!(reasons[0].starts_with("generator limited:"), "{reasons:?}");
+        assert!(
+            reasons.last().unwrap().contains("the server's failure"),
+            "{reasons:?}"
+        );
+        // 15 ms over: within what 2 ms of client delay might have done.
+        assert_eq!(judged(215.0).0, StepVerdict::GeneratorLimited);
     }
 
     #[test]
