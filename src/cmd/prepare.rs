@@ -9,6 +9,7 @@ use crate::client::openai::{self, BodyOptions};
 use crate::config::{RunConfig, Target};
 use crate::engine::{self, LoadPlan, Releases};
 use crate::metrics::RequestRecord;
+use crate::workload::session::SessionSpec;
 use crate::workload::{dataset, tokenizer::TokenCounter, RequestSpec};
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -42,6 +43,8 @@ pub struct Prepared {
     pub save_detailed: bool,
     /// A pooling backend: nothing is generated, so output counts stay 0.
     pub pooling: bool,
+    /// `--multi-turn`: the planned sessions (`specs` holds their opening turns).
+    pub sessions: Option<Arc<Vec<SessionSpec>>>,
 }
 
 /// Connect, resolve the model, build the workload, ready-check and warm up.
@@ -61,7 +64,16 @@ pub async fn prepare(cfg: &RunConfig, server: &Server) -> Result<Prepared> {
         .as_deref()
         .map(TokenCounter::from_path)
         .transpose()?;
-    let specs = dataset::load(&cfg.dataset, tokenizer.as_ref())?;
+    let (specs, sessions) = match &cfg.sessions {
+        Some(sc) => {
+            let sessions = super::sessions::build(cfg, sc, tokenizer.as_ref())?;
+            (
+                super::sessions::first_turns(&sessions),
+                Some(Arc::new(sessions)),
+            )
+        }
+        None => (dataset::load(&cfg.dataset, tokenizer.as_ref())?, None),
+    };
     if specs.is_empty() {
         bail!("the dataset produced no requests (check --dataset-path and --num-prompts)");
     }
@@ -77,6 +89,7 @@ pub async fn prepare(cfg: &RunConfig, server: &Server) -> Result<Prepared> {
         model_id,
         request_id_prefix,
         warmups_ok,
+        sessions,
     })
 }
 
@@ -115,6 +128,7 @@ pub async fn run_level(
         fold_itl: cancel_at.is_none() && !p.save_detailed,
         cancel_at,
         watch,
+        sessions: p.sessions.clone(),
     };
     let mut out = engine::run_level(p.client.clone(), plan, progress, interrupt).await;
     if !p.pooling {
@@ -133,7 +147,8 @@ pub fn client_config(cfg: &RunConfig, base_url: &str) -> ClientConfig {
         api_key: cfg.api_key.clone(),
         request_timeout: cfg.request_timeout,
         connect_timeout: cfg.connect_timeout,
-        keep_text: cfg.tokenizer.is_some() || cfg.output.save_detailed,
+        // Sessions send each answer back in the next turn.
+        keep_text: cfg.tokenizer.is_some() || cfg.output.save_detailed || cfg.sessions.is_some(),
         tls: cfg.tls.clone(),
         kernel_stamps: cfg.kernel_stamps,
         // The built-in simulator is in this process: never through a proxy.

@@ -141,11 +141,7 @@ fn turn_of(spec: &RequestSpec) -> TurnSpec {
     let user = match &spec.prompt {
         Prompt::Text(t) => t.clone(),
         Prompt::Batch(texts) => texts.join("\n"),
-        Prompt::Tokens(ids) => ids
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(" "),
+        Prompt::Tokens(ids) => ids.iter().map(u32::to_string).collect::<Vec<_>>().join(" "),
         Prompt::Chat(messages) => messages
             .iter()
             .map(|m| m.content.as_str())

@@ -206,8 +206,14 @@ mod tests {
             {"conversations": [{"from": "gpt", "value": "orphan"}]}]"#;
         let convs = parse_sharegpt("sg.json", file).unwrap();
         assert_eq!(convs.len(), 1, "an entry without a human turn is skipped");
-        let got = sessions("sg.json", &convs, &opts(2), &words, &mut StdRng::seed_from_u64(1))
-            .unwrap();
+        let got = sessions(
+            "sg.json",
+            &convs,
+            &opts(2),
+            &words,
+            &mut StdRng::seed_from_u64(1),
+        )
+        .unwrap();
         let s = &got[0];
         let shape: Vec<(&str, u32, u32)> = s
             .turns
@@ -235,15 +241,22 @@ mod tests {
         o.min_turns = 2;
         o.output_len = Some(9);
         let got = sessions("c.jsonl", &convs, &o, &words, &mut StdRng::seed_from_u64(1)).unwrap();
-        assert!(got.iter().all(|s| s.turns.len() == 2 && s.turns[1].user == "c"));
+        assert!(got
+            .iter()
+            .all(|s| s.turns.len() == 2 && s.turns[1].user == "c"));
         assert!(got.iter().flat_map(|s| &s.turns).all(|t| t.output_len == 9));
         o.max_turns = Some(1);
         let capped =
             sessions("c.jsonl", &convs, &o, &words, &mut StdRng::seed_from_u64(1)).unwrap();
-        assert!(capped.iter().all(|s| s.turns.len() == 1 && s.think.is_empty()));
+        assert!(capped
+            .iter()
+            .all(|s| s.turns.len() == 1 && s.think.is_empty()));
         o.min_turns = 3;
         let err = sessions("c.jsonl", &convs, &o, &words, &mut StdRng::seed_from_u64(1));
-        assert!(err.unwrap_err().to_string().contains("--multi-turn-min-turns 3"));
+        assert!(err
+            .unwrap_err()
+            .to_string()
+            .contains("--multi-turn-min-turns 3"));
     }
 
     #[test]
@@ -251,7 +264,9 @@ mod tests {
         let bad = "{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}]}\n{\"messages\": [{\"role\": \"user\"}]}\n";
         let err = parse_jsonl("c.jsonl", bad).unwrap_err().to_string();
         assert!(err.starts_with("c.jsonl:2: messages[0]"), "{err}");
-        let err = parse_jsonl("c.jsonl", "{\"prompt\": \"x\"}").unwrap_err().to_string();
+        let err = parse_jsonl("c.jsonl", "{\"prompt\": \"x\"}")
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("c.jsonl:1: missing \"messages\""), "{err}");
         let err = parse_jsonl("c.jsonl", "[1,").unwrap_err().to_string();
         assert!(err.starts_with("c.jsonl:1: not valid JSON"), "{err}");

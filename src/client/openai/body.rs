@@ -354,12 +354,12 @@ impl Serialize for Field<'_> {
                 content: [TextPart { kind: "text", text }],
             }]
             .serialize(serializer),
-            Field::Messages(messages) => serializer.collect_seq(messages.iter().map(|m| {
-                PlainMessage {
+            Field::Messages(messages) => {
+                serializer.collect_seq(messages.iter().map(|m| PlainMessage {
                     role: m.role.as_str(),
                     content: &m.content,
-                }
-            })),
+                }))
+            }
             Field::Joined(messages) => serializer.serialize_str(&joined(messages)),
             Field::Json(value) => value.serialize(serializer),
         }

@@ -38,6 +38,7 @@ pub fn run_config(a: &RunArgs) -> Result<RunConfig> {
 pub fn run_config_for(a: &RunArgs, default: DefaultTarget) -> Result<RunConfig> {
     let (backend, api, endpoint) = resolve_api(a)?;
     let mut load = load_config(a)?;
+    let sessions = super::session::session_config(a, api, &mut load)?;
     let dataset = dataset_config(a, api)?;
     load.requests_from_dataset = dataset.groups_prompts();
     let dataset_name = dataset_name(a.dataset_name);
@@ -90,6 +91,7 @@ pub fn run_config_for(a: &RunArgs, default: DefaultTarget) -> Result<RunConfig> 
             .chain(dataset_notes(a, api))
             .chain(pooling_notes(a, api))
             .collect(),
+        sessions,
     })
 }
 
@@ -227,7 +229,10 @@ fn load_config(a: &RunArgs) -> Result<LoadConfig> {
         },
     };
     crate::schedule::validate(&arrival).map_err(anyhow::Error::msg)?;
-    if a.duration.is_some() && matches!(arrival, Arrival::Infinite) && a.max_concurrency.is_none() {
+    if a.duration.is_some()
+        && matches!(arrival, Arrival::Infinite)
+        && a.max_concurrency.or(a.multi_turn_concurrency).is_none()
+    {
         bail!("--duration with --request-rate inf needs --max-concurrency (otherwise it would send without bound)");
     }
     if a.duration.is_some() && ramp_up.is_some() {

@@ -73,6 +73,9 @@ pub struct KneecapJson {
     /// The server's prefix-cache hit rate over the run, when it reports one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prefix_cache: Option<crate::report::PrefixCacheStats>,
+    /// `--multi-turn`: sessions by outcome, duration, TTFT by turn.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<crate::report::sessions::SessionsJson>,
     /// The server's own per-request timings (llama.cpp), `null` where absent;
     /// only when some request has them.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -298,6 +301,10 @@ impl KneecapJson {
                 reasoning_requests: s.reasoning.reasoning_requests,
             }),
             prefix_cache: k.prefix_cache.clone(),
+            sessions: k
+                .sessions
+                .as_ref()
+                .map(crate::report::sessions::SessionsJson::of),
             ..Default::default()
         };
         if detailed {
