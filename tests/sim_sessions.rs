@@ -270,3 +270,54 @@ async fn a_failed_turn_ends_its_session_and_is_counted() {
     let truths = server.truths.lock().unwrap();
     assert_eq!(truths.len(), 7, "no turn sent after a failure");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sweep_over_users_reports_its_knee_in_users() {
+    let _serial = SERIAL.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sweep.json");
+    let args = strings(&[
+        "sweep",
+        "--backend",
+        "openai-chat",
+        "--multi-turn",
+        "--multi-turn-num-turns",
+        "3",
+        "--random-input-len",
+        "64",
+        "--per-turn-input-len",
+        "16",
+        "--random-output-len",
+        "8",
+        "--multi-turn-delay-ms",
+        "50",
+        "--mode",
+        "concurrency",
+        "--concurrencies",
+        "1,2",
+        "--slo",
+        "p99_ttft_ms<=2000",
+        "--step-duration",
+        "2s",
+        "--step-warmup",
+        "500ms",
+        "--step-drain",
+        "2s",
+        "--max-lateness-ms",
+        "50",
+        "--disable-tqdm",
+        "-o",
+        path.to_str().unwrap(),
+    ]);
+    let out = run(args, vec![]).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("knee: above 2 users"), "{stdout}");
+    let sweep: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(sweep["workload"]["sessions"], "3 turns, think 50 ms");
+    assert_eq!(sweep["steps"].as_array().unwrap().len(), 2);
+}

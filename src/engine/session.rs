@@ -171,9 +171,8 @@ async fn scheduled_starts(sh: &Arc<Shared>, offsets: &[Duration]) -> usize {
     let mut stop = sh.stop.clone();
     let mut started = 0;
     for &due in offsets {
-        let at = tokio::time::Instant::from_std(sh.t0 + due);
         tokio::select! {
-            _ = tokio::time::sleep_until(at) => {}
+            _ = sleep_precisely(sh.t0 + due) => {}
             _ = wait_true(&mut stop) => break,
         }
         let n = sh.next_session.fetch_add(1, Ordering::Relaxed);
@@ -289,10 +288,24 @@ async fn run_session(sh: &Shared, n: usize, due: Duration) -> SessionRecord {
 /// Wait until `due`; false when the level ended first.
 async fn think(sh: &Shared, due: Duration) -> bool {
     let mut stop = sh.stop.clone();
-    let at = tokio::time::Instant::from_std(sh.t0 + due);
     tokio::select! {
-        _ = tokio::time::sleep_until(at) => !*sh.stop.borrow(),
+        _ = sleep_precisely(sh.t0 + due) => !*sh.stop.borrow(),
         _ = wait_true(&mut stop) => false,
+    }
+}
+
+/// How long before a due time the timer hands over to yielding.
+const SPIN: Duration = Duration::from_micros(1500);
+
+/// Wait until `at`: the runtime's timer (millisecond granularity) for all
+/// but the last [`SPIN`], then yield until due, so turns leave on time
+/// rather than up to a timer tick late.
+async fn sleep_precisely(at: Instant) {
+    if let Some(coarse) = at.checked_sub(SPIN) {
+        tokio::time::sleep_until(tokio::time::Instant::from_std(coarse)).await;
+    }
+    while Instant::now() < at {
+        tokio::task::yield_now().await;
     }
 }
 
