@@ -157,6 +157,7 @@ async fn each_turn_resends_the_history_after_its_think_time_and_the_cache_rate_i
         }
     }
     gaps_ms.sort_by(f64::total_cmp);
+    eprintln!("server-side think gaps (ms), 50 ms asked: {gaps_ms:.2?}");
     let p90 = gaps_ms[gaps_ms.len() * 9 / 10 - 1];
     assert!(
         gaps_ms[0] >= 49.0,
