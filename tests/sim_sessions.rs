@@ -108,6 +108,7 @@ async fn each_turn_resends_the_history_after_its_think_time_and_the_cache_rate_i
         "--request-id-prefix",
         "sess-",
         "--save-result",
+        "--save-detailed",
         "--result-dir",
         dir.path().to_str().unwrap(),
         "--result-filename",
@@ -203,6 +204,21 @@ async fn each_turn_resends_the_history_after_its_think_time_and_the_cache_rate_i
         .map(|t| t["ttft"]["count"].as_u64().unwrap())
         .collect();
     assert_eq!(turns, [3, 3, 3, 3]);
+    // One user: each session's four turns are consecutive requests.
+    let pairs = result["kneecap"]["session_turns"].as_array().unwrap();
+    let mut seen = Vec::new();
+    for (k, chunk) in pairs.chunks(4).enumerate() {
+        let session = &chunk[0][0];
+        let turns: Vec<&Value> = chunk.iter().map(|p| &p[1]).collect();
+        assert!(
+            chunk.iter().all(|p| &p[0] == session),
+            "chunk {k}: {chunk:?}"
+        );
+        assert_eq!(turns, [1, 2, 3, 4], "chunk {k}");
+        seen.push(session.as_u64().unwrap());
+    }
+    seen.sort_unstable();
+    assert_eq!(seen, [0, 1, 2]);
     assert!(stdout.contains("TTFT turn 4 (ms):"), "{stdout}");
     assert!(stdout.contains("Sessions:"), "{stdout}");
 }
