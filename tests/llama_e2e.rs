@@ -404,3 +404,75 @@ fn sweep_finds_a_knee_where_llama_cpp_starts_deferring_requests() {
         }
     }
 }
+
+/// A multi-turn run on one slot (2 sessions of 3 turns: a 192-token opening,
+/// then 16 tokens a turn, 8 out) with llama.cpp's `cache_prompt` on or off.
+fn sessions_run(server: &LlamaServer, dir: &Path, cache: bool) -> Value {
+    let name = format!("sessions-{cache}.json");
+    let line = format!(
+        "run --base-url {} --backend openai-chat --tokenizer {} --multi-turn \
+         --multi-turn-num-turns 3 --multi-turn-concurrency 1 --random-input-len 192 \
+         --per-turn-input-len 16 --random-output-len 8 --num-prompts 2 \
+         --extra-body {{\"cache_prompt\":{cache}}} --save-result --result-dir {} \
+         --result-filename {name} --disable-tqdm",
+        server.url(),
+        tokenizer(),
+        dir.display()
+    );
+    let args: Vec<&str> = line.split_whitespace().collect();
+    let out = kneecap(&args, Duration::from_secs(180));
+    let (stdout, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}\n{err}\n{}", server.log());
+    serde_json::from_str(&std::fs::read_to_string(dir.join(&name)).unwrap()).unwrap()
+}
+
+/// Mean TTFT (ms) of turn 1 and of turns 2 and later, from `kneecap.sessions`.
+fn ttft_first_and_later(json: &Value) -> (f64, f64) {
+    let s = &json["kneecap"]["sessions"];
+    assert_eq!(
+        (s["completed"].as_u64(), s["failed"].as_u64()),
+        (Some(2), Some(0)),
+        "{s}"
+    );
+    let turns = s["ttft_by_turn"].as_array().unwrap();
+    let (first, later) = turns.split_first().unwrap();
+    let (sum, n) = later.iter().fold((0.0, 0.0), |(s, n), t| {
+        let c = f(&t["ttft"]["count"]);
+        (s + f(&t["ttft"]["mean_ms"]) * c, n + c)
+    });
+    (f(&first["ttft"]["mean_ms"]), sum / n)
+}
+
+#[test]
+fn later_turns_of_a_session_hit_llama_cpps_prompt_cache() {
+    let Some((bin, model)) = llama_env("later_turns_of_a_session_hit_llama_cpps_prompt_cache")
+    else {
+        return;
+    };
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let server = LlamaServer::start(&bin, &model, 1);
+    let dir = tempfile::tempdir().unwrap();
+    let cached = sessions_run(&server, dir.path(), true);
+    let (first, later) = ttft_first_and_later(&cached);
+    let pc = &cached["kneecap"]["prefix_cache"];
+    eprintln!("cache on: TTFT turn 1 {first:.1} ms, turns 2+ {later:.1} ms; {pc}");
+    assert_eq!(pc["source"], "llama.cpp", "{pc}");
+    assert!(f(&pc["hit_tokens"]) > 0.0, "cache_n > 0: {pc}");
+    // Later turns carry a longer history yet prefill only what the cache lacks.
+    assert!(
+        later < first,
+        "turns 2+ {later:.1} ms vs turn 1 {first:.1} ms"
+    );
+
+    // The control: without the cache, the longer history makes them slower.
+    let uncached = sessions_run(&server, dir.path(), false);
+    let (first_off, later_off) = ttft_first_and_later(&uncached);
+    eprintln!("cache off: TTFT turn 1 {first_off:.1} ms, turns 2+ {later_off:.1} ms");
+    assert!(
+        later_off > later,
+        "{later_off:.1} ms uncached vs {later:.1} ms cached"
+    );
+}

@@ -60,6 +60,15 @@ pub enum RampUp {
     Exponential,
 }
 
+/// `--multi-turn-delay-dist`: how think times are drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DelayDist {
+    /// Exactly --multi-turn-delay-ms.
+    Fixed,
+    /// Exponential with mean --multi-turn-delay-ms.
+    Exponential,
+}
+
 /// Arrival process for a finite `--request-rate` (kneecap extension).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ArrivalKind {
@@ -328,6 +337,38 @@ pub struct RunArgs {
     // ---- trace replay --------------------------------------------------
     #[command(flatten)]
     pub trace: super::trace::TraceArgs,
+
+    // ---- multi-turn sessions (vllm-bench's flag names) -----------------
+    /// Multi-turn sessions over the chat API: each turn sends the whole
+    /// conversation so far, the server's answers included. --num-prompts
+    /// counts sessions and --request-rate is sessions per second.
+    #[arg(long, help_heading = "Multi-turn")]
+    pub multi_turn: bool,
+    /// Turns per session.
+    #[arg(long, default_value_t = 3, help_heading = "Multi-turn")]
+    pub multi_turn_num_turns: u32,
+    /// With --multi-turn-max-turns: turns drawn uniformly in [min, max]
+    /// (sharegpt/custom: sessions with fewer user turns are skipped). 0 = unset.
+    #[arg(long, default_value_t = 0, help_heading = "Multi-turn")]
+    pub multi_turn_min_turns: u32,
+    /// Most turns per session (sharegpt/custom: later turns dropped; 0 = all). 0 = unset.
+    #[arg(long, default_value_t = 0, help_heading = "Multi-turn")]
+    pub multi_turn_max_turns: u32,
+    /// Closed loop over this many users: each runs sessions back to back and
+    /// holds its slot through think time (unlike vllm-bench, where the slot
+    /// is a request's).
+    #[arg(long, help_heading = "Multi-turn")]
+    pub multi_turn_concurrency: Option<usize>,
+    /// Think time between an answer and the next turn, milliseconds (the
+    /// mean with --multi-turn-delay-dist exponential).
+    #[arg(long, default_value_t = 0.0, help_heading = "Multi-turn")]
+    pub multi_turn_delay_ms: f64,
+    /// Think time distribution (kneecap extension).
+    #[arg(long, value_enum, default_value = "fixed", help_heading = "Multi-turn")]
+    pub multi_turn_delay_dist: DelayDist,
+    /// Input tokens each turn after the first adds (random dataset; 0 = --random-input-len).
+    #[arg(long, default_value_t = 0, help_heading = "Multi-turn")]
+    pub per_turn_input_len: u32,
 
     // ---- the rest of vLLM's command line -------------------------------
     #[command(flatten)]

@@ -11,6 +11,7 @@ mod merge;
 mod prepare;
 mod report;
 mod run;
+mod sessions;
 mod sim;
 mod sweep;
 mod target;

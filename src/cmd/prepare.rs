@@ -9,6 +9,7 @@ use crate::client::openai::{self, BodyOptions};
 use crate::config::{RunConfig, Target};
 use crate::engine::{self, LoadPlan, Releases};
 use crate::metrics::RequestRecord;
+use crate::workload::session::SessionSpec;
 use crate::workload::{dataset, tokenizer::TokenCounter, RequestSpec};
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -44,6 +45,8 @@ pub struct Prepared {
     pub pooling: bool,
     /// A replayed trace's rows and timestamps (its requests are `specs`).
     pub trace: Option<Arc<dataset::TraceWorkload>>,
+    /// `--multi-turn`: the planned sessions (`specs` holds their opening turns).
+    pub sessions: Option<Arc<Vec<SessionSpec>>>,
 }
 
 /// Connect, resolve the model, build the workload, ready-check and warm up.
@@ -63,7 +66,20 @@ pub async fn prepare(cfg: &RunConfig, server: &Server) -> Result<Prepared> {
         .as_deref()
         .map(TokenCounter::from_path)
         .transpose()?;
-    let (specs, trace) = load_workload(cfg, tokenizer.as_ref())?;
+    let (specs, trace, sessions) = match &cfg.sessions {
+        Some(sc) => {
+            let sessions = super::sessions::build(cfg, sc, tokenizer.as_ref())?;
+            (
+                super::sessions::first_turns(&sessions),
+                None,
+                Some(Arc::new(sessions)),
+            )
+        }
+        None => {
+            let (specs, trace) = load_workload(cfg, tokenizer.as_ref())?;
+            (specs, trace, None)
+        }
+    };
     if specs.is_empty() {
         bail!("the dataset produced no requests (check --dataset-path and --num-prompts)");
     }
@@ -80,6 +96,7 @@ pub async fn prepare(cfg: &RunConfig, server: &Server) -> Result<Prepared> {
         request_id_prefix,
         warmups_ok,
         trace,
+        sessions,
     })
 }
 
@@ -145,6 +162,7 @@ pub async fn run_level(
         fold_itl: cancel_at.is_none() && !p.save_detailed,
         cancel_at,
         watch,
+        sessions: p.sessions.clone(),
     };
     let mut out = engine::run_level(p.client.clone(), plan, progress, interrupt).await;
     if !p.pooling {
@@ -163,7 +181,8 @@ pub fn client_config(cfg: &RunConfig, base_url: &str) -> ClientConfig {
         api_key: cfg.api_key.clone(),
         request_timeout: cfg.request_timeout,
         connect_timeout: cfg.connect_timeout,
-        keep_text: cfg.tokenizer.is_some() || cfg.output.save_detailed,
+        // Sessions send each answer back in the next turn.
+        keep_text: cfg.tokenizer.is_some() || cfg.output.save_detailed || cfg.sessions.is_some(),
         tls: cfg.tls.clone(),
         kernel_stamps: cfg.kernel_stamps,
         // The built-in simulator is in this process: never through a proxy.

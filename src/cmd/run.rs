@@ -88,6 +88,10 @@ async fn run_against(
         shard::apply::renumber(s, &mut out.records, globals.as_deref());
     }
     let summary = summarize(&out, cfg);
+    let sessions = cfg
+        .sessions
+        .as_ref()
+        .map(|_| crate::metrics::session::summarize(&out.records, &out.sessions));
     let generator = generator_verdict(&summary, offered, scheduled, &check);
     let outcome = RunOutcome {
         started: Some(out.started_at.into()),
@@ -103,6 +107,7 @@ async fn run_against(
     let header = run_header(cfg, server, p.model_id);
     let mut result = RunResult::assemble(header, summary, out.records, outcome);
     result.kneecap.prefix_cache = prefix_cache;
+    result.kneecap.sessions = sessions;
     Ok(result)
 }
 
@@ -238,8 +243,13 @@ fn releases(load: &LoadConfig, n_specs: usize, trace: Option<&[f64]>) -> Result<
 }
 
 fn announce(cfg: &RunConfig, server: &Server, model_id: &str, releases: &Releases) {
+    let unit = if cfg.sessions.is_some() {
+        "sessions"
+    } else {
+        "requests"
+    };
     let what = match releases {
-        Releases::Scheduled(d) => format!("{} requests", d.len()),
+        Releases::Scheduled(d) => format!("{} {unit}", d.len()),
         Releases::ClosedFor(d) => format!("closed loop for {d:.0?}"),
     };
     let sim = if server.simulated {
@@ -251,7 +261,7 @@ fn announce(cfg: &RunConfig, server: &Server, model_id: &str, releases: &Release
         "kneecap: {what} to {}{} model {model_id}, {}{sim}",
         server.base_url,
         cfg.endpoint,
-        describe_arrival(&cfg.load)
+        describe_load(cfg)
     );
 }
 
@@ -298,7 +308,7 @@ fn run_header(cfg: &RunConfig, server: &Server, model_id: String) -> RunHeader {
         sim_preset: server.preset.clone(),
         endpoint: cfg.endpoint.clone(),
         dataset: cfg.dataset_name.into(),
-        arrival: describe_arrival(&cfg.load),
+        arrival: describe_load(cfg),
         seed: cfg.load.seed,
         duration_bound_s: cfg.load.duration.map(|d| d.as_secs_f64()),
     }
@@ -318,6 +328,20 @@ fn ramp_name(r: schedule::RampStrategy) -> &'static str {
     match r {
         schedule::RampStrategy::Linear => "linear",
         schedule::RampStrategy::Exponential => "exponential",
+    }
+}
+
+/// [`describe_arrival`], in sessions and users with `--multi-turn`.
+fn describe_load(cfg: &RunConfig) -> String {
+    let words = describe_arrival(&cfg.load);
+    match &cfg.sessions {
+        Some(_) => format!(
+            "multi-turn sessions, {}",
+            words
+                .replace("req/s", "sessions/s")
+                .replace("max concurrency", "users")
+        ),
+        None => words,
     }
 }
 

@@ -17,6 +17,7 @@ use crate::metrics::MetricName;
 use crate::schedule::{Arrival, RampStrategy};
 use crate::shard::{Shard, StartAt};
 use crate::workload::dataset::DatasetConfig;
+use crate::workload::session::SessionParams;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -104,6 +105,19 @@ pub struct LoadConfig {
     pub trace_speed: Option<f64>,
 }
 
+/// `--multi-turn`: sessions of several turns instead of single requests.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionConfig {
+    /// Turn count (synthetic sessions) and think time.
+    pub params: SessionParams,
+    /// `--per-turn-input-len`: tokens each later turn adds (random dataset).
+    pub per_turn_input_len: u32,
+    /// `--multi-turn-min-turns` for file sources (0: unset).
+    pub min_turns: u32,
+    /// `--multi-turn-max-turns` for file sources (`None`: all turns).
+    pub max_turns: Option<u32>,
+}
+
 /// What to write where.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct OutputConfig {
@@ -157,4 +171,7 @@ pub struct RunConfig {
     /// vLLM flags given that have no meaning for kneecap: one line each, printed
     /// once the run starts (the run goes on).
     pub ignored_flags: Vec<String>,
+    /// `--multi-turn`: `load.num_prompts` counts sessions, the arrival
+    /// process starts sessions and `load.max_concurrency` counts users.
+    pub sessions: Option<SessionConfig>,
 }

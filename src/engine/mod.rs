@@ -4,10 +4,13 @@
 
 pub mod dispatch;
 pub mod probe;
+mod session;
 
 use crate::client::http::HttpClient;
 use crate::metrics::fold::ItlFold;
+use crate::metrics::session::SessionRecord;
 use crate::metrics::{ErrorKind, RequestError, RequestRecord};
+use crate::workload::session::SessionSpec;
 use crate::workload::RequestSpec;
 use dispatch::Release;
 use indicatif::ProgressBar;
@@ -46,6 +49,9 @@ pub struct LoadPlan {
     /// Watches the level as it runs, and may end its releases early (an
     /// adaptive sweep step that has its verdict). `None` for plain runs.
     pub watch: Option<Watch>,
+    /// Multi-turn sessions: the releases start sessions (and
+    /// `max_concurrency` counts users), each turn is one request.
+    pub sessions: Option<Arc<Vec<SessionSpec>>>,
 }
 
 /// Sees each request released and each record finished, on the engine's
@@ -81,6 +87,8 @@ pub struct EngineOutput {
     pub fold: Option<ItlFold>,
     /// When the watch ended releases early (offset from t0).
     pub releases_ended_at: Option<Duration>,
+    /// How each session ended (empty without sessions).
+    pub sessions: Vec<SessionRecord>,
 }
 
 /// Finished records, and the fold that keeps a long run's memory bounded.
@@ -126,6 +134,9 @@ pub async fn run_level(
     progress: ProgressBar,
     interrupt: watch::Receiver<bool>,
 ) -> EngineOutput {
+    if let Some(sessions) = plan.sessions.clone() {
+        return session::run_sessions(client, plan, sessions, progress, interrupt).await;
+    }
     let (cancel_tx, cancel_rx) = watch::channel(false);
     let started_at = SystemTime::now();
     let ctx = Arc::new(Ctx {
@@ -194,6 +205,7 @@ pub async fn run_level(
         interrupted,
         fold,
         releases_ended_at,
+        sessions: Vec::new(),
     }
 }
 

@@ -2,7 +2,8 @@
 //! module that turns them into vLLM-defined numbers, the mergeable
 //! histograms of [`hist`], [`fold`], which bounds a long run's memory, and
 //! the shared vocabulary every layer above uses: metric names and the
-//! percentile set ([`name`]) and the generator's health verdict ([`health`]).
+//! percentile set ([`name`]), the generator's health verdict ([`health`]) and
+//! the multi-turn session summary ([`session`]).
 //! Nothing here does I/O.
 
 pub mod fold;
@@ -10,7 +11,8 @@ pub mod health;
 pub mod hist;
 pub mod name;
 pub mod record;
+pub mod session;
 pub mod stats;
 
 pub use name::{MetricName, KNEECAP_PERCENTILES};
-pub use record::{ErrorKind, RequestError, RequestRecord, StampSource};
+pub use record::{ErrorKind, RequestError, RequestRecord, SessionTurn, StampSource};

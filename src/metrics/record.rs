@@ -138,6 +138,17 @@ pub struct RequestRecord {
     /// The ITL gaps moved into the run's [`crate::metrics::fold::ItlFold`]
     /// (a long run without per-request detail); `itl` is then empty.
     pub itl_folded: bool,
+    /// A session's turn: which session and which turn (`None` outside sessions).
+    pub turn: Option<SessionTurn>,
+}
+
+/// Where a request sits in a multi-turn session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SessionTurn {
+    /// The session's number (in start order).
+    pub session: usize,
+    /// 1-based turn number within the session.
+    pub turn: u32,
 }
 
 impl RequestRecord {

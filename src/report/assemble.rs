@@ -87,6 +87,7 @@ impl RunResult {
                 shard: o.shard,
                 merged: o.merged,
                 prefix_cache: None,
+                sessions: None,
             },
         }
     }

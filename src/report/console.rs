@@ -162,6 +162,9 @@ fn kneecap_block(out: &mut String, r: &RunResult) {
             "Prefix cache hit rate (server):", pc.hit_tokens, pc.queried_tokens, pc.source
         );
     }
+    if let Some(sessions) = &k.sessions {
+        super::sessions::console_lines(out, sessions);
+    }
     let l = &s.lateness;
     let _ = writeln!(
         out,

@@ -10,6 +10,7 @@ pub mod html;
 pub mod json;
 pub mod knee_text;
 pub mod save;
+pub mod sessions;
 pub mod shard;
 pub mod sweep;
 pub mod table;
@@ -52,6 +53,8 @@ pub struct KneecapInfo {
     pub merged: Option<json::kneecap::MergedBlock>,
     /// The server's prefix-cache hit rate over the run (`kneecap.prefix_cache`).
     pub prefix_cache: Option<PrefixCacheStats>,
+    /// `--multi-turn`: the sessions (`kneecap.sessions`).
+    pub sessions: Option<crate::metrics::session::SessionSummary>,
 }
 
 /// Prompt tokens the server looked up in its prefix cache during a run, and

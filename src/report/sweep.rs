@@ -137,6 +137,10 @@ pub struct Workload {
     pub step_warmup_s: f64,
     pub step_min_duration_s: f64,
     pub step_min_requests: usize,
+    /// `--multi-turn`: the session shape (the load is then sessions per
+    /// second, or users, and every turn is one request).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<String>,
 }
 
 /// The knee as an interval.
@@ -342,6 +346,10 @@ impl SweepResult {
 
     /// Unit of the load axis.
     pub fn load_unit(&self) -> &'static str {
-        self.mode.axis()
+        match (self.workload.sessions.is_some(), self.mode) {
+            (true, LoadUnit::Rate) => "sessions/s",
+            (true, LoadUnit::Concurrency) => "users",
+            (_, mode) => mode.axis(),
+        }
     }
 }

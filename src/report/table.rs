@@ -288,6 +288,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_session_sweep_says_its_load_is_sessions_or_users() {
+        let mut r = sweep();
+        r.workload.sessions = Some("4 turns, think 500 ms".into());
+        let out = render(&r);
+        assert!(
+            out.contains("knee: between 32.0 and 36.0 sessions/s"),
+            "{out}"
+        );
+        r.mode = crate::report::sweep::LoadUnit::Concurrency;
+        assert!(render(&r).contains("36.0 users"), "{}", render(&r));
+    }
+
+    #[test]
     fn table_shows_the_knee_as_an_interval() {
         let out = render(&sweep());
         assert!(

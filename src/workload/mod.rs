@@ -1,5 +1,6 @@
 //! Workload: what each request asks for (prompt, expected lengths), built from a dataset
-//! (random, random-rerank, ShareGPT, BurstGPT, custom, prefix_repetition, timed_trace).
+//! (random, random-rerank, ShareGPT, BurstGPT, custom, prefix_repetition, timed_trace),
+//! and the multi-turn sessions built from them ([`session`]).
 //!
 //! Owns [`RequestSpec`] and the dataset generators. No network I/O here; file
 //! reading happens only in [`dataset::load`] at the edge.
@@ -11,6 +12,8 @@ pub mod mt19937;
 pub mod prefix;
 pub mod random;
 pub mod rerank;
+pub mod session;
+pub mod session_files;
 pub mod sharegpt;
 pub mod tokenizer;
 pub mod trace;
@@ -27,6 +30,9 @@ pub enum Prompt {
     /// or pooling `input` (`--random-batch-size`), or a rerank query followed
     /// by its documents (`random-rerank`).
     Batch(Vec<String>),
+    /// A conversation (chat only): every message of a session so far, the
+    /// server's earlier answers included (see [`session`]).
+    Chat(Vec<session::ChatMessage>),
 }
 
 /// One request of the workload. `index` is its position in the dataset order.

@@ -152,6 +152,11 @@ pub fn batch_prompts(requests: Vec<RequestSpec>, batch: usize) -> Vec<RequestSpe
                     .map(|r| match &r.prompt {
                         Prompt::Text(t) => t.clone(),
                         Prompt::Batch(ts) => ts.join(" "),
+                        Prompt::Chat(ms) => ms
+                            .iter()
+                            .map(|m| m.content.as_str())
+                            .collect::<Vec<_>>()
+                            .join(" "),
                         Prompt::Tokens(ids) => {
                             ids.iter().map(u32::to_string).collect::<Vec<_>>().join(" ")
                         }

@@ -58,9 +58,9 @@ fn malformed_rows_name_the_file_line_and_field() {
     let cases = [
         (format!("{ok}\n{{\"timestamp\": 1, \"output_length\": 4}}"), "t.jsonl:2: field 'input_length' is missing", "--timed-trace-label-input-length"),
         (format!("{ok}\n\n{{\"timestamp\": -1, \"input_length\": 4, \"output_length\": 4}}"), "t.jsonl:3: field 'timestamp'", "non-negative"),
-        (format!("{{\"timestamp\": 0, \"input_length\": 4.5, \"output_length\": 4}}"), "t.jsonl:1: field 'input_length'", "whole number"),
-        (format!("{{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 0}}"), "t.jsonl:1: field 'output_length'", "at least 1"),
-        (format!("{{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 4, \"hash_ids\": [1, \"a\"]}}"), "t.jsonl:1: field 'hash_ids'", "integers"),
+        ("{\"timestamp\": 0, \"input_length\": 4.5, \"output_length\": 4}".to_string(), "t.jsonl:1: field 'input_length'", "whole number"),
+        ("{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 0}".to_string(), "t.jsonl:1: field 'output_length'", "at least 1"),
+        ("{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 4, \"hash_ids\": [1, \"a\"]}".to_string(), "t.jsonl:1: field 'hash_ids'", "integers"),
         (format!("{ok}\n[1, 2]"), "t.jsonl:2: not a JSON object", ""),
         (format!("{ok}\n{{\"timestamp\": 0,"), "t.jsonl:2: not a JSON object", ""),
         (String::new(), "trace file 't.jsonl' has no requests", ""),

@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 use std::borrow::Cow;
 
+use crate::workload::session::ChatMessage;
 use crate::workload::Prompt;
 
 /// Which API the requests use.
@@ -144,9 +145,12 @@ pub fn request_body_for(
             fields.push(("logprobs", Field::OptU32(opts.logprobs)));
         }
         Api::Chat => {
-            chat_text = prompt_text(prompt);
-            let text = chat_text.as_ref();
-            fields.push(("messages", Field::UserMessage(text)));
+            if let Prompt::Chat(messages) = prompt {
+                fields.push(("messages", Field::Messages(messages)));
+            } else {
+                chat_text = prompt_text(prompt);
+                fields.push(("messages", Field::UserMessage(chat_text.as_ref())));
+            }
             fields.push(("max_completion_tokens", Field::U32(max_tokens)));
         }
         Api::Responses => {
@@ -220,7 +224,7 @@ fn pooling_body<'a>(
                     None => ("", &[]),
                 },
                 Prompt::Text(text) => (text.as_str(), &[]),
-                Prompt::Tokens(_) => ("", &[]),
+                Prompt::Tokens(_) | Prompt::Chat(_) => ("", &[]),
             };
             fields.push(("query", Field::Str(query)));
             fields.push(("documents", Field::Texts(documents)));
@@ -247,6 +251,7 @@ fn pooling_body<'a>(
 fn prompt_field(prompt: &Prompt) -> Field<'_> {
     match prompt {
         Prompt::Text(text) => Field::Str(text),
+        Prompt::Chat(messages) => Field::Joined(messages),
         Prompt::Tokens(ids) => Field::Tokens(ids),
         Prompt::Batch(texts) => Field::Texts(texts),
     }
@@ -258,6 +263,7 @@ fn prompt_text(prompt: &Prompt) -> Cow<'_, str> {
         Prompt::Text(text) => Cow::Borrowed(text),
         Prompt::Tokens(ids) => Cow::Owned(join_ids(ids)),
         Prompt::Batch(texts) => Cow::Owned(texts.join("\n")),
+        Prompt::Chat(messages) => Cow::Owned(joined(messages)),
     }
 }
 
@@ -268,7 +274,7 @@ pub fn input_sequences(api: Api, prompt: &Prompt) -> u32 {
     let n = match prompt {
         Prompt::Batch(texts) if api == Api::Rerank => texts.len().saturating_sub(1),
         Prompt::Batch(texts) => texts.len(),
-        Prompt::Text(_) | Prompt::Tokens(_) => 1,
+        Prompt::Text(_) | Prompt::Tokens(_) | Prompt::Chat(_) => 1,
     };
     u32::try_from(n).unwrap_or(u32::MAX)
 }
@@ -310,6 +316,10 @@ enum Field<'a> {
     IncludeUsage,
     /// `[{"role":"user","content":[{"type":"text","text": ..}]}]`.
     UserMessage(&'a str),
+    /// A session's history: `[{"role": .., "content": ..}, ..]`.
+    Messages(&'a [ChatMessage]),
+    /// A session's history as one text (a non-chat API).
+    Joined(&'a [ChatMessage]),
     Json(&'a Value),
 }
 
@@ -344,6 +354,13 @@ impl Serialize for Field<'_> {
                 content: [TextPart { kind: "text", text }],
             }]
             .serialize(serializer),
+            Field::Messages(messages) => {
+                serializer.collect_seq(messages.iter().map(|m| PlainMessage {
+                    role: m.role.as_str(),
+                    content: &m.content,
+                }))
+            }
+            Field::Joined(messages) => serializer.serialize_str(&joined(messages)),
             Field::Json(value) => value.serialize(serializer),
         }
     }
@@ -354,6 +371,19 @@ impl Serialize for Field<'_> {
 struct Message<'a> {
     role: &'static str,
     content: [TextPart<'a>; 1],
+}
+
+/// A chat message whose content is a plain string.
+#[derive(Serialize)]
+struct PlainMessage<'a> {
+    role: &'static str,
+    content: &'a str,
+}
+
+/// A conversation's contents, one message a line.
+fn joined(messages: &[ChatMessage]) -> String {
+    let parts: Vec<&str> = messages.iter().map(|m| m.content.as_str()).collect();
+    parts.join("\n")
 }
 
 /// A `{"type":"text","text":..}` content part.

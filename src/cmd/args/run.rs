@@ -38,6 +38,7 @@ pub fn run_config(a: &RunArgs) -> Result<RunConfig> {
 pub fn run_config_for(a: &RunArgs, default: DefaultTarget) -> Result<RunConfig> {
     let (backend, api, endpoint) = resolve_api(a)?;
     let mut load = load_config(a)?;
+    let sessions = super::session::session_config(a, api, &mut load)?;
     let dataset = dataset_config(a, api)?;
     load.requests_from_dataset = dataset.groups_prompts();
     load.trace_speed = super::dataset::trace_speed(a)?;
@@ -94,6 +95,7 @@ pub fn run_config_for(a: &RunArgs, default: DefaultTarget) -> Result<RunConfig> 
             .chain(dataset_notes(a, api))
             .chain(pooling_notes(a, api))
             .collect(),
+        sessions,
     })
 }
 
@@ -234,7 +236,7 @@ fn load_config(a: &RunArgs) -> Result<LoadConfig> {
     let self_timed = a.dataset_name == DatasetName::TimedTrace && !a.trace.no_self_timed;
     if a.duration.is_some()
         && matches!(arrival, Arrival::Infinite)
-        && a.max_concurrency.is_none()
+        && a.max_concurrency.or(a.multi_turn_concurrency).is_none()
         && !self_timed
     {
         bail!("--duration with --request-rate inf needs --max-concurrency (otherwise it would send without bound)");

@@ -11,7 +11,13 @@ pub(super) fn new_result(ctx: &Ctx<'_>) -> SweepResult {
     let cfg = ctx.cfg;
     let specs = &ctx.prepared.specs;
     let n = specs.len().max(1) as f64;
-    let sim_service_rate = ctx.server.sim_config.as_ref().map(|s| {
+    // The simulator's μ is for single requests; a session's turns differ.
+    let sim_config = ctx
+        .server
+        .sim_config
+        .as_ref()
+        .filter(|_| cfg.run.sessions.is_none());
+    let sim_service_rate = sim_config.map(|s| {
         let (i, o) = (
             specs.iter().map(|s| s.prompt_len as f64).sum::<f64>() / n,
             specs.iter().map(|s| s.output_len as f64).sum::<f64>() / n,
@@ -36,6 +42,7 @@ pub(super) fn new_result(ctx: &Ctx<'_>) -> SweepResult {
             step_warmup_s: cfg.timing.warmup.as_secs_f64(),
             step_min_duration_s: cfg.timing.min_measured.as_secs_f64(),
             step_min_requests: cfg.timing.min_requests,
+            sessions: cfg.run.sessions.as_ref().map(session_shape),
         },
         slos: cfg.slos.iter().map(|s| s.to_string()).collect(),
         max_error_rate: cfg.max_error_rate,
@@ -46,7 +53,36 @@ pub(super) fn new_result(ctx: &Ctx<'_>) -> SweepResult {
     }
 }
 
+/// "2-4 turns, think 500 ms (exponential)".
+fn session_shape(sc: &crate::config::SessionConfig) -> String {
+    use crate::workload::session::ThinkTime;
+    let t = sc.params.turns;
+    let turns = if t.min == t.max {
+        format!("{} turns", t.max)
+    } else {
+        format!("{}-{} turns", t.min, t.max)
+    };
+    let think = match sc.params.think {
+        ThinkTime::Fixed(d) => format!("think {} ms", d.as_millis()),
+        ThinkTime::Exponential(d) => format!("think {} ms (exponential)", d.as_millis()),
+    };
+    format!("{turns}, {think}")
+}
+
 fn arrival_name(cfg: &SweepConfig) -> String {
+    if cfg.run.sessions.is_some() {
+        return match cfg.mode {
+            LoadUnit::Concurrency => "multi-turn sessions, closed loop (users)".into(),
+            LoadUnit::Rate | LoadUnit::TraceSpeed => format!(
+                "multi-turn sessions, {} session starts",
+                if cfg.run.load.burstiness == 1.0 {
+                    "poisson".to_string()
+                } else {
+                    format!("gamma (burstiness {})", cfg.run.load.burstiness)
+                }
+            ),
+        };
+    }
     match cfg.mode {
         LoadUnit::Concurrency => "closed loop (fixed concurrency)".into(),
         LoadUnit::Rate if cfg.run.load.burstiness.is_infinite() => "constant spacing".into(),

@@ -73,6 +73,12 @@ pub struct KneecapJson {
     /// The server's prefix-cache hit rate over the run, when it reports one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prefix_cache: Option<crate::report::PrefixCacheStats>,
+    /// `--multi-turn`: sessions by outcome, duration, TTFT by turn.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<crate::report::sessions::SessionsJson>,
+    /// Per-request `[session, turn]` (turn 1-based) of a multi-turn run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_turns: Option<Vec<[u64; 2]>>,
     /// The server's own per-request timings (llama.cpp), `null` where absent;
     /// only when some request has them.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -176,6 +182,9 @@ pub struct GeneratorJson {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ServerTimings {
+    /// Prompt tokens served from llama.cpp's prompt cache.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_n: Option<u32>,
     pub prompt_n: Option<u32>,
     pub prompt_ms: Option<f64>,
     pub predicted_n: Option<u32>,
@@ -298,6 +307,10 @@ impl KneecapJson {
                 reasoning_requests: s.reasoning.reasoning_requests,
             }),
             prefix_cache: k.prefix_cache.clone(),
+            sessions: k
+                .sessions
+                .as_ref()
+                .map(crate::report::sessions::SessionsJson::of),
             ..Default::default()
         };
         if detailed {
@@ -329,9 +342,17 @@ impl KneecapJson {
             );
             self.reasoning_tokens = Some(recs.iter().map(|x| x.reasoning_tokens()).collect());
         }
+        if recs.iter().any(|x| x.turn.is_some()) {
+            let turns = recs.iter().map(|x| {
+                x.turn
+                    .map_or([0, 0], |t| [t.session as u64, u64::from(t.turn)])
+            });
+            self.session_turns = Some(turns.collect());
+        }
         if recs.iter().any(|x| x.server_timings.is_some()) {
             let timings = recs.iter().map(|x| {
                 x.server_timings.as_deref().map(|t| ServerTimings {
+                    cache_n: t.cache_n,
                     prompt_n: t.prompt_n,
                     prompt_ms: t.prompt_ms,
                     predicted_n: t.predicted_n,
