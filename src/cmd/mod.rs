@@ -6,6 +6,8 @@
 pub mod args;
 mod cache_hits;
 mod clock;
+mod live;
+mod live_serve;
 mod compare;
 mod merge;
 mod prepare;
