@@ -34,7 +34,7 @@ impl Buckets {
 
     /// Count one observation in seconds (a negative or NaN one is ignored).
     pub fn observe(&mut self, seconds: f64) {
-        if !(seconds >= 0.0) {
+        if seconds.is_nan() || seconds < 0.0 {
             return;
         }
         let slot = self.bounds.partition_point(|&b| b < seconds);

@@ -50,7 +50,7 @@ fn step_timeline_svg(s: &StepResult, title: &str) -> String {
     ];
     let all = || queue.iter().chain(&client).flat_map(|(p, _, _)| p).chain(&kv);
     if all().next().is_none() {
-        return "<p class=\"nochart\">no time series (gauges not scraped, latencies kept with --html)</p>".into();
+        return "<p class=\"nochart\">no time series: no queue samples (gauges not scraped) and no latencies (kept with --html)</p>".into();
     }
     let t1 = all().map(|p| p.0).fold(s.window_end_s.max(1.0), f64::max);
     svg((380, 360), &format!("client and server over time at {title}"), |root| {

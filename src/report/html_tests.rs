@@ -177,7 +177,11 @@ fn a_step_with_latencies_over_time_draws_them_above_its_gauges() {
     };
     r.steps[0].latency_series = vec![point(0.5, 100.0), point(1.5, 900.0)];
     let html = render(&r);
-    let figures: Vec<&str> = html.split("<figure class=\"qstep\">").skip(1).collect();
+    let figures: Vec<&str> = html
+        .split("<figure class=\"qstep\">")
+        .skip(1)
+        .map(|f| &f[..f.find("</figure>").expect("closed")])
+        .collect();
     let with_latency = figures.iter().filter(|f| f.contains("TTFT p99")).count();
     assert_eq!(with_latency, 1, "only the step that kept its latencies");
     assert!(figures.iter().all(|f| f.contains("waiting") && f.contains("KV cache")));

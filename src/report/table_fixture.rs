@@ -58,6 +58,7 @@ pub fn step(load: f64, verdict: &str, offered: f64, mu: f64) -> StepResult {
         },
         offered_rate: offered,
         achieved_rate: achieved,
+        output_token_rate: achieved * 128.0,
         goodput: if pass {
             achieved * 0.99
         } else {
