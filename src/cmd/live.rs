@@ -7,9 +7,9 @@
 
 use crate::config::{LiveConfig, UiMode};
 use crate::engine::{self, probe};
-use crate::live::state::{Latency, LiveState, Phase, SloLine};
+use crate::live::state::{Latency, LiveState, Phase, SloLine, View};
 use crate::sweep::slo::{Slo, SloMetric, SloStat};
-use crate::live::{dashboard, prom, Aggregator, Tee};
+use crate::live::{prom, Aggregator, Tee};
 use anyhow::{Context, Result};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -214,22 +214,18 @@ async fn tick(agg: Arc<Aggregator>, metrics: Option<String>, mut stop: watch::Re
     }
 }
 
-/// Draw one frame from a fresh snapshot (the dashboard thread's loop body).
-pub(super) fn frame<B: ratatui::backend::Backend>(
-    term: &mut ratatui::Terminal<B>,
-    agg: &Aggregator,
-    origin: Instant,
-    n: u32,
-    last_step: &mut Option<Option<usize>>,
-) -> Result<(), B::Error> {
+/// What the next frame shows: the phase's step (a new one wants a full
+/// redraw) and the view, from a fresh snapshot.
+pub(super) fn next_frame(agg: &Aggregator, origin: Instant) -> (Option<usize>, View) {
     let now = origin.elapsed();
     let snap = agg.snapshot(now);
-    if *last_step != Some(snap.phase.step) || n % FULL_REDRAW_EVERY == 0 {
-        term.clear()?;
-        *last_step = Some(snap.phase.step);
-    }
-    term.draw(|f| dashboard::draw(f, &snap.view(now)))?;
-    Ok(())
+    (snap.phase.step, snap.view(now))
+}
+
+/// Redraw everything when the step changes and every few seconds: lines
+/// written to stderr (a step's verdict, a warning) may have landed on the screen.
+pub(super) fn full_redraw(n: u32, step: Option<usize>, last: Option<Option<usize>>) -> bool {
+    last != Some(step) || n % FULL_REDRAW_EVERY == 0
 }
 
 /// The frame period, for the dashboard thread.

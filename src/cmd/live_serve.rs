@@ -2,7 +2,7 @@
 //! (hyper, `GET /metrics`) and the dashboard's drawing thread (crossterm,
 //! the alternate screen, no raw mode so Ctrl-C stays a signal).
 
-use super::live::{exposition, frame, frame_every};
+use super::live::{exposition, frame_every, full_redraw, next_frame};
 use crate::live::Aggregator;
 use bytes::Bytes;
 use http_body_util::Full;
@@ -93,19 +93,30 @@ pub fn frames(
             if enter().is_err() {
                 return;
             }
-            if let Ok(mut term) = terminal() {
-                let (mut n, mut last_step) = (0u32, None);
-                while !stop.load(Ordering::Relaxed) {
-                    if frame(&mut term, &agg, origin, n, &mut last_step).is_err() {
-                        break;
-                    }
-                    n = n.wrapping_add(1);
-                    std::thread::park_timeout(frame_every());
-                }
-            }
+            let _ = draw_until(&stop, &agg, origin);
             leave();
         })?;
     Ok(thread)
+}
+
+/// Draw a frame every period until `stop`. A full redraw clears the screen
+/// and starts a fresh terminal (ratatui's own `clear` asks the terminal for
+/// the cursor position, which without raw mode would echo the answer).
+fn draw_until(stop: &AtomicBool, agg: &Aggregator, origin: Instant) -> std::io::Result<()> {
+    let mut term = terminal()?;
+    let (mut n, mut last) = (0u32, None);
+    while !stop.load(Ordering::Relaxed) {
+        let (step, view) = next_frame(agg, origin);
+        if full_redraw(n, step, last) {
+            execute!(std::io::stdout(), terminal::Clear(terminal::ClearType::All))?;
+            term = self::terminal()?;
+            last = Some(step);
+        }
+        term.draw(|f| dashboard::draw(f, &view))?;
+        n = n.wrapping_add(1);
+        std::thread::park_timeout(frame_every());
+    }
+    Ok(())
 }
 
 /// The terminal, full screen; a fixed 100-column frame when the terminal
