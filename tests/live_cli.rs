@@ -31,7 +31,11 @@ fn lines(pipe: impl Read + Send + 'static) -> mpsc::Receiver<String> {
 fn scrape(addr: &str) -> String {
     let mut s = TcpStream::connect(addr).expect("the exporter accepts");
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    write!(s, "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
+    write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
     let mut text = String::new();
     s.read_to_string(&mut text).unwrap();
     assert!(text.starts_with("HTTP/1.1 200"), "{text}");
@@ -98,22 +102,49 @@ async fn a_scrape_during_a_run_is_valid_prometheus_text_whose_counters_end_at_th
 
 fn scrape_a_run(url: &str) {
     let mut child = spawn(&[
-        "run", "--base-url", url, "--num-prompts", "40", "--request-rate", "20",
-        "--random-input-len", "16", "--random-output-len", "8", "--seed", "1",
-        "--disable-tqdm", "--ui", "plain", "--metrics-listen", "127.0.0.1:0",
-        "--metrics-linger", "30s",
+        "run",
+        "--base-url",
+        url,
+        "--num-prompts",
+        "40",
+        "--request-rate",
+        "20",
+        "--random-input-len",
+        "16",
+        "--random-output-len",
+        "8",
+        "--seed",
+        "1",
+        "--disable-tqdm",
+        "--ui",
+        "plain",
+        "--metrics-listen",
+        "127.0.0.1:0",
+        "--metrics-linger",
+        "30s",
     ]);
-    let (out, err) = (lines(child.stdout.take().unwrap()), lines(child.stderr.take().unwrap()));
+    let (out, err) = (
+        lines(child.stdout.take().unwrap()),
+        lines(child.stderr.take().unwrap()),
+    );
     let start = Instant::now();
     let addr = loop {
-        let line = err.recv_timeout(BOUND).expect("kneecap prints the metrics address");
+        let line = err
+            .recv_timeout(BOUND)
+            .expect("kneecap prints the metrics address");
         if let Some(rest) = line.split_once("metrics at http://") {
             break rest.1.trim_end_matches("/metrics").to_string();
         }
     };
-    assert!(!addr.ends_with(":0"), "the bound port is printed, not 0: {addr}");
+    assert!(
+        !addr.ends_with(":0"),
+        "the bound port is printed, not 0: {addr}"
+    );
     let (mut stdout, mut during) = (Vec::new(), 0);
-    while !stdout.iter().any(|l: &String| l.starts_with("Failed requests:")) {
+    while !stdout
+        .iter()
+        .any(|l: &String| l.starts_with("Failed requests:"))
+    {
         assert!(start.elapsed() < BOUND, "no summary: {stdout:?}");
         parse(&scrape(&addr));
         during += 1;
@@ -128,7 +159,10 @@ fn scrape_a_run(url: &str) {
     assert!(during >= 5, "only {during} scrapes while the run ran");
     let ok = summary_count(&stdout, "Successful requests:");
     let failed = summary_count(&stdout, "Failed requests:");
-    assert!(ok > 0.0 && failed > 0.0, "both outcomes: {ok} ok, {failed} failed");
+    assert!(
+        ok > 0.0 && failed > 0.0,
+        "both outcomes: {ok} ok, {failed} failed"
+    );
     assert_eq!(counter(&last, "kneecap_requests_total", "success"), ok);
     assert_eq!(counter(&last, "kneecap_requests_total", "failure"), failed);
     let classes: Vec<&str> = last
@@ -138,7 +172,10 @@ fn scrape_a_run(url: &str) {
         .filter_map(|s| s.labels.get("error_class"))
         .collect();
     assert_eq!(classes, vec!["http_status"], "HTTP 500s are http_status");
-    let released = last.samples.iter().find(|s| s.metric == "kneecap_requests_released_total");
+    let released = last
+        .samples
+        .iter()
+        .find(|s| s.metric == "kneecap_requests_released_total");
     assert!(
         matches!(released.map(|s| &s.value), Some(prometheus_parse::Value::Counter(v)) if *v == ok + failed),
         "{released:?}"
@@ -173,7 +210,9 @@ fn on_a_terminal_the_dashboard_draws_then_hands_back_for_the_summary() {
         .expect("script runs");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
-    let enter = text.find("\x1b[?1049h").expect("enters the alternate screen");
+    let enter = text
+        .find("\x1b[?1049h")
+        .expect("enters the alternate screen");
     let leave = text.rfind("\x1b[?1049l").expect("leaves it again");
     let drawn = &text[enter..leave];
     for part in ["kneecap run", "offered", "TTFT", "waiting", "errors:"] {

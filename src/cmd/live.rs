@@ -8,8 +8,8 @@
 use crate::config::{LiveConfig, UiMode};
 use crate::engine::{self, probe};
 use crate::live::state::{Latency, LiveState, Phase, SloLine, View};
-use crate::sweep::slo::{Slo, SloMetric, SloStat};
 use crate::live::{prom, Aggregator, Tee};
+use crate::sweep::slo::{Slo, SloMetric, SloStat};
 use anyhow::{Context, Result};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -123,13 +123,23 @@ impl Live {
     pub fn show_dashboard(&mut self) -> Result<()> {
         if self.dashboard && self.frames.is_none() {
             let stop = self.stop_frames.clone();
-            self.frames = Some(super::live_serve::frames(self.agg.clone(), self.origin, stop)?);
+            self.frames = Some(super::live_serve::frames(
+                self.agg.clone(),
+                self.origin,
+                stop,
+            )?);
         }
         Ok(())
     }
 
     /// A new phase begins now: the run, or sweep step `step` at `load`.
-    pub fn begin(&self, step: Option<usize>, load: Option<f64>, unit: &str, planned: Option<Duration>) {
+    pub fn begin(
+        &self,
+        step: Option<usize>,
+        load: Option<f64>,
+        unit: &str,
+        planned: Option<Duration>,
+    ) {
         self.agg.lock().begin(Phase {
             step,
             load,
@@ -198,7 +208,9 @@ async fn tick(agg: Arc<Aggregator>, metrics: Option<String>, mut stop: watch::Re
             _ = stop.changed() => return,
         }
         let cpu = probe::process_cpu_time();
-        let busy = cpu0.zip(cpu).and_then(|(a, b)| probe::cpu_busy_fraction(a, b, t0.elapsed()));
+        let busy = cpu0
+            .zip(cpu)
+            .and_then(|(a, b)| probe::cpu_busy_fraction(a, b, t0.elapsed()));
         (cpu0, t0) = (cpu, Instant::now());
         {
             let mut s = agg.lock();

@@ -3,6 +3,7 @@
 //! the alternate screen, no raw mode so Ctrl-C stays a signal).
 
 use super::live::{exposition, frame_every, full_redraw, next_frame};
+use crate::live::dashboard;
 use crate::live::Aggregator;
 use bytes::Bytes;
 use http_body_util::Full;
@@ -10,11 +11,10 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use crate::live::dashboard;
 use ratatui::backend::{Backend, CrosstermBackend};
+use ratatui::crossterm::{cursor, execute, terminal};
 use ratatui::layout::Rect;
 use ratatui::{Terminal, TerminalOptions, Viewport};
-use ratatui::crossterm::{cursor, execute, terminal};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -57,7 +57,11 @@ pub async fn serve(
     Ok(bound)
 }
 
-fn answer(req: &Request<hyper::body::Incoming>, agg: &Aggregator, origin: Instant) -> Response<Full<Bytes>> {
+fn answer(
+    req: &Request<hyper::body::Incoming>,
+    agg: &Aggregator,
+    origin: Instant,
+) -> Response<Full<Bytes>> {
     let (status, kind, body) = match (req.method(), req.uri().path()) {
         (&Method::GET, "/metrics") => (
             StatusCode::OK,
@@ -136,14 +140,22 @@ fn terminal() -> std::io::Result<Terminal<CrosstermBackend<std::io::Stdout>>> {
 
 fn enter() -> std::io::Result<()> {
     restore_on_exit();
-    execute!(std::io::stdout(), terminal::EnterAlternateScreen, cursor::Hide)?;
+    execute!(
+        std::io::stdout(),
+        terminal::EnterAlternateScreen,
+        cursor::Hide
+    )?;
     ON_SCREEN.store(true, Ordering::SeqCst);
     Ok(())
 }
 
 fn leave() {
     if ON_SCREEN.swap(false, Ordering::SeqCst) {
-        let _ = execute!(std::io::stdout(), cursor::Show, terminal::LeaveAlternateScreen);
+        let _ = execute!(
+            std::io::stdout(),
+            cursor::Show,
+            terminal::LeaveAlternateScreen
+        );
     }
 }
 

@@ -6,9 +6,9 @@
 pub mod args;
 mod cache_hits;
 mod clock;
+mod compare;
 mod live;
 mod live_serve;
-mod compare;
 mod merge;
 mod prepare;
 mod report;

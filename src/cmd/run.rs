@@ -57,7 +57,10 @@ pub async fn execute(
     })
     .await;
     let (outcome, live) = match live {
-        Ok(mut live) => (run_against(&cfg, &server, live.as_mut(), interrupt).await, live),
+        Ok(mut live) => (
+            run_against(&cfg, &server, live.as_mut(), interrupt).await,
+            live,
+        ),
         Err(e) => (Err(e), None),
     };
     server.shutdown().await;

@@ -162,11 +162,15 @@ fn footer_lines(v: &View) -> Vec<Line<'static>> {
         .map(|c| format!("{:.0}%", c * 100.0))
         .unwrap_or_else(|| "-".into());
     vec![
-        Line::from(vec![Span::raw("errors: "), Span::styled(errors, error_style)]),
+        Line::from(vec![
+            Span::raw("errors: "),
+            Span::styled(errors, error_style),
+        ]),
         Line::from(format!(
             "kneecap: dispatch lateness p99 {lateness} · CPU {cpu} of all cores"
         )),
-        Line::from("Ctrl-C stops and keeps the partial result").style(Style::default().fg(Color::DarkGray)),
+        Line::from("Ctrl-C stops and keeps the partial result")
+            .style(Style::default().fg(Color::DarkGray)),
     ]
 }
 

@@ -64,12 +64,21 @@ fn a_step_shows_its_load_time_rates_latencies_gauges_errors_and_health() {
     s.cpu_busy = Some(0.07);
     let screen = screen(&s.view(Duration::from_secs(105)), 100);
     let title = line_with(&screen, "kneecap sweep");
-    assert!(title.contains("step 3 · 12.0 req/s · 5 s, 25 s left"), "{title}");
+    assert!(
+        title.contains("step 3 · 12.0 req/s · 5 s, 25 s left"),
+        "{title}"
+    );
     let rates = line_with(&screen, "offered");
-    assert!(rates.contains("10.00 req/s"), "50 releases over 5 s: {rates}");
+    assert!(
+        rates.contains("10.00 req/s"),
+        "50 releases over 5 s: {rates}"
+    );
     assert!(rates.contains("in flight     4"), "{rates}");
     let ttft = line_with(&screen, "TTFT");
-    assert!(ttft.contains("100") && ttft.contains("p99_ttft_ms<=150 ok"), "{ttft}");
+    assert!(
+        ttft.contains("100") && ttft.contains("p99_ttft_ms<=150 ok"),
+        "{ttft}"
+    );
     let tpot = line_with(&screen, "TPOT");
     assert!(tpot.contains("20.0"), "{tpot}");
     assert!(line_with(&screen, "KV cache").contains("42%"));

@@ -17,11 +17,31 @@ pub fn render(s: &LiveState, now: Duration) -> String {
     requests(&mut out, s);
     let t = &s.totals;
     for (name, help, h) in [
-        ("kneecap_time_to_first_token_seconds", "Time to first token of successful requests, from when the request was sent.", &t.ttft),
-        ("kneecap_time_per_output_token_seconds", "Time per output token after the first, per successful request.", &t.tpot),
-        ("kneecap_inter_token_latency_seconds", "Gaps between streamed token events.", &t.itl),
-        ("kneecap_e2e_request_latency_seconds", "End-to-end latency of successful requests, from sent to the last token.", &t.e2el),
-        ("kneecap_dispatch_lateness_seconds", "How late kneecap sent each request after its scheduled time.", &t.lateness),
+        (
+            "kneecap_time_to_first_token_seconds",
+            "Time to first token of successful requests, from when the request was sent.",
+            &t.ttft,
+        ),
+        (
+            "kneecap_time_per_output_token_seconds",
+            "Time per output token after the first, per successful request.",
+            &t.tpot,
+        ),
+        (
+            "kneecap_inter_token_latency_seconds",
+            "Gaps between streamed token events.",
+            &t.itl,
+        ),
+        (
+            "kneecap_e2e_request_latency_seconds",
+            "End-to-end latency of successful requests, from sent to the last token.",
+            &t.e2el,
+        ),
+        (
+            "kneecap_dispatch_lateness_seconds",
+            "How late kneecap sent each request after its scheduled time.",
+            &t.lateness,
+        ),
     ] {
         histogram(&mut out, name, help, h);
     }
@@ -31,7 +51,12 @@ pub fn render(s: &LiveState, now: Duration) -> String {
 
 fn requests(out: &mut String, s: &LiveState) {
     let t = &s.totals;
-    header(out, "kneecap_requests_released_total", "counter", "Requests released by the schedule.");
+    header(
+        out,
+        "kneecap_requests_released_total",
+        "counter",
+        "Requests released by the schedule.",
+    );
     let _ = writeln!(out, "kneecap_requests_released_total {}", t.released);
     header(
         out,
@@ -39,16 +64,30 @@ fn requests(out: &mut String, s: &LiveState) {
         "counter",
         "Finished requests by outcome; failures carry their error class.",
     );
-    let _ = writeln!(out, "kneecap_requests_total{{outcome=\"success\"}} {}", t.succeeded);
+    let _ = writeln!(
+        out,
+        "kneecap_requests_total{{outcome=\"success\"}} {}",
+        t.succeeded
+    );
     for (class, n) in &t.failed {
         let _ = writeln!(
             out,
             "kneecap_requests_total{{outcome=\"failure\",error_class=\"{class}\"}} {n}"
         );
     }
-    header(out, "kneecap_requests_in_flight", "gauge", "Requests released and not finished.");
+    header(
+        out,
+        "kneecap_requests_in_flight",
+        "gauge",
+        "Requests released and not finished.",
+    );
     let _ = writeln!(out, "kneecap_requests_in_flight {}", s.in_flight());
-    header(out, "kneecap_output_tokens_total", "counter", "Output tokens of successful requests.");
+    header(
+        out,
+        "kneecap_output_tokens_total",
+        "counter",
+        "Output tokens of successful requests.",
+    );
     let _ = writeln!(out, "kneecap_output_tokens_total {}", t.output_tokens);
 }
 
@@ -73,7 +112,8 @@ fn rates_and_phase(out: &mut String, s: &LiveState, now: Duration) {
         ),
         (
             "kneecap_offered_load",
-            "The offered load of the run or sweep step, in the unit of kneecap_info's load_unit.".to_string(),
+            "The offered load of the run or sweep step, in the unit of kneecap_info's load_unit."
+                .to_string(),
             s.phase.load,
         ),
     ];
@@ -83,7 +123,12 @@ fn rates_and_phase(out: &mut String, s: &LiveState, now: Duration) {
             let _ = writeln!(out, "{name} {}", number(value));
         }
     }
-    header(out, "kneecap_info", "gauge", "The kneecap command running and its load unit.");
+    header(
+        out,
+        "kneecap_info",
+        "gauge",
+        "The kneecap command running and its load unit.",
+    );
     let _ = writeln!(
         out,
         "kneecap_info{{command=\"{}\",load_unit=\"{}\",version=\"{}\"}} 1",
@@ -92,7 +137,12 @@ fn rates_and_phase(out: &mut String, s: &LiveState, now: Duration) {
         env!("CARGO_PKG_VERSION")
     );
     if let Some(cpu) = s.cpu_seconds {
-        header(out, "process_cpu_seconds_total", "counter", "User and system CPU time kneecap used.");
+        header(
+            out,
+            "process_cpu_seconds_total",
+            "counter",
+            "User and system CPU time kneecap used.",
+        );
         let _ = writeln!(out, "process_cpu_seconds_total {}", number(cpu));
     }
 }
@@ -155,14 +205,23 @@ mod tests {
         s.released(Duration::ZERO);
         s.finished(&failed_record(3, 0, ErrorKind::Timeout));
         let text = render(&s, Duration::from_secs(1));
-        assert_eq!(sample(&text, "kneecap_requests_total{outcome=\"success\"}"), 3.0);
+        assert_eq!(
+            sample(&text, "kneecap_requests_total{outcome=\"success\"}"),
+            3.0
+        );
         let timeout = "kneecap_requests_total{outcome=\"failure\",error_class=\"timeout\"}";
         assert_eq!(sample(&text, timeout), 1.0);
         let ttft = "kneecap_time_to_first_token_seconds";
-        assert_eq!(sample(&text, &format!("{ttft}_bucket{{le=\"0.025\"}}")), 0.0);
+        assert_eq!(
+            sample(&text, &format!("{ttft}_bucket{{le=\"0.025\"}}")),
+            0.0
+        );
         assert_eq!(sample(&text, &format!("{ttft}_bucket{{le=\"0.05\"}}")), 3.0);
         assert_eq!(sample(&text, &format!("{ttft}_bucket{{le=\"+Inf\"}}")), 3.0);
-        assert_eq!(sample(&text, "kneecap_inter_token_latency_seconds_count"), 6.0);
+        assert_eq!(
+            sample(&text, "kneecap_inter_token_latency_seconds_count"),
+            6.0
+        );
         assert!(!text.contains("kneecap_sweep_step"), "a run has no step");
     }
 

@@ -349,7 +349,10 @@ fn latencies(r: &RequestRecord) -> Vec<(Latency, Vec<Duration>)> {
             r.itl.len() + 1
         };
         if let (Some(t), true) = (r.ttft(), tokens > 1) {
-            out.push((Latency::Tpot, vec![e.saturating_sub(t) / (tokens as u32 - 1)]));
+            out.push((
+                Latency::Tpot,
+                vec![e.saturating_sub(t) / (tokens as u32 - 1)],
+            ));
         }
     }
     if !r.itl.is_empty() {

@@ -3,7 +3,12 @@
 use super::*;
 use crate::metrics::{ErrorKind, RequestError};
 
-pub(crate) fn ok_record(index: usize, sent_ms: u64, ttft_ms: u64, gaps_ms: &[u64]) -> RequestRecord {
+pub(crate) fn ok_record(
+    index: usize,
+    sent_ms: u64,
+    ttft_ms: u64,
+    gaps_ms: &[u64],
+) -> RequestRecord {
     let sent = Duration::from_millis(sent_ms);
     let first = sent + Duration::from_millis(ttft_ms);
     let itl: Vec<Duration> = gaps_ms.iter().map(|&g| Duration::from_millis(g)).collect();
@@ -111,7 +116,10 @@ fn errors_are_counted_by_class_and_a_new_step_resets_the_window_not_the_totals()
     });
     s.released(Duration::ZERO);
     let v = s.view(secs(34));
-    assert_eq!(v.errors, vec![("http_429".into(), 1), ("timeout".into(), 1)]);
+    assert_eq!(
+        v.errors,
+        vec![("http_429".into(), 1), ("timeout".into(), 1)]
+    );
     assert_eq!((v.released, v.failed, v.in_flight), (3, 2, 1));
     assert_eq!(v.left, Some(secs(6)));
     assert_eq!(v.elapsed, secs(4));

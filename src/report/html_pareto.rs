@@ -62,7 +62,10 @@ pub(super) fn pareto_svg(r: &SweepResult) -> String {
             .draw()
             .map_err(err)?;
         chart
-            .draw_series(LineSeries::new(front.iter().copied(), GREY_.stroke_width(2)))
+            .draw_series(LineSeries::new(
+                front.iter().copied(),
+                GREY_.stroke_width(2),
+            ))
             .map_err(err)?
             .label("Pareto frontier")
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], GREY_.stroke_width(2)));
@@ -73,7 +76,10 @@ pub(super) fn pareto_svg(r: &SweepResult) -> String {
                     + Text::new(compact(load), (6, -14), (FONT, 12))
             }))
             .map_err(err)?
-            .label(format!("a step (labelled with its load, {})", r.load_unit()))
+            .label(format!(
+                "a step (labelled with its load, {})",
+                r.load_unit()
+            ))
             .legend(|(x, y)| Circle::new((x + 10, y), 4, BLUE_.filled()));
         let at_knee = pts.iter().filter(|p| Some(p.2) == knee);
         chart
@@ -89,7 +95,11 @@ pub(super) fn pareto_svg(r: &SweepResult) -> String {
 /// each step (nothing when the sweep was not priced).
 pub(super) fn cost_section(out: &mut String, r: &SweepResult) {
     let Some(c) = &r.cost else { return };
-    let gpus = if c.gpus == 1 { "1 GPU".to_string() } else { format!("{} GPUs", c.gpus) };
+    let gpus = if c.gpus == 1 {
+        "1 GPU".to_string()
+    } else {
+        format!("{} GPUs", c.gpus)
+    };
     let headline = match (c.usd_per_million_output_tokens_at_knee, c.knee_load) {
         (Some(usd), Some(load)) => format!(
             "Cost at the knee ({} {}): ${usd:.2} per million output tokens",
@@ -98,11 +108,11 @@ pub(super) fn cost_section(out: &mut String, r: &SweepResult) {
         ),
         _ => "Cost at the knee: unknown (no passing step)".to_string(),
     };
-    let _ = write!(
+    let _ = writeln!(
         out,
         "<section><h2>Cost</h2><div class=\"card\"><p class=\"knee\">{}</p>\
          <p class=\"meta\">{gpus} at ${:.2} per GPU-hour; each step at its measured output rate.</p>\
-         <table><thead><tr><th>load ({})</th><th>output tok/s</th><th>$ / M output tokens</th><th class=\"l\">verdict</th></tr></thead><tbody>\n",
+         <table><thead><tr><th>load ({})</th><th>output tok/s</th><th>$ / M output tokens</th><th class=\"l\">verdict</th></tr></thead><tbody>",
         escape(&headline),
         c.gpu_hour_cost,
         escape(r.load_unit())

@@ -10,7 +10,9 @@ use crate::report::series::LatencyPoint;
 /// the server's gauges (waiting, running, preemptions, KV cache) on one
 /// time axis, so the moment the queue starts to build is visible.
 pub(super) fn queue_series(out: &mut String, r: &SweepResult) {
-    out.push_str("<section><h2>Client and server on one time axis, per step</h2><div class=\"small\">\n");
+    out.push_str(
+        "<section><h2>Client and server on one time axis, per step</h2><div class=\"small\">\n",
+    );
     for s in r.steps_by_load() {
         let title = format!(
             "{} {} · {}",
@@ -40,7 +42,11 @@ fn step_timeline_svg(s: &StepResult, title: &str) -> String {
     let queue = [
         (gauge(|q| q.waiting), RED_, "waiting"),
         (gauge(|q| q.running), BLUE_, "running"),
-        (since_first(gauge(|q| q.preemptions)), ORANGE_, "preemptions"),
+        (
+            since_first(gauge(|q| q.preemptions)),
+            ORANGE_,
+            "preemptions",
+        ),
     ];
     let kv = gauge(|q| q.kv_cache_usage.map(|u| u * 100.0));
     let client = [
@@ -48,18 +54,34 @@ fn step_timeline_svg(s: &StepResult, title: &str) -> String {
         (latency(|p| p.ttft_p99_ms), RED_, "TTFT p99"),
         (latency(|p| p.tpot_p99_ms), GREEN_, "TPOT p99"),
     ];
-    let all = || queue.iter().chain(&client).flat_map(|(p, _, _)| p).chain(&kv);
+    let all = || {
+        queue
+            .iter()
+            .chain(&client)
+            .flat_map(|(p, _, _)| p)
+            .chain(&kv)
+    };
     if all().next().is_none() {
         return "<p class=\"nochart\">no time series: no queue samples (gauges not scraped) and no latencies (kept with --html)</p>".into();
     }
     let t1 = all().map(|p| p.0).fold(s.window_end_s.max(1.0), f64::max);
-    svg((380, 360), &format!("client and server over time at {title}"), |root| {
-        let (top, rest) = root.split_vertically(150);
-        let (middle, bottom) = rest.split_vertically(120);
-        panel(&top, t1, "ms", &client, false)?;
-        panel(&middle, t1, "requests", &queue, false)?;
-        panel(&bottom, t1, "KV %", &[(kv.clone(), GREEN_, "KV cache")], true)
-    })
+    svg(
+        (380, 360),
+        &format!("client and server over time at {title}"),
+        |root| {
+            let (top, rest) = root.split_vertically(150);
+            let (middle, bottom) = rest.split_vertically(120);
+            panel(&top, t1, "ms", &client, false)?;
+            panel(&middle, t1, "requests", &queue, false)?;
+            panel(
+                &bottom,
+                t1,
+                "KV %",
+                &[(kv.clone(), GREEN_, "KV cache")],
+                true,
+            )
+        },
+    )
 }
 
 /// One panel of a step's timeline: lines over `0..t1` seconds.
@@ -72,7 +94,14 @@ fn panel(
 ) -> Result<(), String> {
     let top = match ydesc {
         "KV %" => 100.0,
-        _ => lines.iter().flat_map(|l| &l.0).map(|p| p.1).fold(1.0, f64::max) * 1.1,
+        _ => {
+            lines
+                .iter()
+                .flat_map(|l| &l.0)
+                .map(|p| p.1)
+                .fold(1.0, f64::max)
+                * 1.1
+        }
     };
     let mut chart = ChartBuilder::on(area)
         .margin(6)
@@ -98,7 +127,9 @@ fn panel(
             .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
             .map_err(err)?
             .label(*label)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2)));
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
+            });
         drawn = true;
     }
     if drawn {
@@ -108,7 +139,9 @@ fn panel(
 }
 
 fn finite(points: impl Iterator<Item = (f64, f64)>) -> Points {
-    points.filter(|(x, y)| x.is_finite() && y.is_finite()).collect()
+    points
+        .filter(|(x, y)| x.is_finite() && y.is_finite())
+        .collect()
 }
 
 /// A cumulative counter as its increase since the first reading.

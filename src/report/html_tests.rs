@@ -184,8 +184,13 @@ fn a_step_with_latencies_over_time_draws_them_above_its_gauges() {
         .collect();
     let with_latency = figures.iter().filter(|f| f.contains("TTFT p99")).count();
     assert_eq!(with_latency, 1, "only the step that kept its latencies");
-    assert!(figures.iter().all(|f| f.contains("waiting") && f.contains("KV cache")));
-    assert!(html.contains("preemptions"), "the fixture's server exports them");
+    assert!(figures
+        .iter()
+        .all(|f| f.contains("waiting") && f.contains("KV cache")));
+    assert!(
+        html.contains("preemptions"),
+        "the fixture's server exports them"
+    );
     r.steps[1].queue.clear();
     assert!(render(&r).contains("no time series"));
 }

@@ -8,7 +8,9 @@ use std::net::SocketAddr;
 pub fn live_config(a: &RunArgs) -> Result<LiveConfig> {
     let metrics_listen = a.metrics_listen.as_deref().map(listen_addr).transpose()?;
     if metrics_listen.is_none() && !a.metrics_linger.is_zero() {
-        bail!("--metrics-linger needs --metrics-listen (the address to serve kneecap's metrics on)");
+        bail!(
+            "--metrics-linger needs --metrics-listen (the address to serve kneecap's metrics on)"
+        );
     }
     Ok(LiveConfig {
         ui: a.ui.map(|u| match u {
@@ -44,10 +46,19 @@ mod tests {
         assert_eq!(cfg.output.live.ui, Some(UiMode::None));
         assert_eq!(cfg.output.live.metrics_listen.unwrap().port(), 0);
         assert_eq!(cfg.output.live.metrics_linger, Duration::from_secs(3));
-        assert_eq!(run_config(&run_args(&argv(""))).unwrap().output.live.ui, None);
+        assert_eq!(
+            run_config(&run_args(&argv(""))).unwrap().output.live.ui,
+            None
+        );
         let bad = run_config(&run_args(&argv("--metrics-listen localhost"))).unwrap_err();
-        assert!(bad.to_string().starts_with("--metrics-listen: 'localhost'"), "{bad}");
+        assert!(
+            bad.to_string().starts_with("--metrics-listen: 'localhost'"),
+            "{bad}"
+        );
         let lonely = run_config(&run_args(&argv("--metrics-linger 2s"))).unwrap_err();
-        assert!(lonely.to_string().contains("needs --metrics-listen"), "{lonely}");
+        assert!(
+            lonely.to_string().contains("needs --metrics-listen"),
+            "{lonely}"
+        );
     }
 }

@@ -68,9 +68,9 @@ pub fn sweep_config(a: &SweepArgs) -> Result<SweepConfig> {
 fn pricing(a: &SweepArgs) -> Result<Option<Pricing>> {
     match (a.gpu_hour_cost, a.gpus) {
         (None, None) => Ok(None),
-        (None, Some(_)) => bail!(
-            "--gpus needs --gpu-hour-cost (dollars per GPU-hour, e.g. --gpu-hour-cost 2.50)"
-        ),
+        (None, Some(_)) => {
+            bail!("--gpus needs --gpu-hour-cost (dollars per GPU-hour, e.g. --gpu-hour-cost 2.50)")
+        }
         (Some(c), _) if !(c.is_finite() && c > 0.0) => bail!(
             "--gpu-hour-cost: {c} must be a positive number of dollars per GPU-hour (e.g. 2.50)"
         ),
@@ -443,7 +443,9 @@ mod tests {
             ("--gpu-hour-cost 0", "--gpu-hour-cost: 0"),
             ("--gpu-hour-cost 2 --gpus 0", "--gpus: 0"),
         ] {
-            let e = sweep_config(&sweep_args(&argv(line))).unwrap_err().to_string();
+            let e = sweep_config(&sweep_args(&argv(line)))
+                .unwrap_err()
+                .to_string();
             assert!(e.starts_with(flag), "{line}: {e}");
         }
     }
