@@ -140,12 +140,15 @@ impl Live {
         unit: &str,
         planned: Option<Duration>,
     ) {
-        self.agg.lock().begin(Phase {
-            step,
-            load,
-            unit: unit.into(),
-            started_at: self.origin.elapsed(),
-            planned,
+        let started_at = self.origin.elapsed();
+        self.agg.with(|s| {
+            s.begin(Phase {
+                step,
+                load,
+                unit: unit.into(),
+                started_at,
+                planned,
+            })
         });
     }
 
@@ -212,16 +215,15 @@ async fn tick(agg: Arc<Aggregator>, metrics: Option<String>, mut stop: watch::Re
             .zip(cpu)
             .and_then(|(a, b)| probe::cpu_busy_fraction(a, b, t0.elapsed()));
         (cpu0, t0) = (cpu, Instant::now());
-        {
-            let mut s = agg.lock();
+        agg.with(|s| {
             s.cpu_busy = busy;
             s.cpu_seconds = cpu.map(|c| c.as_secs_f64());
-        }
+        });
         if let Some(sample) = match &scraper {
             Some(s) => s.sample().await,
             None => None,
         } {
-            agg.lock().gauge(sample.1);
+            agg.with(|s| s.gauge(sample.1));
         }
     }
 }

@@ -12,43 +12,86 @@ pub mod state;
 use crate::engine::Observer;
 use crate::metrics::RequestRecord;
 use state::LiveState;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
-/// The engine observer behind the dashboard and `/metrics`. It runs on the
-/// engine's collecting task (never a request's timing path) and holds its
-/// lock only to count; views are computed from a copy.
+/// The engine observer behind the dashboard and `/metrics`. The engine
+/// calls it on its collecting task, which also releases requests: it never
+/// waits there for a lock. It trims each record and sends it down a channel
+/// (lock-free); the readers (a dashboard frame, a scrape, the gauge tick)
+/// fold what arrived into the state when they look.
 pub struct Aggregator {
-    state: Mutex<LiveState>,
+    tx: mpsc::Sender<Event>,
+    inner: Mutex<Inner>,
+}
+
+enum Event {
+    Released(Duration),
+    Finished(Box<RequestRecord>),
+}
+
+struct Inner {
+    state: LiveState,
+    rx: mpsc::Receiver<Event>,
+}
+
+impl Inner {
+    fn catch_up(&mut self) {
+        for event in self.rx.try_iter() {
+            match event {
+                Event::Released(due) => self.state.released(due),
+                Event::Finished(r) => self.state.finished(&r),
+            }
+        }
+    }
 }
 
 impl Aggregator {
     pub fn new(state: LiveState) -> Self {
+        let (tx, rx) = mpsc::channel();
         Aggregator {
-            state: Mutex::new(state),
+            tx,
+            inner: Mutex::new(Inner { state, rx }),
         }
     }
 
-    /// The state, for a short update (a gauge reading, a new phase).
-    pub fn lock(&self) -> MutexGuard<'_, LiveState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    /// Update the state (a gauge reading, a new phase) after folding in
+    /// what the engine reported so far.
+    pub fn with<R>(&self, f: impl FnOnce(&mut LiveState) -> R) -> R {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        inner.catch_up();
+        f(&mut inner.state)
     }
 
     /// A copy to draw from, pruned to the window at `now`.
     pub fn snapshot(&self, now: Duration) -> LiveState {
-        let mut s = self.lock();
-        s.prune(now);
-        s.clone()
+        self.with(|s| {
+            s.prune(now);
+            s.clone()
+        })
     }
 }
 
 impl Observer for Aggregator {
     fn released(&self, _index: usize, due: Duration) {
-        self.lock().released(due);
+        let _ = self.tx.send(Event::Released(due));
     }
 
-    fn finished(&self, record: &RequestRecord) {
-        self.lock().finished(record);
+    fn finished(&self, r: &RequestRecord) {
+        // Only what the live views use (no text, no server timings).
+        let trimmed = RequestRecord {
+            index: r.index,
+            due: r.due,
+            released: r.released,
+            sent: r.sent,
+            first_token: r.first_token,
+            last_token: r.last_token,
+            output_tokens: r.output_tokens,
+            itl: r.itl.clone(),
+            error: r.error.clone(),
+            ..RequestRecord::default()
+        };
+        let _ = self.tx.send(Event::Finished(Box::new(trimmed)));
     }
 }
 
