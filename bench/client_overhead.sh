@@ -12,11 +12,16 @@
 #    flat or not, and the bytes each finished request keeps.
 # Usage: bench/client_overhead.sh [STREAMS]   (default 1000; ~2 minutes)
 # Needs GNU time at /usr/bin/time (Debian: apt-get install -y time) and python3.
+# KNEECAP=path: use that binary instead of building target/release/kneecap.
+# KNEECAP_UI=dashboard: run part 1 with the live dashboard on a pseudo-terminal
+# (util-linux `script`), to measure what the dashboard costs.
+# ONLY_TTFT=1: part 1 only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N="${1:-1000}"
-cargo build --release --quiet
-K=target/release/kneecap
+if [ -z "${KNEECAP:-}" ]; then cargo build --release --quiet; fi
+K="${KNEECAP:-target/release/kneecap}"
+echo "ui ${KNEECAP_UI:-plain}, load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"
 TMP=$(mktemp -d)
 SIMS=()
 trap 'kill "${SIMS[@]}" 2>/dev/null || true; rm -rf "$TMP"' EXIT
@@ -30,7 +35,13 @@ start_sim() { # name, sim flags...; sets URL
 }
 rss_run() { # label, kneecap run args...
   local label=$1; shift
-  /usr/bin/time -f "%M" -o "$TMP/rss-$label" $K run --disable-tqdm "$@" >"$TMP/out-$label" 2>&1
+  if [ "${KNEECAP_UI:-}" = dashboard ]; then
+    /usr/bin/time -f "%M" -o "$TMP/rss-$label" script -q -e \
+      -c "stty cols 120 rows 40; $K run --disable-tqdm --ui dashboard $*" /dev/null >"$TMP/out-$label" 2>&1
+    tr -d '\r' <"$TMP/out-$label" >"$TMP/out-$label.txt" && mv "$TMP/out-$label.txt" "$TMP/out-$label"
+  else
+    /usr/bin/time -f "%M" -o "$TMP/rss-$label" $K run --disable-tqdm "$@" >"$TMP/out-$label" 2>&1
+  fi
 }
 
 echo "== 1. client-added TTFT at $N concurrent streams"
@@ -77,6 +88,7 @@ for name, xs, x0 in (("request path (sent -> sim received)", req, req0), ("respo
     print(f"  {name}, above its fastest request: p50 {q(d, .5):.3f} ms, p99 {q(d, .99):.3f} ms")
 PY
 kill "${SIMS[@]}" 2>/dev/null || true; SIMS=()
+if [ -n "${ONLY_TTFT:-}" ]; then exit 0; fi
 
 echo "== 2. memory per in-flight stream"
 start_sim mem --step-base-ms 50 --decode-seq-us 1

@@ -4,11 +4,22 @@
 # near-zero service time and 4-token outputs, so the server is never the limit.
 # Prints kneecap's own lateness line and generator self-check per rate.
 # Usage: bench/dispatch.sh [SECONDS_PER_RATE]   (default 10)
+# KNEECAP=path: use that binary instead of building target/release/kneecap.
+# KNEECAP_UI=dashboard: run kneecap with its live dashboard on a pseudo-
+# terminal (util-linux `script`), to measure what the dashboard costs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS="${1:-10}"
-cargo build --release --quiet
-K=target/release/kneecap
+if [ -z "${KNEECAP:-}" ]; then cargo build --release --quiet; fi
+K="${KNEECAP:-target/release/kneecap}"
+# run_kneecap ARGS...: kneecap run, on a terminal with the dashboard when asked.
+run_kneecap() {
+  if [ "${KNEECAP_UI:-}" = dashboard ]; then
+    script -q -e -c "stty cols 120 rows 40; $K run $* --ui dashboard 2>/dev/null" /dev/null | tr -d '\r'
+  else
+    $K run "$@" 2>/dev/null
+  fi
+}
 LOG=$(mktemp)
 trap 'kill $SIM 2>/dev/null || true; rm -f "$LOG"' EXIT
 $K sim --port 0 --max-num-seqs 4096 --max-num-batched-tokens 65536 --kv-cache-tokens 4000000 \
@@ -16,11 +27,11 @@ $K sim --port 0 --max-num-seqs 4096 --max-num-batched-tokens 65536 --kv-cache-to
 SIM=$!
 for _ in $(seq 50); do grep -q "http://" "$LOG" && break; sleep 0.1; done
 URL=$(grep -o 'http://[0-9.:]*' "$LOG" | head -1)
-echo "sim at $URL ($(nproc) cores)"
+echo "sim at $URL ($(nproc) cores, ui ${KNEECAP_UI:-plain}, load average $(cut -d" " -f1-3 /proc/loadavg))"
 for RATE in 100 1000 5000; do
   N=$((RATE * SECS))
   echo "--- $RATE req/s, $N requests"
-  $K run --base-url "$URL" --request-rate "$RATE" --num-prompts "$N" --random-input-len 16 \
-    --random-output-len 4 --disable-tqdm 2>/dev/null |
+  run_kneecap --base-url "$URL" --request-rate "$RATE" --num-prompts "$N" --random-input-len 16 \
+    --random-output-len 4 --disable-tqdm |
     grep -E "Successful|Failed|Request throughput|Dispatch lateness|Generator|GENERATOR"
 done

@@ -11,6 +11,9 @@
 //! - [`config`]: validated, clap-free configuration made of domain types.
 //! - [`merge`]: recombining the results of a sharded load (pure).
 //! - [`compare`]: `kneecap report` / `kneecap compare` over saved results (pure).
+//! - [`live`]: watching a run as it goes: the engine observer that
+//!   aggregates snapshots, the terminal dashboard and kneecap's own
+//!   Prometheus text, all drawn from one pure state model.
 //! - [`sweep`]: SLOs, the steady-state check, the one step judge and the knee
 //!   search (pure).
 //! - [`report`]: the result types ([`report::RunResult`], [`report::sweep::SweepResult`])
@@ -37,6 +40,7 @@ pub mod cmd;
 pub mod compare;
 pub mod config;
 pub mod engine;
+pub mod live;
 pub mod merge;
 pub mod metrics;
 pub mod report;

@@ -14,6 +14,7 @@ const FLOORS: &[(&str, u32)] = &[
     ("config", 4),
     ("merge", 5),
     ("compare", 5),
+    ("live", 5),
     ("sweep", 6),
     ("report", 7),
     ("shard", 8),

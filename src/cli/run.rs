@@ -4,6 +4,14 @@
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 
+/// `--ui`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Ui {
+    Dashboard,
+    Plain,
+    None,
+}
+
 /// Request protocol (vLLM's `--backend`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Backend {
@@ -333,6 +341,19 @@ pub struct RunArgs {
     /// No progress bar.
     #[arg(long, help_heading = "Output")]
     pub disable_tqdm: bool,
+    /// Live view: `dashboard` (a terminal dashboard), `plain` (line-per-update
+    /// output and a progress bar on stderr) or `none` [default: dashboard when
+    /// stdout is a terminal, else plain].
+    #[arg(long, value_enum, help_heading = "Live")]
+    pub ui: Option<Ui>,
+    /// Serve kneecap's own Prometheus metrics at http://ADDR/metrics (e.g.
+    /// 127.0.0.1:9464; port 0 picks a free port, printed on stderr).
+    #[arg(long, value_name = "ADDR", help_heading = "Live")]
+    pub metrics_listen: Option<String>,
+    /// Keep serving --metrics-listen this long after the run ends, so a last
+    /// scrape sees the final counts.
+    #[arg(long, default_value = "0s", value_parser = parse_duration, help_heading = "Live")]
+    pub metrics_linger: std::time::Duration,
 
     // ---- trace replay --------------------------------------------------
     #[command(flatten)]

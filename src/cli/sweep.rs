@@ -105,6 +105,13 @@ pub struct SweepArgs {
     /// Also write a self-contained HTML report.
     #[arg(long, help_heading = "Sweep")]
     pub html: Option<PathBuf>,
+    /// Dollars per GPU-hour: the report and JSON give $ per million output
+    /// tokens at the knee and at each step.
+    #[arg(long, value_name = "USD", help_heading = "Sweep")]
+    pub gpu_hour_cost: Option<f64>,
+    /// GPUs serving the model, for --gpu-hour-cost [default: 1].
+    #[arg(long, help_heading = "Sweep")]
+    pub gpus: Option<u32>,
 
     #[command(flatten)]
     pub run: RunArgs,

@@ -18,6 +18,9 @@ pub struct QueueSample {
     pub running: Option<f64>,
     /// KV-cache usage 0..1 (mean over engines).
     pub kv_cache_usage: Option<f64>,
+    /// `vllm:num_preemptions_total` (a counter, summed over engines), when exported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preemptions: Option<f64>,
 }
 
 /// Which family of names the server exposes.
@@ -53,6 +56,7 @@ pub fn parse_gauges(text: &str) -> Option<(GaugeSource, QueueSample)> {
         running: sum("vllm:num_requests_running"),
         kv_cache_usage: mean("vllm:kv_cache_usage_perc")
             .or_else(|| mean("vllm:gpu_cache_usage_perc")),
+        preemptions: sum("vllm:num_preemptions_total").or_else(|| sum("vllm:num_preemptions")),
     };
     if vllm.waiting.is_some() || vllm.running.is_some() {
         return Some((GaugeSource::Vllm, vllm));
@@ -62,6 +66,7 @@ pub fn parse_gauges(text: &str) -> Option<(GaugeSource, QueueSample)> {
         waiting: sum("llamacpp:requests_deferred"),
         running: sum("llamacpp:requests_processing"),
         kv_cache_usage: mean("llamacpp:kv_cache_usage_ratio"),
+        preemptions: None,
     };
     (llama.waiting.is_some() || llama.running.is_some()).then_some((GaugeSource::LlamaCpp, llama))
 }

@@ -7,6 +7,8 @@ pub mod args;
 mod cache_hits;
 mod clock;
 mod compare;
+mod live;
+mod live_serve;
 mod merge;
 mod prepare;
 mod report;

@@ -5,10 +5,11 @@
 use super::args::run::{run_config_for, DefaultTarget};
 use super::cache_hits::CacheProbe;
 use super::clock;
+use super::live::{self, Live, LiveStart};
 use super::prepare::{check_os_limits, prepare, progress_bar, run_level, Level, Prepared};
 use super::target::{self, Server};
 use crate::cli::run::RunArgs;
-use crate::config::{self, LoadConfig, RunConfig};
+use crate::config::{self, LoadConfig, RunConfig, UiMode};
 use crate::engine::{self, Releases};
 use crate::metrics::hist::RunHists;
 use crate::metrics::stats::{self, Summary};
@@ -36,7 +37,9 @@ pub async fn execute(
     default: DefaultTarget,
     interrupt: watch::Receiver<bool>,
 ) -> Result<ExitCode> {
-    let cfg = run_config_for(args, default)?;
+    let mut cfg = run_config_for(args, default)?;
+    let ui = live::resolve_ui(&cfg.output.live);
+    cfg.output.progress &= ui == UiMode::Plain;
     if let Some(start) = cfg.start_at {
         shard::wait_for_start(start, clock::now()).map_err(anyhow::Error::msg)?;
     }
@@ -45,11 +48,28 @@ pub async fn execute(
         report::save::check_writable(cfg.output.result_dir.as_deref(), "--result-dir")?;
     }
     let server = target::start(&cfg.target).await?;
-    let outcome = run_against(&cfg, &server, interrupt).await;
+    let live = Live::start(LiveStart {
+        cfg: &cfg.output.live,
+        ui,
+        command: "kneecap run",
+        slos: Vec::new(),
+        server_metrics: Some(format!("{}/metrics", server.base_url)),
+    })
+    .await;
+    let (outcome, live) = match live {
+        Ok(mut live) => (
+            run_against(&cfg, &server, live.as_mut(), interrupt).await,
+            live,
+        ),
+        Err(e) => (Err(e), None),
+    };
     server.shutdown().await;
     let result = outcome?;
     print!("{}", report::console::render(&result));
     save_result(&cfg, &result)?;
+    if let Some(live) = live {
+        live.finish().await;
+    }
     Ok(if result.kneecap.interrupted {
         ExitCode::from(2)
     } else {
@@ -60,13 +80,17 @@ pub async fn execute(
 async fn run_against(
     cfg: &RunConfig,
     server: &Server,
+    mut live: Option<&mut Live>,
     interrupt: watch::Receiver<bool>,
 ) -> Result<RunResult> {
     let p = prepare(cfg, server).await?;
     let timestamps = p.trace.as_ref().map(|t| t.timestamps.as_slice());
     let global = releases(&cfg.load, p.specs.len(), timestamps)?;
-    let (level, globals) = shard_level(cfg, &p, global)?;
+    let (mut level, globals) = shard_level(cfg, &p, global)?;
     announce(cfg, server, &p.model_id, &level.releases);
+    if let Some(live) = live.as_deref_mut() {
+        watch_live(live, cfg, &mut level)?;
+    }
     let progress = progress_bar(cfg.output.progress, &level.releases);
     let scheduled = matches!(&level.releases, Releases::Scheduled(_))
         && (cfg.load.request_rate.is_finite() || cfg.load.trace_speed.is_some());
@@ -80,6 +104,9 @@ async fn run_against(
     let cache = CacheProbe::start(&server.base_url).await;
     let level = run_level(&p, level, progress, interrupt);
     let (mut out, check) = engine::probe::self_checked(level, LAG_PROBE_EVERY).await;
+    if let Some(live) = live {
+        live.close_dashboard();
+    }
     let prefix_cache = cache.finish(&out.records).await;
     if cfg.profile {
         super::prepare::profile(&p.client, "/stop_profile").await;
@@ -109,6 +136,22 @@ async fn run_against(
     result.kneecap.prefix_cache = prefix_cache;
     result.kneecap.sessions = sessions;
     Ok(result)
+}
+
+/// Observe the level live, and show the dashboard (when asked) from here on.
+fn watch_live(live: &mut Live, cfg: &RunConfig, level: &mut Level) -> Result<()> {
+    let planned = match &level.releases {
+        Releases::Scheduled(due) => due.last().copied(),
+        Releases::ClosedFor(d) => Some(*d),
+    };
+    let (load, unit) = match (cfg.load.request_rate, level.max_concurrency) {
+        (rate, _) if rate.is_finite() => (Some(rate), "req/s"),
+        (_, Some(c)) => (Some(c as f64), "streams"),
+        _ => (None, ""),
+    };
+    level.watch = live.observe(level.watch.take());
+    live.begin(None, load, unit, planned);
+    live.show_dashboard()
 }
 
 /// The whole load, or this shard's part of it (`--shard`): releases, prompts

@@ -130,6 +130,30 @@ pub struct OutputConfig {
     pub label: Option<String>,
     pub metadata: Vec<(String, String)>,
     pub progress: bool,
+    /// The live view and kneecap's own `/metrics`.
+    pub live: LiveConfig,
+}
+
+/// How a run is shown while it runs (`--ui`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UiMode {
+    /// The terminal dashboard (needs stdout to be a terminal).
+    Dashboard,
+    /// Line-per-update output and the progress bar on stderr (as in CI logs).
+    Plain,
+    /// Neither the dashboard nor the progress bar.
+    None,
+}
+
+/// `--ui`, `--metrics-listen`, `--metrics-linger`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LiveConfig {
+    /// `None`: the dashboard when stdout is a terminal, else plain.
+    pub ui: Option<UiMode>,
+    /// Serve kneecap's own Prometheus metrics here (port 0: any free port).
+    pub metrics_listen: Option<std::net::SocketAddr>,
+    /// Keep serving them this long after the run ended.
+    pub metrics_linger: Duration,
 }
 
 /// A fully validated `kneecap run`.

@@ -78,6 +78,8 @@ pub struct SweepConfig {
     pub max_lateness_ms: Option<f64>,
     pub output: Option<PathBuf>,
     pub html: Option<PathBuf>,
+    /// `--gpu-hour-cost` / `--gpus`: price the knee and each step.
+    pub pricing: Option<crate::report::cost::Pricing>,
 }
 
 #[cfg(test)]

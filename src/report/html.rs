@@ -3,7 +3,9 @@
 //! network fetches (a Content-Security-Policy of `default-src 'none'` makes
 //! sure). Holds the knee headline with goodput, μ, queue onset, SLOs and the
 //! workload; throughput, latency and queue-depth charts vs load with the SLO
-//! lines and the knee marked; a per-step queue time series; the step table.
+//! lines and the knee marked; the Pareto chart (tokens/s per user vs total);
+//! the cost at the knee when priced; per step, client latencies and server
+//! gauges on one time axis; the step table.
 //! Pure: `render(&SweepResult) -> String`; every user string is HTML-escaped.
 
 use super::chart::{fmt_ms, latency_panels, LatencyPanel};
@@ -27,13 +29,14 @@ pub fn render(r: &SweepResult) -> String {
     head(&mut out, r);
     headline(&mut out, r);
     out.push_str("<section><h2>Load curves</h2><div class=\"grid\">\n");
-    for svg in [throughput_svg(r), queue_svg(r)] {
+    for svg in [throughput_svg(r), queue_svg(r), html_pareto::pareto_svg(r)] {
         let _ = writeln!(out, "<figure>{svg}</figure>");
     }
     for p in latency_panels(r, true) {
         let _ = writeln!(out, "<figure>{}</figure>", latency_svg(r, &p));
     }
     out.push_str("</div></section>\n");
+    html_pareto::cost_section(&mut out, r);
     queue_series(&mut out, r);
     step_table(&mut out, r);
     out.push_str("</main></body></html>\n");
@@ -410,6 +413,8 @@ fn queue_svg(r: &SweepResult) -> String {
     })
 }
 
+#[path = "html_pareto.rs"]
+mod html_pareto;
 #[path = "html_steps.rs"]
 mod steps;
 use steps::{queue_series, step_table};

@@ -1,11 +1,18 @@
-//! The per-step parts of the HTML report: each step's queue gauges over
-//! time (small multiples) and the table of every step with its verdict.
+//! The per-step parts of the HTML report: each step's client latencies and
+//! server gauges over time (small multiples on one time axis) and the table
+//! of every step with its verdict.
 
 use super::*;
+use crate::client::scrape::QueueSample;
+use crate::report::series::LatencyPoint;
 
-/// Small multiples: waiting and running vs time within each step.
+/// Small multiples: within each step, the client's latency percentiles and
+/// the server's gauges (waiting, running, preemptions, KV cache) on one
+/// time axis, so the moment the queue starts to build is visible.
 pub(super) fn queue_series(out: &mut String, r: &SweepResult) {
-    out.push_str("<section><h2>Queue during each step</h2><div class=\"small\">\n");
+    out.push_str(
+        "<section><h2>Client and server on one time axis, per step</h2><div class=\"small\">\n",
+    );
     for s in r.steps_by_load() {
         let title = format!(
             "{} {} · {}",
@@ -17,55 +24,130 @@ pub(super) fn queue_series(out: &mut String, r: &SweepResult) {
             out,
             "<figure class=\"qstep\"><h3>{}</h3>{}</figure>",
             escape(&title),
-            step_queue_svg(s, &title)
+            step_timeline_svg(s, &title)
         );
     }
     out.push_str("</div></section>\n");
 }
 
-fn step_queue_svg(s: &StepResult, title: &str) -> String {
-    let pick = |f: fn(&crate::client::scrape::QueueSample) -> Option<f64>| -> Vec<(f64, f64)> {
-        s.queue
-            .iter()
-            .filter_map(|q| Some((q.t_s, f(q)?)))
-            .filter(|(x, y)| x.is_finite() && y.is_finite())
-            .collect()
+type Points = Vec<(f64, f64)>;
+
+fn step_timeline_svg(s: &StepResult, title: &str) -> String {
+    let gauge = |f: fn(&QueueSample) -> Option<f64>| -> Points {
+        finite(s.queue.iter().filter_map(|q| Some((q.t_s, f(q)?))))
     };
-    let waiting = pick(|q| q.waiting);
-    let running = pick(|q| q.running);
-    if waiting.is_empty() && running.is_empty() {
-        return "<p class=\"nochart\">no queue samples (gauges not scraped)</p>".into();
+    let latency = |f: fn(&LatencyPoint) -> Option<f64>| -> Points {
+        finite(s.latency_series.iter().filter_map(|p| Some((p.t_s, f(p)?))))
+    };
+    let queue = [
+        (gauge(|q| q.waiting), RED_, "waiting"),
+        (gauge(|q| q.running), BLUE_, "running"),
+        (
+            since_first(gauge(|q| q.preemptions)),
+            ORANGE_,
+            "preemptions",
+        ),
+    ];
+    let kv = gauge(|q| q.kv_cache_usage.map(|u| u * 100.0));
+    let client = [
+        (latency(|p| p.ttft_p50_ms), BLUE_, "TTFT p50"),
+        (latency(|p| p.ttft_p99_ms), RED_, "TTFT p99"),
+        (latency(|p| p.tpot_p99_ms), GREEN_, "TPOT p99"),
+    ];
+    let all = || {
+        queue
+            .iter()
+            .chain(&client)
+            .flat_map(|(p, _, _)| p)
+            .chain(&kv)
+    };
+    if all().next().is_none() {
+        return "<p class=\"nochart\">no time series: no queue samples (gauges not scraped) and no latencies (kept with --html)</p>".into();
     }
-    let all = || waiting.iter().chain(&running);
-    let t0 = all().map(|p| p.0).fold(f64::INFINITY, f64::min).min(0.0);
-    let t1 = all().map(|p| p.0).fold(t0 + 1.0, f64::max);
-    let top = all().map(|p| p.1).fold(1.0, f64::max) * 1.1;
-    svg((360, 200), &format!("queue over time at {title}"), |root| {
-        let mut chart = ChartBuilder::on(root)
-            .margin(8)
-            .x_label_area_size(30)
-            .y_label_area_size(40)
-            .build_cartesian_2d(t0..t1, 0.0..top)
-            .map_err(err)?;
-        chart
-            .configure_mesh()
-            .x_desc("s")
-            .x_labels(6)
-            .y_labels(5)
-            .light_line_style(RGBColor(240, 240, 240))
-            .draw()
-            .map_err(err)?;
-        for (pts, color, label) in [(&waiting, RED_, "waiting"), (&running, BLUE_, "running")] {
-            chart
-                .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
-                .map_err(err)?
-                .label(label)
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
-                });
+    let t1 = all().map(|p| p.0).fold(s.window_end_s.max(1.0), f64::max);
+    svg(
+        (380, 360),
+        &format!("client and server over time at {title}"),
+        |root| {
+            let (top, rest) = root.split_vertically(150);
+            let (middle, bottom) = rest.split_vertically(120);
+            panel(&top, t1, "ms", &client, false)?;
+            panel(&middle, t1, "requests", &queue, false)?;
+            panel(
+                &bottom,
+                t1,
+                "KV %",
+                &[(kv.clone(), GREEN_, "KV cache")],
+                true,
+            )
+        },
+    )
+}
+
+/// One panel of a step's timeline: lines over `0..t1` seconds.
+fn panel(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    t1: f64,
+    ydesc: &str,
+    lines: &[(Points, RGBColor, &str)],
+    x_axis: bool,
+) -> Result<(), String> {
+    let top = match ydesc {
+        "KV %" => 100.0,
+        _ => {
+            lines
+                .iter()
+                .flat_map(|l| &l.0)
+                .map(|p| p.1)
+                .fold(1.0, f64::max)
+                * 1.1
         }
-        legend(&mut chart, SeriesLabelPosition::UpperLeft)
-    })
+    };
+    let mut chart = ChartBuilder::on(area)
+        .margin(6)
+        .x_label_area_size(if x_axis { 26 } else { 4 })
+        .y_label_area_size(44)
+        .build_cartesian_2d(0.0..t1, 0.0..top)
+        .map_err(err)?;
+    let mut mesh = chart.configure_mesh();
+    mesh.y_desc(ydesc)
+        .y_labels(4)
+        .x_labels(6)
+        .light_line_style(RGBColor(240, 240, 240));
+    if x_axis {
+        mesh.x_desc("s from the step start");
+    } else {
+        mesh.x_label_formatter(&|_| String::new());
+    }
+    mesh.draw().map_err(err)?;
+    let mut drawn = false;
+    for (pts, color, label) in lines.iter().filter(|l| !l.0.is_empty()) {
+        let color = *color;
+        chart
+            .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
+            .map_err(err)?
+            .label(*label)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
+            });
+        drawn = true;
+    }
+    if drawn {
+        legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
+    }
+    Ok(())
+}
+
+fn finite(points: impl Iterator<Item = (f64, f64)>) -> Points {
+    points
+        .filter(|(x, y)| x.is_finite() && y.is_finite())
+        .collect()
+}
+
+/// A cumulative counter as its increase since the first reading.
+fn since_first(points: Points) -> Points {
+    let base = points.first().map_or(0.0, |p| p.1);
+    points.into_iter().map(|(t, v)| (t, v - base)).collect()
 }
 
 pub(super) fn step_table(out: &mut String, r: &SweepResult) {

@@ -10,9 +10,9 @@ fn count(hay: &str, needle: &str) -> usize {
 #[test]
 fn report_holds_inline_svg_charts_with_balanced_tags() {
     let html = render(&sweep());
-    // throughput, queue, p99 TTFT, p99 TPOT, p99 E2EL, plus 7 per-step charts
-    assert_eq!(count(&html, "<svg"), 12, "{html}");
-    assert_eq!(count(&html, "</svg>"), 12);
+    // throughput, queue, Pareto, p99 TTFT, p99 TPOT, p99 E2EL, plus 7 per-step charts
+    assert_eq!(count(&html, "<svg"), 13, "{html}");
+    assert_eq!(count(&html, "</svg>"), 13);
     assert!(html.starts_with("<!DOCTYPE html>"));
     assert!(html.trim_end().ends_with("</html>"));
 }
@@ -126,4 +126,71 @@ fn sample_report_is_written_where_asked() {
     let path = std::env::var("KNEECAP_SAMPLE_REPORT").unwrap_or("sample-report.html".into());
     std::fs::write(&path, render(&sweep())).expect("write sample report");
     assert!(std::fs::metadata(&path).expect("written").len() > 0);
+}
+
+#[test]
+fn the_pareto_frontier_keeps_only_steps_no_other_step_beats_on_both_axes() {
+    let pts = [
+        (100.0, 50.0, 1.0),
+        (200.0, 40.0, 2.0),
+        (150.0, 30.0, 3.0),
+        (300.0, 10.0, 4.0),
+    ];
+    let front = html_pareto::frontier(&pts);
+    assert_eq!(front, vec![(100.0, 50.0), (200.0, 40.0), (300.0, 10.0)]);
+    let html = render(&sweep());
+    assert!(html.contains("output tokens/s per user (1 / median TPOT)"));
+    assert!(html.contains("Pareto frontier"), "{html}");
+}
+
+#[test]
+fn a_priced_sweep_shows_its_cost_at_the_knee_and_an_unpriced_one_does_not() {
+    let mut r = sweep();
+    assert!(!render(&r).contains("Cost at the knee"));
+    for s in &mut r.steps {
+        s.output_token_rate = s.load * 100.0;
+    }
+    let pricing = crate::report::cost::Pricing {
+        gpu_hour_cost: 2.5,
+        gpus: 8,
+    };
+    crate::report::cost::apply(&mut r, pricing);
+    let html = render(&r);
+    // $20/h over 3200 tok/s at the knee (32 req/s): $1.74 per million.
+    assert!(
+        html.contains("Cost at the knee (32 req/s): $1.74 per million output tokens"),
+        "{html}"
+    );
+    assert!(html.contains("8 GPUs at $2.50 per GPU-hour"));
+}
+
+#[test]
+fn a_step_with_latencies_over_time_draws_them_above_its_gauges() {
+    let mut r = sweep();
+    let point = |t_s: f64, ttft: f64| crate::report::series::LatencyPoint {
+        t_s,
+        requests: 10,
+        ttft_p50_ms: Some(ttft / 2.0),
+        ttft_p99_ms: Some(ttft),
+        tpot_p99_ms: Some(30.0),
+        ..Default::default()
+    };
+    r.steps[0].latency_series = vec![point(0.5, 100.0), point(1.5, 900.0)];
+    let html = render(&r);
+    let figures: Vec<&str> = html
+        .split("<figure class=\"qstep\">")
+        .skip(1)
+        .map(|f| &f[..f.find("</figure>").expect("closed")])
+        .collect();
+    let with_latency = figures.iter().filter(|f| f.contains("TTFT p99")).count();
+    assert_eq!(with_latency, 1, "only the step that kept its latencies");
+    assert!(figures
+        .iter()
+        .all(|f| f.contains("waiting") && f.contains("KV cache")));
+    assert!(
+        html.contains("preemptions"),
+        "the fixture's server exports them"
+    );
+    r.steps[1].queue.clear();
+    assert!(render(&r).contains("no time series"));
 }

@@ -6,10 +6,12 @@
 pub mod assemble;
 pub mod chart;
 pub mod console;
+pub mod cost;
 pub mod html;
 pub mod json;
 pub mod knee_text;
 pub mod save;
+pub mod series;
 pub mod sessions;
 pub mod shard;
 pub mod sweep;

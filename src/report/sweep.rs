@@ -118,6 +118,9 @@ pub struct SweepResult {
     /// A merged sharded sweep: which shards, how well their steps aligned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged: Option<serde_json::Value>,
+    /// `--gpu-hour-cost`: dollars per million output tokens at the knee.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<super::cost::CostSummary>,
 }
 
 /// Workload shape printed beside the knee.
@@ -208,6 +211,13 @@ pub struct StepResult {
     /// (`--save-detailed` only): the intended schedule.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub due_times_s: Vec<f64>,
+    /// Client latency percentiles over the step, on the gauges' time axis
+    /// (kept with `--html`, which charts them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub latency_series: Vec<super::series::LatencyPoint>,
+    /// `--gpu-hour-cost`: dollars per million output tokens at this step's rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usd_per_million_output_tokens: Option<f64>,
     /// An adaptive step: how sure its SLO verdict is and why it ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decision: Option<DecisionRow>,

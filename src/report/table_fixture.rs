@@ -40,6 +40,7 @@ pub fn step(load: f64, verdict: &str, offered: f64, mu: f64) -> StepResult {
             waiting: Some(waiting * i as f64 / 5.0),
             running: Some((rho.min(1.0) * 48.0).round()),
             kv_cache_usage: Some(rho.min(1.0) * 0.9),
+            preemptions: Some(if rho > 1.0 { i as f64 * 3.0 } else { 0.0 }),
         })
         .collect();
     let verdict: Verdict =
@@ -57,6 +58,7 @@ pub fn step(load: f64, verdict: &str, offered: f64, mu: f64) -> StepResult {
         },
         offered_rate: offered,
         achieved_rate: achieved,
+        output_token_rate: achieved * 128.0,
         goodput: if pass {
             achieved * 0.99
         } else {

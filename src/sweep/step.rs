@@ -165,6 +165,8 @@ pub fn judge_step(e: StepEvidence, max_error_rate: f64) -> StepResult {
         errors_by_kind: e.counts.errors_by_kind,
         first_errors: e.counts.first_errors,
         due_times_s: Vec::new(),
+        latency_series: Vec::new(),
+        usd_per_million_output_tokens: None,
         shard: None,
     }
 }
@@ -268,6 +270,7 @@ mod tests {
                 waiting: Some(waiting(i as f64)),
                 running: Some(4.0),
                 kv_cache_usage: None,
+                preemptions: None,
             })
             .collect()
     }

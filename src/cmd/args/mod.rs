@@ -4,6 +4,7 @@
 //! with a unit test.
 
 pub mod dataset;
+pub mod live;
 pub mod run;
 pub mod session;
 pub mod sim;

@@ -430,6 +430,7 @@ fn output_config(a: &RunArgs, api: Api) -> Result<OutputConfig> {
         label: a.label.clone(),
         metadata: parse_pairs(&a.metadata, '=', "--metadata")?,
         progress: !a.disable_tqdm,
+        live: super::live::live_config(a)?,
     })
 }
 

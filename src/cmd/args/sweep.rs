@@ -6,6 +6,7 @@ use super::run::run_config;
 use crate::cli::sweep::{SweepArgs, SweepMode};
 use crate::config::sweep::{StepTiming, SweepConfig};
 use crate::config::{RunConfig, Target};
+use crate::report::cost::Pricing;
 use crate::sweep::knee::{LoadUnit, SearchPlan};
 use crate::sweep::slo::{self, Slo};
 use anyhow::{bail, Result};
@@ -59,8 +60,27 @@ pub fn sweep_config(a: &SweepArgs) -> Result<SweepConfig> {
         max_lateness_ms: positive(a.max_lateness_ms, "--max-lateness-ms")?,
         output: a.output.clone(),
         html: a.html.clone(),
+        pricing: pricing(a)?,
         run,
     })
+}
+
+/// `--gpu-hour-cost` and `--gpus` (1 unless given).
+fn pricing(a: &SweepArgs) -> Result<Option<Pricing>> {
+    match (a.gpu_hour_cost, a.gpus) {
+        (None, None) => Ok(None),
+        (None, Some(_)) => {
+            bail!("--gpus needs --gpu-hour-cost (dollars per GPU-hour, e.g. --gpu-hour-cost 2.50)")
+        }
+        (Some(c), _) if !(c.is_finite() && c > 0.0) => bail!(
+            "--gpu-hour-cost: {c} must be a positive number of dollars per GPU-hour (e.g. 2.50)"
+        ),
+        (Some(_), Some(0)) => bail!("--gpus: 0 must be at least 1"),
+        (Some(c), gpus) => Ok(Some(Pricing {
+            gpu_hour_cost: c,
+            gpus: gpus.unwrap_or(1),
+        })),
+    }
 }
 
 /// `--shard` on a sweep: a fixed step list (with the automatic search each
@@ -468,6 +488,24 @@ mod tests {
             // The run's rules apply to a sweep too.
             "--endpoint v1/completions => --endpoint: 'v1/completions' must start with '/'",
         ]);
+    }
+
+    #[test]
+    fn gpu_pricing_needs_a_positive_cost_and_at_least_one_gpu() {
+        let p = config("--gpu-hour-cost 2.50 --gpus 8").pricing.unwrap();
+        assert_eq!((p.gpu_hour_cost, p.gpus), (2.5, 8));
+        assert_eq!(config("--gpu-hour-cost 2").pricing.unwrap().gpus, 1);
+        assert_eq!(config("").pricing, None);
+        for (line, flag) in [
+            ("--gpus 2", "--gpus needs --gpu-hour-cost"),
+            ("--gpu-hour-cost 0", "--gpu-hour-cost: 0"),
+            ("--gpu-hour-cost 2 --gpus 0", "--gpus: 0"),
+        ] {
+            let e = sweep_config(&sweep_args(&argv(line)))
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with(flag), "{line}: {e}");
+        }
     }
 
     #[test]

@@ -11,11 +11,13 @@ mod trace;
 
 use super::args::sweep::sweep_config;
 use super::clock;
+use super::live::{resolve_ui, slo_lines, Live, LiveStart};
 use super::prepare::{self as runner, Prepared};
 use super::target::{self, Server};
 use crate::cli::sweep::SweepArgs;
 use crate::client::scrape::Scraper;
 use crate::config::sweep::SweepConfig;
+use crate::config::UiMode;
 use crate::report::sweep::{StepResult, SweepResult, Verdict};
 use crate::sweep::knee::{self, LoadUnit, StepPoint, StepVerdict};
 use crate::sweep::rows::{exit_code, finish, point, step_line};
@@ -32,11 +34,15 @@ pub(crate) struct Ctx<'a> {
     pub(crate) server: &'a Server,
     pub(crate) prepared: Prepared,
     pub(crate) scraper: Option<Scraper>,
+    /// The dashboard and `--metrics-listen`, when asked for.
+    pub(crate) live: Option<Live>,
 }
 
 /// Run `kneecap sweep`.
 pub async fn execute(args: &SweepArgs, interrupt: watch::Receiver<bool>) -> Result<ExitCode> {
-    let cfg = sweep_config(args)?;
+    let mut cfg = sweep_config(args)?;
+    let ui = resolve_ui(&cfg.run.output.live);
+    cfg.run.output.progress &= ui == UiMode::Plain;
     if let Some(start) = cfg.run.start_at {
         crate::shard::wait_for_start(start, clock::now()).map_err(anyhow::Error::msg)?;
     }
@@ -52,9 +58,9 @@ pub async fn execute(args: &SweepArgs, interrupt: watch::Receiver<bool>) -> Resu
         )?;
     }
     let server = target::start(&cfg.run.target).await?;
-    let outcome = sweep(&cfg, &server, &out_path, interrupt).await;
+    let outcome = sweep(&cfg, &server, &out_path, ui, interrupt).await;
     server.shutdown().await;
-    let result = outcome?;
+    let (result, live) = outcome?;
     print!("{}", crate::report::table::render(&result));
     println!("{}", crate::report::chart::render(&result, 100));
     if let Some(html) = &cfg.html {
@@ -62,6 +68,9 @@ pub async fn execute(args: &SweepArgs, interrupt: watch::Receiver<bool>) -> Resu
         eprintln!("kneecap: HTML report written to {}", html.display());
     }
     eprintln!("kneecap: sweep JSON written to {}", out_path.display());
+    if let Some(live) = live {
+        live.finish().await;
+    }
     if cfg.run.shard.is_some() && !result.interrupted {
         // A shard's verdicts judge only its share; the sweep's verdict (and
         // exit status) comes from `kneecap merge`. Exiting 1 here would also
@@ -99,18 +108,28 @@ async fn sweep(
     cfg: &SweepConfig,
     server: &Server,
     out: &Path,
+    ui: UiMode,
     interrupt: watch::Receiver<bool>,
-) -> Result<SweepResult> {
-    let prepared = runner::prepare(&cfg.run, server).await?;
+) -> Result<(SweepResult, Option<Live>)> {
     let metrics_url = cfg
         .metrics_url
         .clone()
         .unwrap_or_else(|| format!("{}/metrics", server.base_url));
-    let ctx = Ctx {
+    let live = Live::start(LiveStart {
+        cfg: &cfg.run.output.live,
+        ui,
+        command: "kneecap sweep",
+        slos: slo_lines(&cfg.slos),
+        server_metrics: Some(metrics_url.clone()),
+    })
+    .await?;
+    let prepared = runner::prepare(&cfg.run, server).await?;
+    let mut ctx = Ctx {
         cfg,
         server,
         scraper: Scraper::new(&metrics_url).ok(),
         prepared,
+        live,
     };
     if cfg.mode == LoadUnit::TraceSpeed {
         let (_, rate) = trace::replayed(&ctx)?;
@@ -118,6 +137,9 @@ async fn sweep(
     }
     let mut result = new_result(&ctx);
     announce(&ctx, &result);
+    if let Some(live) = ctx.live.as_mut() {
+        live.show_dashboard()?;
+    }
     if cfg.run.shard.is_none() {
         if let Some(start) = cfg.run.start_at {
             clock::wait_until(start).await?;
@@ -129,8 +151,15 @@ async fn sweep(
         search(&ctx, &mut result, out, interrupt).await?;
     }
     result.complete = !result.interrupted;
+    if let Some(p) = cfg.pricing {
+        crate::report::cost::apply(&mut result, p);
+    }
     save(&result, out)?;
-    Ok(result)
+    let mut live = ctx.live.take();
+    if let Some(live) = live.as_mut() {
+        live.close_dashboard();
+    }
+    Ok((result, live))
 }
 
 /// The single-process search: the next load depends on the verdicts so far.

@@ -76,6 +76,9 @@ pub(crate) async fn run_step(
             (releases, length, cap, ctx.prepared.specs.clone())
         }
     };
+    if let Some(live) = &ctx.live {
+        live.begin(Some(index), Some(load), cfg.mode.axis(), Some(length));
+    }
     let (end_tx, end_rx) = watch::channel(false);
     let adaptive = cfg.confidence.map(|level| {
         let rule = AdaptiveRule {
@@ -115,6 +118,9 @@ pub(crate) async fn run_step(
     if cfg.run.output.save_detailed {
         step.due_times_s = due_times(&m.out.records);
     }
+    if cfg.html.is_some() {
+        step.latency_series = crate::report::series::latency_series(&m.out.records);
+    }
     step
 }
 
@@ -134,10 +140,13 @@ pub(crate) type Adaptive = (Arc<Monitor>, AdaptiveRule, watch::Sender<bool>);
 /// an adaptive step, watching for its verdict).
 pub(crate) async fn measure(
     ctx: &Ctx<'_>,
-    level: Level,
+    mut level: Level,
     adaptive: Option<Adaptive>,
     interrupt: watch::Receiver<bool>,
 ) -> Measured {
+    if let Some(live) = &ctx.live {
+        level.watch = live.observe(level.watch.take());
+    }
     let (stop_tx, stop_rx) = watch::channel(false);
     let watcher = async {
         match adaptive {

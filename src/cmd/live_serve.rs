@@ -1,0 +1,177 @@
+//! The live view's two outlets: the HTTP server of `--metrics-listen`
+//! (hyper, `GET /metrics`) and the dashboard's drawing thread (crossterm,
+//! the alternate screen, no raw mode so Ctrl-C stays a signal).
+
+use super::live::{exposition, frame_every, full_redraw, next_frame};
+use crate::live::dashboard;
+use crate::live::Aggregator;
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use ratatui::backend::{Backend, CrosstermBackend};
+use ratatui::crossterm::{cursor, execute, terminal};
+use ratatui::layout::Rect;
+use ratatui::{Terminal, TerminalOptions, Viewport};
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+/// Bind `addr` and serve the exposition until `stop`; returns the bound
+/// address (port 0 picks a free one).
+pub async fn serve(
+    addr: SocketAddr,
+    agg: Arc<Aggregator>,
+    origin: Instant,
+    mut stop: watch::Receiver<bool>,
+) -> std::io::Result<SocketAddr> {
+    let listener = TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    tokio::spawn(async move {
+        loop {
+            let stream = tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok((stream, _)) => stream,
+                    Err(_) => continue,
+                },
+                _ = stop.changed() => return,
+            };
+            let agg = agg.clone();
+            let svc = service_fn(move |req| {
+                let agg = agg.clone();
+                async move { Ok::<_, Infallible>(answer(&req, &agg, origin)) }
+            });
+            tokio::spawn(async move {
+                let _ = http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    });
+    Ok(bound)
+}
+
+fn answer(
+    req: &Request<hyper::body::Incoming>,
+    agg: &Aggregator,
+    origin: Instant,
+) -> Response<Full<Bytes>> {
+    let (status, kind, body) = match (req.method(), req.uri().path()) {
+        (&Method::GET, "/metrics") => (
+            StatusCode::OK,
+            crate::live::prom::CONTENT_TYPE,
+            exposition(agg, origin),
+        ),
+        _ => (
+            StatusCode::NOT_FOUND,
+            "text/plain",
+            "kneecap serves GET /metrics only\n".to_string(),
+        ),
+    };
+    let mut resp = Response::new(Full::new(Bytes::from(body)));
+    *resp.status_mut() = status;
+    if let Ok(v) = http::HeaderValue::from_str(kind) {
+        resp.headers_mut().insert(http::header::CONTENT_TYPE, v);
+    }
+    resp
+}
+
+/// Set while the dashboard holds the terminal, for the exit hook.
+static ON_SCREEN: AtomicBool = AtomicBool::new(false);
+
+/// Start the dashboard thread: it draws every frame period until `stop`.
+pub fn frames(
+    agg: Arc<Aggregator>,
+    origin: Instant,
+    stop: Arc<AtomicBool>,
+) -> anyhow::Result<std::thread::JoinHandle<()>> {
+    let thread = std::thread::Builder::new()
+        .name("kneecap-dashboard".into())
+        .spawn(move || {
+            if enter().is_err() {
+                return;
+            }
+            let _ = draw_until(&stop, &agg, origin);
+            leave();
+        })?;
+    Ok(thread)
+}
+
+/// Draw a frame every period until `stop`. A full redraw clears the screen
+/// and starts a fresh terminal (ratatui's own `clear` asks the terminal for
+/// the cursor position, which without raw mode would echo the answer).
+fn draw_until(stop: &AtomicBool, agg: &Aggregator, origin: Instant) -> std::io::Result<()> {
+    let mut term = terminal()?;
+    let (mut n, mut last) = (0u32, None);
+    while !stop.load(Ordering::Relaxed) {
+        let (step, view) = next_frame(agg, origin);
+        if full_redraw(n, step, last) {
+            execute!(std::io::stdout(), terminal::Clear(terminal::ClearType::All))?;
+            term = self::terminal()?;
+            last = Some(step);
+        }
+        term.draw(|f| dashboard::draw(f, &view))?;
+        n = n.wrapping_add(1);
+        std::thread::park_timeout(frame_every());
+    }
+    Ok(())
+}
+
+/// The terminal, full screen; a fixed 100-column frame when the terminal
+/// reports no size (some pseudo-terminals start at 0x0).
+fn terminal() -> std::io::Result<Terminal<CrosstermBackend<std::io::Stdout>>> {
+    let backend = CrosstermBackend::new(std::io::stdout());
+    match backend.size() {
+        Ok(s) if s.width >= 40 && s.height >= 10 => Terminal::new(backend),
+        _ => Terminal::with_options(
+            backend,
+            TerminalOptions {
+                viewport: Viewport::Fixed(Rect::new(0, 0, 100, dashboard::HEIGHT)),
+            },
+        ),
+    }
+}
+
+fn enter() -> std::io::Result<()> {
+    restore_on_exit();
+    execute!(
+        std::io::stdout(),
+        terminal::EnterAlternateScreen,
+        cursor::Hide
+    )?;
+    ON_SCREEN.store(true, Ordering::SeqCst);
+    Ok(())
+}
+
+fn leave() {
+    if ON_SCREEN.swap(false, Ordering::SeqCst) {
+        let _ = execute!(
+            std::io::stdout(),
+            cursor::Show,
+            terminal::LeaveAlternateScreen
+        );
+    }
+}
+
+/// A second Ctrl-C exits the process at once (`main`): give the terminal back
+/// then too. `process::exit` runs the C `atexit` handlers.
+#[allow(unsafe_code)]
+fn restore_on_exit() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    extern "C" fn on_exit() {
+        leave();
+    }
+    ONCE.call_once(|| {
+        // SAFETY: registers a plain `extern "C" fn()` with no captured state;
+        // it only writes escape sequences to stdout.
+        unsafe {
+            libc::atexit(on_exit);
+        }
+    });
+}
