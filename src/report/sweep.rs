@@ -356,10 +356,16 @@ impl SweepResult {
 
     /// Unit of the load axis.
     pub fn load_unit(&self) -> &'static str {
-        match (self.workload.sessions.is_some(), self.mode) {
-            (true, LoadUnit::Rate) => "sessions/s",
-            (true, LoadUnit::Concurrency) => "users",
-            (_, mode) => mode.axis(),
-        }
+        load_unit(self.workload.sessions.is_some(), self.mode)
+    }
+}
+
+/// Unit of a sweep's load axis: sessions/s or users for multi-turn
+/// sessions, else the mode's own ([`LoadUnit::axis`]).
+pub fn load_unit(sessions: bool, mode: LoadUnit) -> &'static str {
+    match (sessions, mode) {
+        (true, LoadUnit::Rate) => "sessions/s",
+        (true, LoadUnit::Concurrency) => "users",
+        (_, mode) => mode.axis(),
     }
 }

@@ -77,7 +77,8 @@ pub(crate) async fn run_step(
         }
     };
     if let Some(live) = &ctx.live {
-        live.begin(Some(index), Some(load), cfg.mode.axis(), Some(length));
+        let unit = crate::report::sweep::load_unit(cfg.run.sessions.is_some(), cfg.mode);
+        live.begin(Some(index), Some(load), unit, Some(length));
     }
     let (end_tx, end_rx) = watch::channel(false);
     let adaptive = cfg.confidence.map(|level| {
