@@ -93,8 +93,18 @@ fn percentile(mut v: Vec<f64>, p: f64) -> f64 {
     v[((v.len() - 1) as f64 * p).round() as usize]
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn replay_keeps_the_traces_times_lengths_and_shared_blocks() {
+/// The test trace written to a file, and a simulator (big KV cache, so
+/// nothing is evicted) recording its own trace, on 127.0.0.1:0.
+struct Setup {
+    dir: tempfile::TempDir,
+    trace_in: std::path::PathBuf,
+    sim_trace: std::path::PathBuf,
+    rows: Vec<Row>,
+    handle: sim::SimHandle,
+    url: String,
+}
+
+async fn setup() -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let (trace_in, sim_trace) = (dir.path().join("in.jsonl"), dir.path().join("sim.jsonl"));
     let rows = make_rows();
@@ -105,6 +115,26 @@ async fn replay_keeps_the_traces_times_lengths_and_shared_blocks() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let handle = sim::start(cfg, listener).await.unwrap();
     let url = format!("http://{}", handle.addr());
+    Setup {
+        dir,
+        trace_in,
+        sim_trace,
+        rows,
+        handle,
+        url,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_keeps_the_traces_times_lengths_and_shared_blocks() {
+    let Setup {
+        dir,
+        trace_in,
+        sim_trace,
+        rows,
+        handle,
+        url,
+    } = setup().await;
     // vLLM's own command line (timestamps in ms, as Mooncake's); `--trace-speed`
     // is checked by the unit tests and the sweep test below.
     let out = run(
@@ -228,16 +258,14 @@ async fn a_malformed_row_stops_the_run_with_one_line() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trace_speed_sweep_replays_the_trace_faster_and_fresh_each_step() {
-    let dir = tempfile::tempdir().unwrap();
-    let (trace_in, sim_trace) = (dir.path().join("in.jsonl"), dir.path().join("sim.jsonl"));
-    let rows = make_rows();
-    write_trace(&trace_in, &rows);
-    let mut cfg = SimConfig::from_preset("tiny").unwrap();
-    cfg.trace = Some(sim_trace.clone());
-    cfg.params.kv_cache_tokens = 1_000_000;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let handle = sim::start(cfg, listener).await.unwrap();
-    let url = format!("http://{}", handle.addr());
+    let Setup {
+        dir,
+        trace_in,
+        sim_trace,
+        rows,
+        handle,
+        url,
+    } = setup().await;
     let out_json = dir.path().join("sweep.json");
     let out = run(
         strings(&[
