@@ -51,7 +51,8 @@ URL=$(grep -o 'http://[0-9.:]*' "$TMP/sim.log" | head -1)
 COMMON=(--base-url "$URL" --model kneecap-sim --dataset-name timed_trace --dataset-path "$TMP/trace.jsonl"
   --self-timed --num-prompts 400 --disable-tqdm)
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-$K bench serve "${COMMON[@]}" --request-id-prefix kc- >"$TMP/kneecap.out" 2>&1 || { cat "$TMP/kneecap.out"; exit 1; }
+$K bench serve "${COMMON[@]}" --request-id-prefix kc- --save-result --save-detailed \
+  --result-filename "$TMP/kneecap.json" >"$TMP/kneecap.out" 2>&1 || { cat "$TMP/kneecap.out"; exit 1; }
 if [ "$VLLM" != none ] && [ -x "$VLLM" ]; then
   HF_HUB_OFFLINE=1 "$VLLM" bench serve "${COMMON[@]}" --backend vllm --tokenizer "$TOK" \
     --request-id-prefix vl- >"$TMP/vllm.out" 2>&1 || { tail -20 "$TMP/vllm.out"; exit 1; }
@@ -60,7 +61,7 @@ echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 kill "$SIM" && wait "$SIM" 2>/dev/null || true # the sim flushes its trace on exit
 SIM=""
 
-python3 - "$TMP/trace.jsonl" "$TMP/sim.jsonl" <<'PY'
+python3 - "$TMP/trace.jsonl" "$TMP/sim.jsonl" "$TMP/kneecap.json" <<'PY'
 import json, sys
 stamps = [json.loads(l)["timestamp"] for l in open(sys.argv[1])]
 arrivals = {}
@@ -80,4 +81,18 @@ for name, prefix in (("kneecap", "kc-"), ("vllm bench serve", "vl-")):
     mid = q(off, .5)
     d = [abs(o - mid) for o in off]
     print(f"{name:17}: n={len(d)} drift p50 {q(d, .5):.3f} ms, p99 {q(d, .99):.3f} ms, max {max(d):.3f} ms")
+# kneecap's drift in two parts: its own dispatch lateness (sent - due, on its
+# clock) and the way to the server (server arrival - sent, less its median).
+k = json.load(open(sys.argv[3]))
+sent, due = k["start_times"], k["kneecap"]["due_times"]
+late = [(s - d) * 1e3 for s, d in zip(sent, due)]
+way = [(arrivals[f"kc-{i}"] - s) * 1e3 for i, s in enumerate(sent) if f"kc-{i}" in arrivals]
+mid = q(way, .5)
+way = [abs(w - mid) for w in way]
+pick = [x * 1e3 for x in k["queue_times"]]
+rel = [l - p for l, p in zip(late, pick)]
+print(f"  kneecap, sent - due            : p50 {q(late, .5):.3f} ms, p99 {q(late, .99):.3f} ms, max {max(late):.3f} ms")
+print(f"    released - due (its thread)  : p50 {q(rel, .5):.3f} ms, p99 {q(rel, .99):.3f} ms, max {max(rel):.3f} ms")
+print(f"    sent - released (runtime)    : p50 {q(pick, .5):.3f} ms, p99 {q(pick, .99):.3f} ms, max {max(pick):.3f} ms")
+print(f"  kneecap, arrival - sent (±med) : p50 {q(way, .5):.3f} ms, p99 {q(way, .99):.3f} ms, max {max(way):.3f} ms")
 PY

@@ -84,6 +84,9 @@ pub struct Live {
     linger: Duration,
     exporting: bool,
     dashboard: bool,
+    /// Lines said while the dashboard held the terminal, printed when it
+    /// gives the terminal back.
+    held: std::sync::Mutex<Vec<String>>,
 }
 
 impl Live {
@@ -115,6 +118,7 @@ impl Live {
             linger: s.cfg.metrics_linger,
             exporting: s.cfg.metrics_listen.is_some(),
             dashboard,
+            held: Default::default(),
         }))
     }
 
@@ -169,12 +173,32 @@ impl Live {
         })
     }
 
-    /// Give the terminal back (call before printing the summary).
+    /// Print a line on stderr, or, while the dashboard holds the terminal,
+    /// show it in the dashboard and print it once the terminal is given back
+    /// (a line printed over the frame would be drawn over).
+    pub fn say(&self, line: String) {
+        if self.frames.is_none() {
+            eprintln!("{line}");
+            return;
+        }
+        self.agg.with(|s| s.note(line.clone()));
+        if let Ok(mut held) = self.held.lock() {
+            held.push(line);
+        }
+    }
+
+    /// Give the terminal back (call before printing the summary), then print
+    /// the lines said meanwhile.
     pub fn close_dashboard(&mut self) {
         self.stop_frames.store(true, Ordering::Relaxed);
         if let Some(t) = self.frames.take() {
             t.thread().unpark();
             let _ = t.join();
+        }
+        if let Ok(mut held) = self.held.lock() {
+            for line in held.drain(..) {
+                eprintln!("{line}");
+            }
         }
     }
 

@@ -94,6 +94,7 @@ pub fn frames(
     let thread = std::thread::Builder::new()
         .name("kneecap-dashboard".into())
         .spawn(move || {
+            lower_priority();
             if enter().is_err() {
                 return;
             }
@@ -101,6 +102,21 @@ pub fn frames(
             leave();
         })?;
     Ok(thread)
+}
+
+/// Give this thread the lowest CPU priority (nice 19), so that on a busy
+/// machine drawing waits for the dispatcher and the request tasks, never
+/// the other way round. Linux applies nice per thread; best effort.
+#[allow(unsafe_code)]
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: gettid and setpriority take and return plain integers and
+    // touch no memory of ours; raising nice needs no privilege and only
+    // affects the calling thread.
+    unsafe {
+        let tid = libc::gettid();
+        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 19);
+    }
 }
 
 /// Draw a frame every period until `stop`. A full redraw clears the screen
@@ -174,4 +190,28 @@ fn restore_on_exit() {
             libc::atexit(on_exit);
         }
     });
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    /// The nice value of the calling thread, from `/proc/thread-self/stat`
+    /// (field 19; the fields after the command name, which may hold spaces).
+    fn own_nice() -> i64 {
+        let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+        let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+        after_name.split(' ').nth(16).unwrap().parse().unwrap()
+    }
+
+    #[test]
+    fn the_drawing_thread_runs_at_the_lowest_priority_and_only_it() {
+        let before = own_nice();
+        let drawn = std::thread::spawn(|| {
+            super::lower_priority();
+            own_nice()
+        })
+        .join()
+        .unwrap();
+        assert_eq!(drawn, 19);
+        assert_eq!(own_nice(), before, "the caller's own priority is untouched");
+    }
 }

@@ -11,7 +11,7 @@ use ratatui::Frame;
 use std::time::Duration;
 
 /// Rows the dashboard needs to show everything.
-pub const HEIGHT: u16 = 22;
+pub const HEIGHT: u16 = 24;
 
 /// Draw one frame.
 pub fn draw(frame: &mut Frame, v: &View) {
@@ -169,9 +169,14 @@ fn footer_lines(v: &View) -> Vec<Line<'static>> {
         Line::from(format!(
             "kneecap: dispatch lateness p99 {lateness} · CPU {cpu} of all cores"
         )),
+    ]
+    .into_iter()
+    .chain(v.notes.iter().map(|n| Line::from(n.clone())))
+    .chain(std::iter::once(
         Line::from("Ctrl-C stops and keeps the partial result")
             .style(Style::default().fg(Color::DarkGray)),
-    ]
+    ))
+    .collect()
 }
 
 fn ms(v: Option<f64>) -> String {

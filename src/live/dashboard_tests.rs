@@ -109,3 +109,24 @@ fn a_run_before_any_answer_shows_dashes_not_zeros() {
     assert!(!ttft.contains('0'), "{ttft}");
     assert!(line_with(&screen, "errors:").contains("none"));
 }
+
+#[test]
+fn the_commands_own_lines_show_newest_last_and_only_the_newest_three() {
+    let mut s = sweep_step(120);
+    for k in 0..5 {
+        s.note(format!("step {k}: 4.0 req/s PASS"));
+    }
+    let v = s.view(Duration::from_secs(104));
+    let screen = screen(&v, 100);
+    let rows: Vec<usize> = (2..5)
+        .map(|k| {
+            let needle = format!("step {k}: 4.0 req/s PASS");
+            screen.iter().position(|l| l.contains(&needle)).unwrap()
+        })
+        .collect();
+    assert!(rows.windows(2).all(|w| w[0] < w[1]), "oldest first: {rows:?}");
+    for gone in ["step 0:", "step 1:"] {
+        assert!(!screen.iter().any(|l| l.contains(gone)), "{gone} still shown");
+    }
+    line_with(&screen, "Ctrl-C stops");
+}

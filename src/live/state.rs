@@ -10,6 +10,9 @@ use crate::metrics::RequestRecord;
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
+/// How many of the command's own lines the dashboard shows.
+pub const NOTES_SHOWN: usize = 3;
+
 /// The rolling window the dashboard's rates and percentiles cover.
 pub const WINDOW: Duration = Duration::from_secs(10);
 /// At most this many samples per metric in the window (memory bound).
@@ -161,6 +164,9 @@ pub struct LiveState {
     pub cpu_busy: Option<f64>,
     /// kneecap's CPU seconds since it started.
     pub cpu_seconds: Option<f64>,
+    /// The newest lines the command printed while the dashboard held the
+    /// terminal (a sweep's step verdicts), newest last.
+    notes: VecDeque<String>,
 }
 
 impl LiveState {
@@ -170,6 +176,15 @@ impl LiveState {
             slos,
             ..LiveState::default()
         }
+    }
+
+    /// A line the command would have printed; the view keeps the newest
+    /// [`NOTES_SHOWN`].
+    pub fn note(&mut self, line: String) {
+        if self.notes.len() == NOTES_SHOWN {
+            self.notes.pop_front();
+        }
+        self.notes.push_back(line);
     }
 
     /// A new phase (the run, or the next sweep step) begins.
@@ -294,6 +309,7 @@ impl LiveState {
                 .collect(),
             lateness_p99_ms: (!lateness.is_empty()).then(|| percentile(&lateness, 99.0)),
             cpu_busy: self.cpu_busy,
+            notes: self.notes.iter().cloned().collect(),
         }
     }
 
@@ -389,6 +405,8 @@ pub struct View {
     pub errors: Vec<(String, u64)>,
     pub lateness_p99_ms: Option<f64>,
     pub cpu_busy: Option<f64>,
+    /// The command's newest lines (oldest first).
+    pub notes: Vec<String>,
 }
 
 /// A latency's rolling percentiles and its SLO lines.

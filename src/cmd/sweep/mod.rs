@@ -183,7 +183,7 @@ async fn search(
                     knee::SearchPlan::List(_) => 0.0,
                 };
                 let row = calibrate::row(end, mu, &levels, took, start);
-                eprintln!("{}", calibration_line(&row));
+                say(ctx, calibration_line(&row));
                 result.calibration = Some(row);
             }
         }
@@ -192,16 +192,25 @@ async fn search(
     while let Some(load) = knee::next_load(&plan, &history) {
         let refining = history.iter().any(|p| p.verdict == StepVerdict::Fail);
         if history.iter().any(|p| p.load == load) {
-            eprintln!(
-                "kneecap sweep: re-testing {load:.1}: at its cap its SLO verdict was still within noise"
+            say(
+                ctx,
+                format!("kneecap sweep: re-testing {load:.1}: at its cap its SLO verdict was still within noise"),
             );
         }
         let step = run_step(ctx, history.len(), load, refining, interrupt.clone()).await;
-        if !keep_step(result, &mut history, step, *interrupt.borrow(), out)? {
+        if !keep_step(ctx, result, &mut history, step, *interrupt.borrow(), out)? {
             break;
         }
     }
     Ok(())
+}
+
+/// Print a progress line: on stderr, or in the dashboard while it is shown.
+pub(crate) fn say(ctx: &Ctx<'_>, line: String) {
+    match &ctx.live {
+        Some(live) => live.say(line),
+        None => eprintln!("{line}"),
+    }
 }
 
 /// One stderr line on the probe: its μ and where the search starts, or why
@@ -229,6 +238,7 @@ fn calibration_line(c: &crate::report::sweep::CalibrationRow) -> String {
 /// stop (interrupted: a step cut short proves nothing — its data is kept, not
 /// its verdict).
 pub(crate) fn keep_step(
+    ctx: &Ctx<'_>,
     result: &mut SweepResult,
     history: &mut Vec<StepPoint>,
     mut step: StepResult,
@@ -239,12 +249,12 @@ pub(crate) fn keep_step(
         step.verdict = Verdict::Interrupted;
         step.reasons
             .insert(0, "interrupted by signal before the step finished".into());
-        eprintln!("{}", step_line(&step, result.load_unit()));
+        say(ctx, step_line(&step, result.load_unit()));
         result.steps.push(step);
         result.interrupted = true;
         return Ok(false);
     }
-    eprintln!("{}", step_line(&step, result.load_unit()));
+    say(ctx, step_line(&step, result.load_unit()));
     history.push(point(&step));
     result.steps.push(step);
     finish(result, history);

@@ -17,7 +17,7 @@
 //! ([`crate::sweep::slo_hist::Attainment`]). The scraped queue series stays in the
 //! step as in any sweep.
 use super::step::{self as live, Evidence};
-use super::{keep_step, Ctx};
+use super::{keep_step, say, Ctx};
 use crate::cmd::clock;
 use crate::cmd::prepare::Level;
 use crate::config::sweep::{StepTiming, SweepConfig};
@@ -57,19 +57,26 @@ pub(super) async fn run_all_steps(
     let mut id = identity(cfg, me, start, &ctx.prepared.model_id, &loads).to_json();
     id["slots_s"] = json!(slots.iter().map(Duration::as_secs_f64).collect::<Vec<_>>());
     result.shard = Some(id);
-    eprintln!(
-        "kneecap sweep: shard {me}: {} steps in fixed slots from {}; verdicts below judge this shard's share only — `kneecap merge` judges the sweep",
-        loads.len(),
-        start.rfc3339()
+    say(
+        ctx,
+        format!(
+            "kneecap sweep: shard {me}: {} steps in fixed slots from {}; verdicts below judge this shard's share only — `kneecap merge` judges the sweep",
+            loads.len(),
+            start.rfc3339()
+        ),
     );
     let mut history: Vec<StepPoint> = Vec::new();
     for (k, (&load, slot)) in loads.iter().zip(&slots).enumerate() {
         let at = StartAt(start.0 + slot.as_nanos() as i128);
         let overran_ms = clock::wait_for_slot(at).await;
         if let Some(ms) = overran_ms {
-            eprintln!("kneecap sweep: shard {me}: step {k} starts {ms:.0} ms after its slot (the previous step overran it)");
+            say(ctx, format!("kneecap sweep: shard {me}: step {k} starts {ms:.0} ms after its slot (the previous step overran it)"));
         }
         let (releases, length, cap) = live::step_releases(cfg, &timing, k, load, None);
+        if let Some(dash) = &ctx.live {
+            let unit = crate::report::sweep::load_unit(cfg.run.sessions.is_some(), cfg.mode);
+            dash.begin(Some(k), Some(load), unit, Some(length));
+        }
         let flag = match cfg.mode {
             LoadUnit::Rate | LoadUnit::TraceSpeed => "--max-concurrency",
             LoadUnit::Concurrency => "--concurrencies",
@@ -104,7 +111,7 @@ pub(super) async fn run_all_steps(
         if cfg.run.output.save_detailed {
             step.due_times_s = due_times(&m.out.records);
         }
-        if !keep_step(result, &mut history, step, interrupted, out)? {
+        if !keep_step(ctx, result, &mut history, step, interrupted, out)? {
             break;
         }
     }
