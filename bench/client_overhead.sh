@@ -15,6 +15,8 @@
 # KNEECAP=path: use that binary instead of building target/release/kneecap.
 # KNEECAP_UI=dashboard: run part 1 with the live dashboard on a pseudo-terminal
 # (util-linux `script`), to measure what the dashboard costs.
+# KNEECAP_UI=plain-tty: the same pseudo-terminal with `--ui plain` (the
+# control for the dashboard: both pay for the terminal relay).
 # ONLY_TTFT=1: part 1 only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,9 +37,9 @@ start_sim() { # name, sim flags...; sets URL
 }
 rss_run() { # label, kneecap run args...
   local label=$1; shift
-  if [ "${KNEECAP_UI:-}" = dashboard ]; then
+  if [ "${KNEECAP_UI:-}" = dashboard ] || [ "${KNEECAP_UI:-}" = plain-tty ]; then
     /usr/bin/time -f "%M" -o "$TMP/rss-$label" script -q -e \
-      -c "stty cols 120 rows 40; $K run --disable-tqdm --ui dashboard $*" /dev/null >"$TMP/out-$label" 2>&1
+      -c "stty cols 120 rows 40; $K run --disable-tqdm --ui ${KNEECAP_UI%-tty} $*" /dev/null >"$TMP/out-$label" 2>&1
     tr -d '\r' <"$TMP/out-$label" >"$TMP/out-$label.txt" && mv "$TMP/out-$label.txt" "$TMP/out-$label"
   else
     /usr/bin/time -f "%M" -o "$TMP/rss-$label" $K run --disable-tqdm "$@" >"$TMP/out-$label" 2>&1

@@ -7,6 +7,8 @@
 # KNEECAP=path: use that binary instead of building target/release/kneecap.
 # KNEECAP_UI=dashboard: run kneecap with its live dashboard on a pseudo-
 # terminal (util-linux `script`), to measure what the dashboard costs.
+# KNEECAP_UI=plain-tty: the same pseudo-terminal with `--ui plain`: the
+# control for the dashboard (both pay for the terminal relay).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS="${1:-10}"
@@ -14,8 +16,9 @@ if [ -z "${KNEECAP:-}" ]; then cargo build --release --quiet; fi
 K="${KNEECAP:-target/release/kneecap}"
 # run_kneecap ARGS...: kneecap run, on a terminal with the dashboard when asked.
 run_kneecap() {
-  if [ "${KNEECAP_UI:-}" = dashboard ]; then
-    script -q -e -c "stty cols 120 rows 40; $K run $* --ui dashboard 2>/dev/null" /dev/null | tr -d '\r'
+  if [ "${KNEECAP_UI:-}" = dashboard ] || [ "${KNEECAP_UI:-}" = plain-tty ]; then
+    local ui=${KNEECAP_UI%-tty}
+    script -q -e -c "stty cols 120 rows 40; $K run $* --ui $ui 2>/dev/null" /dev/null | tr -d '\r'
   else
     $K run "$@" 2>/dev/null
   fi

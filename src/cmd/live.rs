@@ -256,8 +256,12 @@ async fn tick(agg: Arc<Aggregator>, metrics: Option<String>, mut stop: watch::Re
 /// redraw) and the view, from a fresh snapshot.
 pub(super) fn next_frame(agg: &Aggregator, origin: Instant) -> (Option<usize>, View) {
     let now = origin.elapsed();
-    let snap = agg.snapshot(now);
-    (snap.phase.step, snap.view(now))
+    // Drawn from the state in place: a copy of a busy step's window (every
+    // token gap of the last seconds) would cost more than the frame.
+    agg.with(|s| {
+        s.prune(now);
+        (s.phase.step, s.view(now))
+    })
 }
 
 /// Redraw everything when the step changes and every few seconds: lines
