@@ -144,16 +144,14 @@ impl Live {
         unit: &str,
         planned: Option<Duration>,
     ) {
-        let started_at = self.origin.elapsed();
-        self.agg.with(|s| {
-            s.begin(Phase {
-                step,
-                load,
-                unit: unit.into(),
-                started_at,
-                planned,
-            })
-        });
+        let phase = Phase {
+            step,
+            load,
+            unit: unit.into(),
+            started_at: self.origin.elapsed(),
+            planned,
+        };
+        self.agg.post(move |s| s.begin(phase));
     }
 
     /// The watch a level runs with: the aggregator, beside any observer it had.
@@ -181,7 +179,8 @@ impl Live {
             eprintln!("{line}");
             return;
         }
-        self.agg.with(|s| s.note(line.clone()));
+        let shown = line.clone();
+        self.agg.post(move |s| s.note(shown));
         if let Ok(mut held) = self.held.lock() {
             held.push(line);
         }
@@ -239,7 +238,7 @@ async fn tick(agg: Arc<Aggregator>, metrics: Option<String>, mut stop: watch::Re
             .zip(cpu)
             .and_then(|(a, b)| probe::cpu_busy_fraction(a, b, t0.elapsed()));
         (cpu0, t0) = (cpu, Instant::now());
-        agg.with(|s| {
+        agg.post(move |s| {
             s.cpu_busy = busy;
             s.cpu_seconds = cpu.map(|c| c.as_secs_f64());
         });
@@ -247,7 +246,7 @@ async fn tick(agg: Arc<Aggregator>, metrics: Option<String>, mut stop: watch::Re
             Some(s) => s.sample().await,
             None => None,
         } {
-            agg.with(|s| s.gauge(sample.1));
+            agg.post(move |s| s.gauge(sample.1));
         }
     }
 }

@@ -45,7 +45,7 @@ pub async fn serve(
             let agg = agg.clone();
             let svc = service_fn(move |req| {
                 let agg = agg.clone();
-                async move { Ok::<_, Infallible>(answer(&req, &agg, origin)) }
+                async move { Ok::<_, Infallible>(answer(&req, agg, origin).await) }
             });
             tokio::spawn(async move {
                 let _ = http1::Builder::new()
@@ -57,16 +57,20 @@ pub async fn serve(
     Ok(bound)
 }
 
-fn answer(
+async fn answer(
     req: &Request<hyper::body::Incoming>,
-    agg: &Aggregator,
+    agg: Arc<Aggregator>,
     origin: Instant,
 ) -> Response<Full<Bytes>> {
     let (status, kind, body) = match (req.method(), req.uri().path()) {
         (&Method::GET, "/metrics") => (
             StatusCode::OK,
             crate::live::prom::CONTENT_TYPE,
-            exposition(agg, origin),
+            // On a blocking thread: the state's lock may be held by the
+            // drawing thread, which runs at the lowest priority.
+            tokio::task::spawn_blocking(move || exposition(&agg, origin))
+                .await
+                .unwrap_or_default(),
         ),
         _ => (
             StatusCode::NOT_FOUND,

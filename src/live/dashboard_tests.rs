@@ -124,9 +124,15 @@ fn the_commands_own_lines_show_newest_last_and_only_the_newest_three() {
             screen.iter().position(|l| l.contains(&needle)).unwrap()
         })
         .collect();
-    assert!(rows.windows(2).all(|w| w[0] < w[1]), "oldest first: {rows:?}");
+    assert!(
+        rows.windows(2).all(|w| w[0] < w[1]),
+        "oldest first: {rows:?}"
+    );
     for gone in ["step 0:", "step 1:"] {
-        assert!(!screen.iter().any(|l| l.contains(gone)), "{gone} still shown");
+        assert!(
+            !screen.iter().any(|l| l.contains(gone)),
+            "{gone} still shown"
+        );
     }
     line_with(&screen, "Ctrl-C stops");
 }

@@ -28,6 +28,7 @@ pub struct Aggregator {
 enum Event {
     Released(Duration),
     Finished(Box<RequestRecord>),
+    Update(Box<dyn FnOnce(&mut LiveState) + Send>),
 }
 
 struct Inner {
@@ -41,6 +42,7 @@ impl Inner {
             match event {
                 Event::Released(due) => self.state.released(due),
                 Event::Finished(r) => self.state.finished(&r),
+                Event::Update(f) => f(&mut self.state),
             }
         }
     }
@@ -55,8 +57,17 @@ impl Aggregator {
         }
     }
 
-    /// Update the state (a gauge reading, a new phase) after folding in
-    /// what the engine reported so far.
+    /// Change the state (a gauge reading, a new phase, a line said) when a
+    /// reader next looks. Never waits for the lock: a writer on the async
+    /// runtime must not wait for the drawing thread, which runs at the lowest
+    /// CPU priority and may hold the lock for a while on a busy machine.
+    pub fn post(&self, f: impl FnOnce(&mut LiveState) + Send + 'static) {
+        let _ = self.tx.send(Event::Update(Box::new(f)));
+    }
+
+    /// Read (or change) the state after folding in what was reported so
+    /// far. Takes the lock: only for readers off the async runtime (the
+    /// drawing thread, a scrape on a blocking thread) and tests.
     pub fn with<R>(&self, f: impl FnOnce(&mut LiveState) -> R) -> R {
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         inner.catch_up();
