@@ -4,6 +4,7 @@
 # near-zero service time and 4-token outputs, so the server is never the limit.
 # Prints kneecap's own lateness line and generator self-check per rate.
 # Usage: bench/dispatch.sh [SECONDS_PER_RATE]   (default 10)
+# RATES="1000": only these rates (default "100 1000 5000").
 # KNEECAP=path: use that binary instead of building target/release/kneecap.
 # KNEECAP_UI=dashboard: run kneecap with its live dashboard on a pseudo-
 # terminal (util-linux `script`), to measure what the dashboard costs.
@@ -31,7 +32,7 @@ SIM=$!
 for _ in $(seq 50); do grep -q "http://" "$LOG" && break; sleep 0.1; done
 URL=$(grep -o 'http://[0-9.:]*' "$LOG" | head -1)
 echo "sim at $URL ($(nproc) cores, ui ${KNEECAP_UI:-plain}, load average $(cut -d" " -f1-3 /proc/loadavg))"
-for RATE in 100 1000 5000; do
+for RATE in ${RATES:-100 1000 5000}; do
   N=$((RATE * SECS))
   echo "--- $RATE req/s, $N requests"
   run_kneecap --base-url "$URL" --request-rate "$RATE" --num-prompts "$N" --random-input-len 16 \
