@@ -74,9 +74,19 @@ fn confidence_line(r: &SweepResult) -> Option<String> {
     .into_iter()
     .flatten()
     .collect();
+    let band = match k.undecided.as_slice() {
+        [] => String::new(),
+        loads => {
+            let loads: Vec<String> = loads.iter().map(|&l| load_label(l)).collect();
+            format!(
+                "; within noise at its cap, inside the interval: {} {unit}",
+                loads.join(", ")
+            )
+        }
+    };
     (!parts.is_empty()).then(|| {
         format!(
-            "confidence: {} (exact binomial, {} asked)",
+            "confidence: {}{band} (exact binomial, {} asked)",
             parts.join("; "),
             pct(asked)
         )
