@@ -25,11 +25,11 @@
 //! treated as an AR(1) process: with lag-1 autocorrelation `ρ > 0`, the
 //! effective count is `n·(1 − ρ)/(1 + ρ)`. A window with no exceedance (or
 //! none within) has no variance in that sequence, and says nothing about
-//! how exceedances would cluster; so `ρ` is also taken from the latencies
-//! themselves (their lag-1 autocorrelation, in due order), and the larger
-//! of the two counts: a queue's waiting times drift slowly, and a window of
-//! 230 requests at the knee without one over the bound is a few
-//! independent looks at the queue, not 230. ITL gaps of one request are
+//! how exceedances would cluster; so `ρ` is also taken from the window's
+//! own top `1 − q` (the samples above its own `q` quantile), and the larger
+//! of the two is used: near the knee a queue's slow requests come in
+//! bursts, and a window of 230 requests without one over the bound is a
+//! few independent looks at the queue, not 230. ITL gaps of one request are
 //! dependent too: their effective count is at most the number of requests.
 
 use super::slo::{sample_seconds, Slo, SloMetric, SloOp, SloStat};
@@ -129,6 +129,18 @@ pub fn ar1_fraction(x: &[f64]) -> f64 {
     ((1.0 - rho) / (1.0 + rho)).clamp(MIN_EFFECTIVE_FRACTION, 1.0)
 }
 
+/// Which values are at or above the sample's own `q` quantile (its order
+/// statistic at rank ⌈q·n⌉): the top `1 − q` of the window, whose clustering
+/// stands in for that of the exceedances of the bound when the window has
+/// none (or too few to show it).
+fn over_own(values: &[f64], q: f64) -> Vec<bool> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    let cut = sorted[rank - 1];
+    values.iter().map(|&v| v >= cut).collect()
+}
+
 /// The quantile (0–1) an SLO bounds; `None` for means.
 fn quantile_of(stat: SloStat) -> Option<f64> {
     match stat {
@@ -156,7 +168,7 @@ pub fn slo_confidence(slo: &Slo, records: &[RequestRecord], level: f64) -> Optio
             SloOp::Lt => v < bound,
         })
         .collect();
-    let mut fraction = effective_fraction(&over).min(ar1_fraction(&values));
+    let mut fraction = effective_fraction(&over).min(effective_fraction(&over_own(&values, q)));
     if slo.metric == SloMetric::Itl {
         let requests = records.iter().filter(|r| !r.itl.is_empty()).count().max(1);
         fraction = fraction.min(requests as f64 / values.len() as f64);

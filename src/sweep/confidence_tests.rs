@@ -85,7 +85,7 @@ fn a_window_with_no_exceedance_takes_its_dependence_from_the_latencies() {
     let a = slo_confidence(&s, &records_with_ttft(independent), 0.9).unwrap();
     let b = slo_confidence(&s, &records_with_ttft(drifting), 0.9).unwrap();
     assert!(a.effective_samples > 250 && a.pass > 0.9, "{a:?}");
-    assert!(b.effective_samples < 30 && b.pass < 0.5, "{b:?}");
+    assert!(b.effective_samples < 100 && b.pass < 0.7, "{b:?}");
     assert!(
         ar1_fraction(&[0.05; 100]) == 1.0,
         "equal values are not dependent"
