@@ -99,7 +99,12 @@ fn generator_line(r: &SweepResult) -> Option<String> {
     let limited = r
         .steps_by_load()
         .into_iter()
-        .find(|s| s.verdict == Verdict::GeneratorLimited || s.generator.limited)
+        .find(|s| {
+            // A pass far inside its bounds is the server's even with a late
+            // generator (`sweep::judge`); it limited nothing.
+            s.verdict == Verdict::GeneratorLimited
+                || (s.generator.limited && s.verdict != Verdict::Pass)
+        })
         .map(|s| s.load);
     if !r.knee.bounded_by_generator && limited.is_none() {
         return None;
