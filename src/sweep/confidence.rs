@@ -118,12 +118,12 @@ pub fn ar1_fraction(x: &[f64]) -> f64 {
     let var: f64 = x.iter().map(|v| (v - mean).powi(2)).sum();
     // Equal values summed in floating point leave a variance of rounding
     // error, whose "autocorrelation" means nothing.
-    if !(var > 1e-18 * n as f64 * mean * mean) || var == 0.0 {
+    if var.is_nan() || var <= 1e-18 * n as f64 * mean * mean || var == 0.0 {
         return 1.0;
     }
     let cov: f64 = x.windows(2).map(|w| (w[0] - mean) * (w[1] - mean)).sum();
     let rho = cov / var;
-    if !(rho > 0.0) {
+    if rho.is_nan() || rho <= 0.0 {
         return 1.0;
     }
     ((1.0 - rho) / (1.0 + rho)).clamp(MIN_EFFECTIVE_FRACTION, 1.0)
