@@ -264,6 +264,11 @@ fn auto_candidate(plan: &SearchPlan, history: &[StepPoint]) -> Option<f64> {
                 .or_else(|| climb(from, factor, fix(max_load), integer))
         }
         (Some(pass), Some(fail)) => bisect(pass, fail, &band, tolerance, integer),
+        // Below an undecided step whose point estimate passed, a pass is
+        // only harder to show (fewer requests arrive in a step's cap, and
+        // the binomial test needs as many whatever the margin): stop, and
+        // leave the knee below the failure with the band listed.
+        (None, Some(_)) if band.first().is_some_and(|&low| passed_at(history, low)) => None,
         (None, Some(fail)) => step_down(
             band.first().copied().unwrap_or(fail),
             factor,
@@ -274,10 +279,7 @@ fn auto_candidate(plan: &SearchPlan, history: &[StepPoint]) -> Option<f64> {
         // estimate failed, above it otherwise.
         (None, None) => match (band.first(), band.last()) {
             (Some(&low), Some(&high)) => {
-                let low_failed = history
-                    .iter()
-                    .any(|p| p.load == low && p.verdict == StepVerdict::Fail);
-                if low_failed {
+                if !passed_at(history, low) {
                     step_down(low, factor, start, integer)
                 } else {
                     climb(high, factor, fix(max_load), integer)
@@ -286,6 +288,13 @@ fn auto_candidate(plan: &SearchPlan, history: &[StepPoint]) -> Option<f64> {
             _ => None,
         },
     }
+}
+
+/// Whether the (effective) point at `load` passed.
+fn passed_at(history: &[StepPoint], load: f64) -> bool {
+    history
+        .iter()
+        .any(|p| p.load == load && p.verdict == StepVerdict::Pass)
 }
 
 /// The undecided loads strictly above `pass` and below `fail` (either end

@@ -431,3 +431,31 @@ fn an_undecided_first_step_is_left_by_its_point_estimate() {
         "an undecided pass is no end"
     );
 }
+
+#[test]
+fn the_search_never_steps_down_below_an_undecided_pass() {
+    // The first step passes within noise, the climb fails decided: a lower
+    // load gets fewer requests in its cap and cannot show a pass either,
+    // so the search ends with the knee below the failure.
+    let plan = SearchPlan::auto(2.0, 1000.0, LoadUnit::Rate);
+    let history = [
+        StepPoint {
+            undecided: true,
+            ..point(2.0, StepVerdict::Pass)
+        },
+        point(4.0, StepVerdict::Fail),
+    ];
+    assert_eq!(next_load(&plan, &history), None);
+    let k = knee(&history);
+    assert_eq!((k.last_pass, k.first_fail), (None, Some(4.0)));
+    assert_eq!(k.undecided, vec![2.0]);
+    // An undecided failure below the decided one: step down past it.
+    let history = [
+        StepPoint {
+            undecided: true,
+            ..point(2.0, StepVerdict::Fail)
+        },
+        point(4.0, StepVerdict::Fail),
+    ];
+    assert_eq!(next_load(&plan, &history), Some(1.0));
+}
