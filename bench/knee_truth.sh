@@ -10,14 +10,19 @@
 #
 # Usage: bench/knee_truth.sh [SLO]        (default p99_ttft_ms<=500)
 # Prints one line per workload: truth, bracket, confidences, wall time, steps.
+# KT_KEEP=DIR keeps each sweep's JSON and stderr there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SLO="${1:-p99_ttft_ms<=500}"
 cargo build --release --quiet
 TD="${CARGO_TARGET_DIR:-target}"
 K="$TD/release/kneecap"
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+if [ -n "${KT_KEEP:-}" ]; then
+  TMP=$(mkdir -p "$KT_KEEP" && cd "$KT_KEEP" && pwd)
+else
+  TMP=$(mktemp -d)
+  trap 'rm -rf "$TMP"' EXIT
+fi
 
 echo "| workload | true knee (virtual time) | sweep bracket | contains truth | confidence pass / fail | wall s | steps |"
 echo "|---|---|---|---|---|---|---|"
@@ -29,6 +34,8 @@ for w in "tiny 1024 128" "tiny 128 64" "7b-24gb 1024 128"; do
   t0=$(date +%s.%N)
   "$K" sweep --sim-preset "$preset" --random-input-len "$in" --random-output-len "$out" --ignore-eos \
     --calibrate --adaptive --slo "$SLO" -o "$TMP/sweep.json" > /dev/null 2> "$TMP/err" || true
+  cp "$TMP/sweep.json" "$TMP/sweep-$preset-$in-$out.json" 2>/dev/null || true
+  cp "$TMP/err" "$TMP/sweep-$preset-$in-$out.err" 2>/dev/null || true
   wall=$(echo "$(date +%s.%N) - $t0" | bc)
   python3 - "$TMP/sweep.json" "$truth" "$preset $in/$out" "$wall" <<'EOF'
 import json, sys

@@ -27,6 +27,9 @@
 #   VLLM_BENCH_BIN vLLM's Rust `vllm-bench` (see environment notes; built from source)
 #   GUIDELLM_BIN   `guidellm` executable
 #   TTK_KEEP       keep artifacts in this directory
+#   TTK_TRUTH_FLAGS  flags for the virtual-time truth (default
+#                  "--truth-requests 400000 --truth-seeds 10")
+#   TTK_SWEEP_FLAGS  extra flags for kneecap's sweep (e.g. "--max-steps 6")
 # Prints one line per method and a table (bench/time_to_knee.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -74,14 +77,18 @@ start_sim() {
 stop_sim() { kill "$SIM" 2>/dev/null || true; wait "$SIM" 2>/dev/null || true; SIM=""; }
 
 echo "== true knee (virtual-time simulation of the same model)"
-"$K" sim --explain --slo "$SLO" --input-len $IN --output-len $OUT "${SIMFLAGS[@]}" | tee "$TMP/truth.txt"
+# 20,000 requests per seed is too few at this knee: the p99 rests on a few
+# dozen queue bursts, and 3 seeds x 20,000 said 36.1 where 10 x 400,000 say
+# 35.3 (about 6 CPU minutes). TTK_TRUTH_FLAGS overrides.
+read -r -a TRUTH <<< "${TTK_TRUTH_FLAGS:---truth-requests 400000 --truth-seeds 10}"
+"$K" sim --explain --slo "$SLO" --input-len $IN --output-len $OUT "${SIMFLAGS[@]}" "${TRUTH[@]}" | tee "$TMP/truth.txt"
 
 run_kneecap() {
   start_sim
   local t0=$(date +%s.%N)
   "$K" sweep --base-url "$URL" --model kneecap-sim --dataset-name random \
     --random-input-len $IN --random-output-len $OUT --ignore-eos \
-    --calibrate --adaptive --tolerance 0.05 --slo "$SLO" -o "$TMP/kneecap-sweep.json" > "$TMP/kneecap.out" 2> "$TMP/kneecap.err" || true
+    --calibrate --adaptive --tolerance 0.05 --slo "$SLO" ${TTK_SWEEP_FLAGS:-} -o "$TMP/kneecap-sweep.json" > "$TMP/kneecap.out" 2> "$TMP/kneecap.err" || true
   echo "kneecap $(echo "$(date +%s.%N) - $t0" | bc)" >> "$TMP/walls.txt"
   stop_sim
 }

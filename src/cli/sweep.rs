@@ -53,7 +53,8 @@ pub struct SweepArgs {
     pub max_steps: usize,
     /// Confidence a step's SLO verdict needs before the step ends (adaptive
     /// steps: a step far from the knee ends at its minimum, one whose
-    /// percentile straddles the bound runs on, up to 8× its minimum within --step-max-duration).
+    /// percentile straddles the bound runs on, up to 4× its minimum within --step-max-duration;
+    /// the verdict is tested at the minimum, twice it and the cap, corrected for those tests).
     #[arg(long, default_value_t = 0.90, help_heading = "Sweep")]
     pub confidence: f64,
     /// Adaptive steps (experimental): a step ends once its SLO verdict has

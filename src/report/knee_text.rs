@@ -74,9 +74,19 @@ fn confidence_line(r: &SweepResult) -> Option<String> {
     .into_iter()
     .flatten()
     .collect();
+    let band = match k.undecided.as_slice() {
+        [] => String::new(),
+        loads => {
+            let loads: Vec<String> = loads.iter().map(|&l| load_label(l)).collect();
+            format!(
+                "; within noise at its cap, inside the interval: {} {unit}",
+                loads.join(", ")
+            )
+        }
+    };
     (!parts.is_empty()).then(|| {
         format!(
-            "confidence: {} (exact binomial, {} asked)",
+            "confidence: {}{band} (exact binomial, {} asked)",
             parts.join("; "),
             pct(asked)
         )
@@ -89,7 +99,12 @@ fn generator_line(r: &SweepResult) -> Option<String> {
     let limited = r
         .steps_by_load()
         .into_iter()
-        .find(|s| s.verdict == Verdict::GeneratorLimited || s.generator.limited)
+        .find(|s| {
+            // A pass far inside its bounds is the server's even with a late
+            // generator (`sweep::judge`); it limited nothing.
+            s.verdict == Verdict::GeneratorLimited
+                || (s.generator.limited && s.verdict != Verdict::Pass)
+        })
         .map(|s| s.load);
     if !r.knee.bounded_by_generator && limited.is_none() {
         return None;

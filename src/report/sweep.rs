@@ -165,6 +165,10 @@ pub struct KneeSummary {
     /// Confidence (0–1) that the `first_fail` step really misses an SLO.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_fail_confidence: Option<f64>,
+    /// Loads between the two ends whose adaptive step reached its cap with
+    /// its SLO verdict still within noise (the noise band), ascending.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub undecided: Vec<f64>,
 }
 
 /// One load level of the sweep.

@@ -12,6 +12,18 @@
 //! count, and only those due before the oldest one still in flight, so a slow
 //! request is never left out because it is slow.
 //!
+//! **Looks.** Testing the growing sample every 250 ms and stopping at the
+//! first look that clears the bar would make "90% confident" a much weaker
+//! promise: chance gets hundreds of tries. So the verdict is tested only
+//! on the samples due before a few *checkpoints* ([`AdaptiveRule::checkpoints`]:
+//! the minimum length and each doubling of it below the cap), each once its
+//! requests have all finished, and at the step's end on its whole window;
+//! every confidence is corrected for the number of tests `K`
+//! (the checkpoints and the final judgement of the step's whole window) by
+//! the union bound: a verdict reported as `c` confident was, at its test,
+//! `1 − (1 − c)/K` confident ([`adjusted`]), so the chance that any of the
+//! step's tests went wrong is at most `1 − c`.
+//!
 //! A *pass* also needs the step to look steady so far ([`super::steady`] over
 //! the window up to the look, with the requests still in flight counted as
 //! unfinished): a short window that passes its SLOs while the number in
@@ -38,7 +50,8 @@ pub struct AdaptiveRule {
     pub min_requests: usize,
     /// The step always ends here.
     pub cap: Duration,
-    /// Confidence the verdict needs (e.g. 0.90).
+    /// Confidence the verdict needs (e.g. 0.90), after the correction for
+    /// the number of tests.
     pub level: f64,
 }
 
@@ -71,14 +84,20 @@ impl AdaptiveRule {
         in_flight: &[Duration],
     ) -> Look {
         let oldest_in_flight = in_flight.iter().min().copied();
-        let cutoff = oldest_in_flight.unwrap_or(elapsed).min(elapsed);
+        // The latest checkpoint whose requests have all finished.
+        let cutoff = self
+            .checkpoints()
+            .into_iter()
+            .rev()
+            .find(|&c| c <= elapsed && oldest_in_flight.is_none_or(|o| o >= c))
+            .unwrap_or(Duration::ZERO);
         let mut sample: Vec<RequestRecord> = finished
             .iter()
             .filter(|r| r.due >= self.window_start && r.due < cutoff)
             .cloned()
             .collect();
         sample.sort_by_key(|r| r.due);
-        let (decision, confidence, _) = step_decision(slos, &sample, self.level);
+        let (decision, confidence, _) = step_decision(slos, &sample, self.level, self.tests());
         let long_enough = elapsed >= self.min_length && sample.len() >= self.min_requests;
         let steady = long_enough
             && decision == Decision::Pass
@@ -95,6 +114,25 @@ impl AdaptiveRule {
             steady,
             end: elapsed >= self.cap || (long_enough && decided),
         }
+    }
+
+    /// When a running step's verdict is tested: the minimum length and each
+    /// doubling of it below the cap. (At the cap the step ends, and its
+    /// whole window is judged.)
+    pub fn checkpoints(&self) -> Vec<Duration> {
+        let mut out = Vec::new();
+        let mut t = self.min_length.max(LOOK_EVERY);
+        while t < self.cap {
+            out.push(t);
+            t *= 2;
+        }
+        out
+    }
+
+    /// How many tests a step's confidences are corrected for: one per
+    /// checkpoint and the final judgement of the whole window.
+    pub fn tests(&self) -> usize {
+        self.checkpoints().len() + 1
     }
 
     /// The steady-state check over `[window_start, elapsed)`, the requests
@@ -129,18 +167,32 @@ impl AdaptiveRule {
     }
 }
 
-/// The decision the SLOs' confidences support over `records` (in due order).
+/// The decision the SLOs' confidences support over `records` (in due
+/// order), each confidence corrected for `tests` tests ([`adjusted`]).
 pub fn step_decision(
     slos: &[Slo],
     records: &[RequestRecord],
     level: f64,
+    tests: usize,
 ) -> (Decision, f64, Vec<Option<SloConfidence>>) {
     let each: Vec<Option<SloConfidence>> = slos
         .iter()
-        .map(|s| confidence::slo_confidence(s, records, level))
+        .map(|s| confidence::slo_confidence(s, records, level).map(|c| adjusted(c, tests)))
         .collect();
     let (decision, sure) = confidence::decide(&each, level);
     (decision, sure, each)
+}
+
+/// A confidence from one test, corrected for `tests` tests by the union
+/// bound: `1 − tests·(1 − c)`, at least 0. One test leaves it unchanged.
+pub fn adjusted(c: SloConfidence, tests: usize) -> SloConfidence {
+    let k = tests.max(1) as f64;
+    let fix = |x: f64| (1.0 - k * (1.0 - x)).clamp(0.0, 1.0);
+    SloConfidence {
+        pass: fix(c.pass),
+        fail: fix(c.fail),
+        ..c
+    }
 }
 
 #[cfg(test)]

@@ -7,9 +7,16 @@
 //! time completes `X = c / R` requests per second (Little's law, `R` the mean
 //! end-to-end latency). A level is short, a few latencies, so its mean
 //! latency is pulled down by the first wave (all `c` streams start on an
-//! empty queue); `X` is therefore measured directly, as the rate of
-//! completions from the first one to the end of the level's releases
-//! ([`departure_rate`]), with `c / R` only as a fallback. While the server has free batch slots, doubling `c`
+//! empty queue, and a batch server takes them in together). So `R` is the
+//! mean latency of the requests *sent after the first completion*
+//! ([`steady_latency`]): each was sent when a stream came back, into a
+//! system that already held the other `c − 1` streams, which is the steady
+//! state of a closed loop; they are drained to the end, so a slow one is not
+//! left out. Only without enough of them does `X` come from the rate of
+//! completions ([`departure_rate`]), and then from the plain `c / R`.
+//! (Counting completions over a level a few latencies long overstates `X`
+//! on a batch server whose completions come in waves: 107 req/s against
+//! 72.5 on the `tiny` preset at 32–128 streams.) While the server has free batch slots, doubling `c`
 //! nearly doubles `X`; once the batch is full, extra streams only queue and
 //! `X` stays at μ. The probe stops when `X` rises by less than
 //! [`PLATEAU_GAIN`], at the first failed request, when a level completes
@@ -54,13 +61,22 @@ pub struct ProbeLevel {
     /// ([`departure_rate`]).
     #[serde(default)]
     pub departure_rate: Option<f64>,
+    /// Mean end-to-end latency of the requests sent after the first
+    /// completion, seconds ([`steady_latency`]).
+    #[serde(default)]
+    pub steady_e2el_s: Option<f64>,
 }
 
 impl ProbeLevel {
-    /// Completed requests per second: the measured departure rate, else
-    /// Little's law `c / R`.
+    /// Completed requests per second: Little's law over the steady
+    /// latency, else the measured departure rate, else `c / R` over every
+    /// completed request.
     pub fn throughput(&self) -> Option<f64> {
-        self.departure_rate.or_else(|| {
+        let steady = self
+            .steady_e2el_s
+            .filter(|r| *r > 0.0)
+            .map(|r| self.concurrency as f64 / r);
+        steady.or(self.departure_rate).or_else(|| {
             self.mean_e2el_s
                 .filter(|r| *r > 0.0 && self.completed > 0)
                 .map(|r| self.concurrency as f64 / r)
@@ -87,6 +103,19 @@ pub fn departure_rate(ends: &[Duration], releases_end: Duration) -> Option<f64> 
     let last = *inside.iter().max()?;
     let span = (last - first).as_secs_f64();
     (inside.len() >= MIN_DEPARTURES && span > 0.0).then(|| inside.len() as f64 / span)
+}
+
+/// The mean latency, seconds, of the requests sent at or after the first
+/// completion: `(sent, end)` of each successful request, from the level's
+/// start. `None` with fewer than `MIN_DEPARTURES` (4) of them.
+pub fn steady_latency(visits: &[(Duration, Duration)]) -> Option<f64> {
+    let first = visits.iter().map(|v| v.1).min()?;
+    let late: Vec<f64> = visits
+        .iter()
+        .filter(|v| v.0 >= first)
+        .map(|v| v.1.saturating_sub(v.0).as_secs_f64())
+        .collect();
+    (late.len() >= MIN_DEPARTURES).then(|| late.iter().sum::<f64>() / late.len() as f64)
 }
 
 /// Why the probe ended.
@@ -226,6 +255,7 @@ mod tests {
             mean_e2el_s: Some(s * (c as f64 / slots as f64).max(1.0)),
             duration_s: 2.0,
             departure_rate: None,
+            steady_e2el_s: None,
         }
     }
 
@@ -403,6 +433,37 @@ mod tests {
         assert!((two - 21.05).abs() < 1.0, "two streams: {two}");
         assert_eq!(departure_rate(&ends[..3], length), None, "too few");
         assert_eq!(departure_rate(&[], length), None);
+    }
+
+    #[test]
+    fn the_steady_latency_gives_mu_where_the_first_wave_overstates_it() {
+        let at = |v: &[(f64, f64)]| -> Vec<(Duration, Duration)> {
+            v.iter()
+                .map(|&(a, b)| (Duration::from_secs_f64(a), Duration::from_secs_f64(b)))
+                .collect()
+        };
+        // A batch server: 32 slots, 0.44 s per request (μ = 72.7/s), 128
+        // streams for 1.5 s: the first wave of 128 holds four batches, so
+        // c / mean R over every request says ~93/s.
+        let visits = closed_loop(128, 32, 0.44, 1.5);
+        let all = visits.iter().map(|(a, b)| b - a).sum::<f64>() / visits.len() as f64;
+        assert!(128.0 / all > 85.0, "c / R overstates μ: {}", 128.0 / all);
+        let r = steady_latency(&at(&visits)).unwrap();
+        assert!((128.0 / r - 72.7).abs() < 1.5, "steady: {}", 128.0 / r);
+        // The 4-slot server at 32 streams: 42.1/s.
+        let r = steady_latency(&at(&closed_loop(32, 4, 0.095, 1.5))).unwrap();
+        assert!((32.0 / r - 42.1).abs() < 1.0, "4 slots: {}", 32.0 / r);
+        // Below the slots every request takes its service time.
+        let r = steady_latency(&at(&closed_loop(2, 4, 0.095, 1.5))).unwrap();
+        assert!((r - 0.095).abs() < 1e-9, "{r}");
+        let level = ProbeLevel {
+            steady_e2el_s: Some(0.44 * 4.0),
+            departure_rate: Some(107.0),
+            ..level(128, 32, 0.44)
+        };
+        assert!((level.throughput().unwrap() - 72.7).abs() < 0.1);
+        // Too few sent after the first completion: no steady latency.
+        assert_eq!(steady_latency(&at(&closed_loop(4, 4, 1.0, 0.9))), None);
     }
 
     #[test]

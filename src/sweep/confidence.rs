@@ -23,7 +23,13 @@
 //! queueing (a burst delays several in a row), so `n` samples carry less than
 //! `n` samples' worth of evidence. The within/over sequence, in due order, is
 //! treated as an AR(1) process: with lag-1 autocorrelation `ρ > 0`, the
-//! effective count is `n·(1 − ρ)/(1 + ρ)`. ITL gaps of one request are
+//! effective count is `n·(1 − ρ)/(1 + ρ)`. A window with no exceedance (or
+//! none within) has no variance in that sequence, and says nothing about
+//! how exceedances would cluster; so `ρ` is also taken from the window's
+//! own top `1 − q` (the samples above its own `q` quantile), and the larger
+//! of the two is used: near the knee a queue's slow requests come in
+//! bursts, and a window of 230 requests without one over the bound is a
+//! few independent looks at the queue, not 230. ITL gaps of one request are
 //! dependent too: their effective count is at most the number of requests.
 
 use super::slo::{sample_seconds, Slo, SloMetric, SloOp, SloStat};
@@ -96,22 +102,43 @@ fn ln_add(a: f64, b: f64) -> f64 {
 /// The AR(1) effective-sample fraction `(1 − ρ)/(1 + ρ)` of a 0/1 sequence,
 /// in `[MIN_EFFECTIVE_FRACTION, 1]`; 1 when it has no variance or ρ ≤ 0.
 pub fn effective_fraction(over: &[bool]) -> f64 {
-    let n = over.len();
+    let x: Vec<f64> = over.iter().map(|&b| f64::from(u8::from(b))).collect();
+    ar1_fraction(&x)
+}
+
+/// The AR(1) effective-sample fraction `(1 − ρ)/(1 + ρ)` of any sequence
+/// (ρ its lag-1 autocorrelation), in `[MIN_EFFECTIVE_FRACTION, 1]`; 1 when
+/// it has no variance, fewer than 3 values, or ρ ≤ 0.
+pub fn ar1_fraction(x: &[f64]) -> f64 {
+    let n = x.len();
     if n < 3 {
         return 1.0;
     }
-    let x: Vec<f64> = over.iter().map(|&b| f64::from(u8::from(b))).collect();
     let mean = x.iter().sum::<f64>() / n as f64;
     let var: f64 = x.iter().map(|v| (v - mean).powi(2)).sum();
-    if var <= 0.0 {
+    // Equal values summed in floating point leave a variance of rounding
+    // error, whose "autocorrelation" means nothing.
+    if var.is_nan() || var <= 1e-18 * n as f64 * mean * mean || var == 0.0 {
         return 1.0;
     }
     let cov: f64 = x.windows(2).map(|w| (w[0] - mean) * (w[1] - mean)).sum();
     let rho = cov / var;
-    if rho <= 0.0 {
+    if rho.is_nan() || rho <= 0.0 {
         return 1.0;
     }
     ((1.0 - rho) / (1.0 + rho)).clamp(MIN_EFFECTIVE_FRACTION, 1.0)
+}
+
+/// Which values are at or above the sample's own `q` quantile (its order
+/// statistic at rank ⌈q·n⌉): the top `1 − q` of the window, whose clustering
+/// stands in for that of the exceedances of the bound when the window has
+/// none (or too few to show it).
+fn over_own(values: &[f64], q: f64) -> Vec<bool> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    let cut = sorted[rank - 1];
+    values.iter().map(|&v| v >= cut).collect()
 }
 
 /// The quantile (0–1) an SLO bounds; `None` for means.
@@ -141,7 +168,7 @@ pub fn slo_confidence(slo: &Slo, records: &[RequestRecord], level: f64) -> Optio
             SloOp::Lt => v < bound,
         })
         .collect();
-    let mut fraction = effective_fraction(&over);
+    let mut fraction = effective_fraction(&over).min(effective_fraction(&over_own(&values, q)));
     if slo.metric == SloMetric::Itl {
         let requests = records.iter().filter(|r| !r.itl.is_empty()).count().max(1);
         fraction = fraction.min(requests as f64 / values.len() as f64);

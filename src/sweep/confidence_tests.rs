@@ -2,6 +2,9 @@
 //! the dependence correction, and the decision rule.
 use super::*;
 use crate::sweep::testing::ok;
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
 
 fn records_with_ttft(ttft_ms: impl IntoIterator<Item = u64>) -> Vec<RequestRecord> {
     ttft_ms
@@ -69,11 +72,37 @@ fn clustered_exceedances_count_as_fewer_independent_samples() {
 }
 
 #[test]
+fn a_window_with_no_exceedance_takes_its_dependence_from_the_latencies() {
+    // 300 samples, none over 300 ms: independent, they vouch for a p99
+    // (1 − 0.99³⁰⁰ = 95%). Drifting slowly (a queue building and draining),
+    // the same count is a few independent looks and vouches for nothing.
+    let s = slo("p99_ttft_ms<=300");
+    let mut rng = StdRng::seed_from_u64(3);
+    let independent: Vec<u64> = (0..300).map(|_| rng.random_range(50..250)).collect();
+    let drifting: Vec<u64> = (0..300)
+        .map(|i| 150 + (100.0 * (i as f64 / 40.0).sin()) as u64)
+        .collect();
+    let a = slo_confidence(&s, &records_with_ttft(independent), 0.9).unwrap();
+    let b = slo_confidence(&s, &records_with_ttft(drifting), 0.9).unwrap();
+    assert!(a.effective_samples > 250 && a.pass > 0.9, "{a:?}");
+    assert!(b.effective_samples < 100 && b.pass < 0.7, "{b:?}");
+    assert!(
+        ar1_fraction(&[0.05; 100]) == 1.0,
+        "equal values are not dependent"
+    );
+}
+
+#[test]
 fn the_order_statistic_interval_brackets_the_sample_percentile() {
-    // TTFTs 1..=1000 ms: the sample p90 is ≈ 900 ms.
+    // TTFTs 1..=1000 ms in a random order: the sample p90 is ≈ 900 ms.
+    let shuffled = |n: u64| {
+        let mut v: Vec<u64> = (1..=n).collect();
+        v.shuffle(&mut StdRng::seed_from_u64(1));
+        v
+    };
     let c = slo_confidence(
         &slo("p90_ttft_ms<=2000"),
-        &records_with_ttft(1..=1000),
+        &records_with_ttft(shuffled(1000)),
         0.95,
     )
     .unwrap();
@@ -86,7 +115,7 @@ fn the_order_statistic_interval_brackets_the_sample_percentile() {
     // A p99.9 of 100 samples has no upper order statistic.
     let c = slo_confidence(
         &slo("p99.9_ttft_ms<=2000"),
-        &records_with_ttft(1..=100),
+        &records_with_ttft(shuffled(100)),
         0.95,
     )
     .unwrap();

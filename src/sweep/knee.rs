@@ -10,6 +10,18 @@
 //! is passed. A generator-limited step ends the search: higher loads cannot be
 //! measured. At most `max_steps` steps are taken.
 //!
+//! **The noise band.** An adaptive step that reached its cap with its SLO
+//! verdict still within noise (`undecided`) is never a bracket end: the knee
+//! interval runs from the highest *decided* pass to the lowest *decided*
+//! failure, and the undecided loads between them are reported inside it
+//! (their percentile is within noise of the bound: that is where the knee
+//! is). Bisection then splits the wider of the gaps between a decided end
+//! and the band (the failing side first on a tie: above the knee
+//! the share over the bound climbs fast, so a failure is decided sooner than
+//! a pass), so the ends move towards the band from both sides until the
+//! interval is within the tolerance. Without adaptive steps nothing is
+//! undecided and this is plain bisection.
+//!
 //! The midpoint is **geometric** (`√(pass·fail)`): the stop rule is relative,
 //! and the geometric midpoint halves `ln(fail/pass)` whichever way the step
 //! goes, so the worst-case number of steps to reach a relative tolerance is the
@@ -136,7 +148,7 @@ pub struct StepPoint {
     #[serde(default)]
     pub confidence: Option<f64>,
     /// An adaptive step that reached its cap with its SLO verdict still
-    /// within noise: at a bracket end it is measured once more.
+    /// within noise: inside the knee interval, never one of its ends.
     #[serde(default)]
     pub undecided: bool,
 }
@@ -159,6 +171,11 @@ pub struct Knee {
     /// step's failure (adaptive steps).
     pub last_pass_confidence: Option<f64>,
     pub first_fail_confidence: Option<f64>,
+    /// Loads measured above `last_pass` (and below `first_fail`) whose
+    /// verdict stayed within noise at the step's cap, ascending: the noise
+    /// band around the bound.
+    #[serde(default)]
+    pub undecided: Vec<f64>,
 }
 
 fn loads_with(history: &[StepPoint], verdict: StepVerdict) -> impl Iterator<Item = f64> + '_ {
@@ -194,19 +211,6 @@ fn effective(history: &[StepPoint]) -> Vec<StepPoint> {
     out
 }
 
-/// A bracket end whose only measurement was undecided: measure it again
-/// rather than trust one noisy sample. Each load is re-tested at most once.
-fn retest(history: &[StepPoint], effective: &[StepPoint]) -> Option<f64> {
-    let k = knee(effective);
-    [k.last_pass, k.first_fail]
-        .into_iter()
-        .flatten()
-        .find(|&load| {
-            let times = history.iter().filter(|p| p.load == load).count();
-            times == 1 && effective.iter().any(|p| p.load == load && p.undecided)
-        })
-}
-
 /// The next load to measure, or `None` when the search is over.
 pub fn next_load(plan: &SearchPlan, history: &[StepPoint]) -> Option<f64> {
     plan.validate().ok()?;
@@ -222,9 +226,7 @@ pub fn next_load(plan: &SearchPlan, history: &[StepPoint]) -> Option<f64> {
                 return None;
             }
             let points = effective(history);
-            auto_candidate(plan, &points)
-                .filter(|&c| !measured(history, c))
-                .or_else(|| retest(history, &points))
+            auto_candidate(plan, &points).filter(|&c| !measured(history, c))
         }
     }
 }
@@ -248,19 +250,65 @@ fn auto_candidate(plan: &SearchPlan, history: &[StepPoint]) -> Option<f64> {
         return Some(fix(start));
     }
     let knee = knee(history);
+    // The undecided loads above the decided pass and below the decided
+    // failure: the search steps past them, never stops on them.
+    let band: Vec<f64> = undecided_between(history, knee.last_pass, knee.first_fail);
     match (knee.last_pass, knee.first_fail) {
         (Some(pass), None) => {
+            let from = band.last().copied().unwrap_or(pass);
             let top = match ceiling {
-                Some(c) if pass < c * 0.999 => fix(c.min(max_load)),
+                Some(c) if from < c * 0.999 => fix(c.min(max_load)),
                 _ => fix(max_load),
             };
-            climb(pass, factor, top, integer)
-                .or_else(|| climb(pass, factor, fix(max_load), integer))
+            climb(from, factor, top, integer)
+                .or_else(|| climb(from, factor, fix(max_load), integer))
         }
-        (Some(pass), Some(fail)) => bisect(pass, fail, tolerance, integer),
-        (None, Some(fail)) => step_down(fail, factor, start, integer),
-        (None, None) => None,
+        (Some(pass), Some(fail)) => bisect(pass, fail, &band, tolerance, integer),
+        // Below an undecided step whose point estimate passed, a pass is
+        // only harder to show (fewer requests arrive in a step's cap, and
+        // the binomial test needs as many whatever the margin): stop, and
+        // leave the knee below the failure with the band listed.
+        (None, Some(_)) if band.first().is_some_and(|&low| passed_at(history, low)) => None,
+        (None, Some(fail)) => step_down(
+            band.first().copied().unwrap_or(fail),
+            factor,
+            start,
+            integer,
+        ),
+        // Only undecided steps: below the band if its lowest step's point
+        // estimate failed, above it otherwise.
+        (None, None) => match (band.first(), band.last()) {
+            (Some(&low), Some(&high)) => {
+                if !passed_at(history, low) {
+                    step_down(low, factor, start, integer)
+                } else {
+                    climb(high, factor, fix(max_load), integer)
+                }
+            }
+            _ => None,
+        },
     }
+}
+
+/// Whether the (effective) point at `load` passed.
+fn passed_at(history: &[StepPoint], load: f64) -> bool {
+    history
+        .iter()
+        .any(|p| p.load == load && p.verdict == StepVerdict::Pass)
+}
+
+/// The undecided loads strictly above `pass` and below `fail` (either end
+/// may be open), ascending.
+fn undecided_between(history: &[StepPoint], pass: Option<f64>, fail: Option<f64>) -> Vec<f64> {
+    let mut band: Vec<f64> = history
+        .iter()
+        .filter(|p| p.undecided && p.verdict != StepVerdict::GeneratorLimited)
+        .map(|p| p.load)
+        .filter(|&l| pass.is_none_or(|p| l > p) && fail.is_none_or(|f| l < f))
+        .collect();
+    band.sort_by(f64::total_cmp);
+    band.dedup();
+    band
 }
 
 fn climb(pass: f64, factor: f64, max_load: f64, integer: bool) -> Option<f64> {
@@ -274,17 +322,44 @@ fn climb(pass: f64, factor: f64, max_load: f64, integer: bool) -> Option<f64> {
     Some(next)
 }
 
-fn bisect(pass: f64, fail: f64, tolerance: f64, integer: bool) -> Option<f64> {
-    if integer {
-        if fail - pass <= 1.0 {
-            return None;
-        }
-        return Some((pass * fail).sqrt().round().clamp(pass + 1.0, fail - 1.0));
-    }
-    if (fail - pass) / pass <= tolerance {
+/// The next load between a decided `pass` and a decided `fail`, with the
+/// undecided loads `band` between them: the geometric midpoint of the wider
+/// of the two gaps next to the decided ends (the upper one on a tie). `None`
+/// once the interval is within `tolerance` (rates), or when neither gap can
+/// be split (adjacent integers; rate gaps under a quarter of the tolerance:
+/// the noise band itself is wider than the tolerance).
+fn bisect(pass: f64, fail: f64, band: &[f64], tolerance: f64, integer: bool) -> Option<f64> {
+    if !integer && (fail - pass) / pass <= tolerance {
         return None;
     }
-    Some((pass * fail).sqrt())
+    // The gaps next to the decided ends: between two undecided loads is
+    // noise already, and a gap narrower than a quarter of the tolerance is
+    // not worth a step.
+    let gaps = match (band.first(), band.last()) {
+        (Some(&low), Some(&high)) => vec![(high, fail), (pass, low)],
+        _ => vec![(pass, fail)],
+    };
+    let worth = |(lo, hi): &(f64, f64)| {
+        if integer {
+            hi - lo > 1.0
+        } else {
+            (hi - lo) / lo > tolerance / 4.0
+        }
+    };
+    // Widest ratio first; the upper gap (listed first) wins a tie.
+    let (lo, hi) = gaps.into_iter().filter(worth).reduce(|best, g| {
+        if g.1 / g.0 > best.1 / best.0 * (1.0 + 1e-9) {
+            g
+        } else {
+            best
+        }
+    })?;
+    let mid = (lo * hi).sqrt();
+    Some(if integer {
+        mid.round().clamp(lo + 1.0, hi - 1.0)
+    } else {
+        mid
+    })
 }
 
 fn step_down(fail: f64, factor: f64, start: f64, integer: bool) -> Option<f64> {
@@ -300,9 +375,15 @@ fn step_down(fail: f64, factor: f64, start: f64, integer: bool) -> Option<f64> {
 pub fn knee(history: &[StepPoint]) -> Knee {
     let points = effective(history);
     let history = points.as_slice();
-    let first_fail = loads_with(history, StepVerdict::Fail).reduce(f64::min);
+    let decided = |v: StepVerdict| {
+        history
+            .iter()
+            .filter(move |p| p.verdict == v && !p.undecided)
+            .map(|p| p.load)
+    };
+    let first_fail = decided(StepVerdict::Fail).reduce(f64::min);
     let below_fail = |l: &f64| first_fail.is_none_or(|f| *l < f);
-    let last_pass = loads_with(history, StepVerdict::Pass)
+    let last_pass = decided(StepVerdict::Pass)
         .filter(below_fail)
         .reduce(f64::max);
     let confidence_at = |load: Option<f64>, v: StepVerdict| {
@@ -325,10 +406,10 @@ pub fn knee(history: &[StepPoint]) -> Knee {
         first_fail,
         bounded_by_generator,
         goodput_at_knee,
-        non_monotonic: first_fail
-            .is_some_and(|f| loads_with(history, StepVerdict::Pass).any(|l| l > f)),
+        non_monotonic: first_fail.is_some_and(|f| decided(StepVerdict::Pass).any(|l| l > f)),
         last_pass_confidence: confidence_at(last_pass, StepVerdict::Pass),
         first_fail_confidence: confidence_at(first_fail, StepVerdict::Fail),
+        undecided: undecided_between(history, last_pass, first_fail),
     }
 }
 
@@ -380,3 +461,7 @@ pub fn queue_onset(points: &[StepPoint]) -> Option<f64> {
 #[cfg(test)]
 #[path = "knee_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "knee_sequence_tests.rs"]
+mod sequence_tests;

@@ -14,6 +14,12 @@
 //! explain ([`EXPLAINED_BY_GENERATOR`]): a step that failed only because the
 //! generator fell behind is never the server's knee, but a server that
 //! misses its SLO by seconds while the client is a few ms late has failed.
+//! The mirror rule holds for a pass: a step that met every latency SLO with
+//! a margin of more than that many times the generator's delay, and passed
+//! everything else, passes (a few ms of client delay cannot have moved its
+//! latencies across the bound; what the delay changes is *when* requests
+//! arrived, and a delayed schedule bunches arrivals, which is harder on the
+//! server, not easier).
 pub mod adaptive;
 pub mod calibrate;
 pub mod confidence;
@@ -92,6 +98,13 @@ pub fn judge(input: &StepVerdictInput<'_>) -> (StepVerdict, Vec<String>) {
             "the SLO failed by more than {EXPLAINED_BY_GENERATOR}× the generator's own delay: the server's failure, not the generator's"
         ));
     }
+    let generator_reasons = input.generator.reasons.len();
+    let server_passed = input.generator.limited
+        && reasons.len() == generator_reasons
+        && passed_beyond_the_generator(input);
+    if server_passed {
+        return (StepVerdict::Pass, Vec::new());
+    }
     let verdict = if input.generator.limited && !server_failed {
         StepVerdict::GeneratorLimited
     } else if reasons.is_empty() {
@@ -113,18 +126,39 @@ pub const EXPLAINED_BY_GENERATOR: f64 = 10.0;
 /// [`EXPLAINED_BY_GENERATOR`] times the generator's largest delay (its
 /// lateness p99, its bound, its scheduling delay p99).
 fn failed_beyond_the_generator(input: &StepVerdictInput<'_>) -> bool {
-    let g = input.generator;
-    let delay = g
-        .lateness_p99_ms
-        .max(g.lateness_bound_ms)
-        .max(g.scheduling_delay_p99_ms.unwrap_or(0.0));
-    if !(delay.is_finite() && delay > 0.0) {
+    let Some(delay) = generator_delay_ms(input.generator) else {
         return false;
-    }
+    };
     input.slo_outcomes.iter().any(|o| {
         let over = o.observed_ms.map(|ms| ms - o.slo.threshold_ms);
         !o.pass && o.attained.is_none() && over.is_some_and(|x| x > EXPLAINED_BY_GENERATOR * delay)
     })
+}
+
+/// The generator's largest delay, ms: its lateness p99, its bound, its
+/// scheduling delay p99. `None` when not a positive number.
+fn generator_delay_ms(g: &GeneratorHealth) -> Option<f64> {
+    let delay = g
+        .lateness_p99_ms
+        .max(g.lateness_bound_ms)
+        .max(g.scheduling_delay_p99_ms.unwrap_or(0.0));
+    (delay.is_finite() && delay > 0.0).then_some(delay)
+}
+
+/// Whether every SLO passed, each a latency bound met by more than
+/// [`EXPLAINED_BY_GENERATOR`] times the generator's largest delay. A
+/// goodput-form SLO has no margin in ms, so it never qualifies.
+fn passed_beyond_the_generator(input: &StepVerdictInput<'_>) -> bool {
+    let Some(delay) = generator_delay_ms(input.generator) else {
+        return false;
+    };
+    !input.slo_outcomes.is_empty()
+        && input.slo_outcomes.iter().all(|o| {
+            let margin = o.observed_ms.map(|ms| o.slo.threshold_ms - ms);
+            o.pass
+                && o.attained.is_none()
+                && margin.is_some_and(|m| m > EXPLAINED_BY_GENERATOR * delay)
+        })
 }
 
 /// A 0–1 fraction as a percentage with at most one decimal (`0.031` → `3.1%`).
@@ -258,6 +292,37 @@ mod tests {
         );
         // 15 ms over: within what 2 ms of client delay might have done.
         assert_eq!(judged(215.0).0, StepVerdict::GeneratorLimited);
+    }
+
+    #[test]
+    fn a_pass_far_inside_the_bound_is_the_servers_despite_a_late_generator() {
+        let g = GeneratorHealth {
+            lateness_p99_ms: 3.66,
+            lateness_bound_ms: 3.16,
+            ..generator(true)
+        };
+        let judged = |observed: f64, steady_ok: bool| {
+            let slos = [outcome("p99_ttft_ms<=300", observed, observed <= 300.0)];
+            let s = if steady_ok {
+                steady(true, &[])
+            } else {
+                steady(false, &["in flight grew 4 → 40"])
+            };
+            let input = StepVerdictInput {
+                slo_outcomes: &slos,
+                error_rate: 0.0,
+                max_error_rate: 0.01,
+                steadiness: &s,
+                generator: &g,
+            };
+            judge(&input)
+        };
+        // 131 ms against 300: 169 ms of margin, over 10 × 3.66 ms.
+        assert_eq!(judged(131.0, true), (StepVerdict::Pass, vec![]));
+        // 290 ms: 10 ms of margin, within what the delay might have done.
+        assert_eq!(judged(290.0, true).0, StepVerdict::GeneratorLimited);
+        // Far inside the bound but not steady: not a pass.
+        assert_eq!(judged(131.0, false).0, StepVerdict::GeneratorLimited);
     }
 
     #[test]

@@ -126,11 +126,25 @@ pub fn point(s: &StepResult) -> StepPoint {
         goodput: s.goodput,
         mean_waiting: s.mean_waiting,
         confidence: verdict_confidence(s, verdict),
+        // Within noise on its SLOs at the cap; a step that also failed the
+        // steady-state check (a growing queue) or its error bound failed
+        // for that, decided.
         undecided: s
             .decision
             .as_ref()
-            .is_some_and(|d| d.decision == "undecided"),
+            .is_some_and(|d| d.decision == "undecided")
+            && (verdict == StepVerdict::Pass || s.reasons.iter().all(|r| slo_reason(s, r))),
     }
+}
+
+/// Whether `reason` is one of the step's SLO misses (not an error-rate,
+/// steadiness or generator reason).
+fn slo_reason(s: &StepResult, reason: &str) -> bool {
+    s.slo_outcomes
+        .iter()
+        .filter(|o| !o.pass)
+        .filter_map(|o| o.slo.split(['<', '>', ':', '@']).next())
+        .any(|name| !name.is_empty() && reason.starts_with(name))
 }
 
 /// How sure a step's verdict is, from its SLOs' confidences: a pass as
@@ -163,6 +177,7 @@ pub fn finish(r: &mut SweepResult, history: &[StepPoint]) {
         non_monotonic: k.non_monotonic,
         last_pass_confidence: k.last_pass_confidence,
         first_fail_confidence: k.first_fail_confidence,
+        undecided: k.undecided,
     };
     // Open loop: an overloaded step's throughput is μ. Closed loop never
     // overloads the client's way; there the server's own queue says when the

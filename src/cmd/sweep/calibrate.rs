@@ -7,7 +7,9 @@ use crate::cmd::prepare::{self as runner, Level};
 use crate::engine::Releases;
 use crate::metrics::ErrorKind;
 use crate::report::sweep::{CalibrationRow, ProbeLevelRow};
-use crate::sweep::calibrate::{departure_rate, next_probe, ProbeEnd, ProbeLevel, ProbeStep};
+use crate::sweep::calibrate::{
+    departure_rate, next_probe, steady_latency, ProbeEnd, ProbeLevel, ProbeStep,
+};
 use crate::sweep::knee::SearchPlan;
 use indicatif::ProgressBar;
 use std::time::{Duration, Instant};
@@ -79,6 +81,11 @@ fn summarize(
         .filter(|r| r.is_ok())
         .filter_map(|r| r.last_token.map(|t| t.saturating_sub(r.sent).as_secs_f64()))
         .collect();
+    let visits: Vec<(Duration, Duration)> = records
+        .iter()
+        .filter(|r| r.is_ok())
+        .filter_map(|r| r.last_token.map(|t| (r.sent, t)))
+        .collect();
     let completed = e2el.len();
     ProbeLevel {
         concurrency,
@@ -104,6 +111,7 @@ fn summarize(
         mean_e2el_s: (completed > 0).then(|| e2el.iter().sum::<f64>() / completed as f64),
         duration_s: took.as_secs_f64(),
         departure_rate: departure_rate(&ends, length),
+        steady_e2el_s: steady_latency(&visits),
     }
 }
 

@@ -103,6 +103,7 @@ pub(super) async fn run_all_steps(
             source: m.source,
             check: m.check,
             ended_early: false,
+            tests: 1,
         };
         let mut step = live::judge_records(cfg, load, evidence);
         let slot_info = Slot { at, overran_ms };

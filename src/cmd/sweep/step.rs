@@ -24,8 +24,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
-/// An adaptive step runs at most this many times its minimum length.
-const ADAPTIVE_STRETCH: u32 = 8;
+/// An adaptive step runs at most this many times its minimum length (its
+/// checkpoints: the minimum, twice it, the cap).
+const ADAPTIVE_STRETCH: u32 = 4;
 /// Queue gauge sampling period.
 const SCRAPE_EVERY: Duration = Duration::from_millis(250);
 /// Event-loop lag probe period.
@@ -105,6 +106,7 @@ pub(crate) async fn run_step(
             drain: timing.drain,
         }),
     };
+    let tests = adaptive.as_ref().map_or(1, |(_, rule, _)| rule.tests());
     let m = measure(ctx, level, adaptive, interrupt).await;
     let end = m.out.releases_ended_at.unwrap_or(length);
     let evidence = Evidence {
@@ -114,6 +116,7 @@ pub(crate) async fn run_step(
         source: m.source,
         check: m.check,
         ended_early: m.out.releases_ended_at.is_some(),
+        tests,
     };
     let mut step = judge_records(cfg, load, evidence);
     if cfg.run.output.save_detailed {
@@ -236,6 +239,9 @@ pub(crate) struct Evidence<'a> {
     pub(crate) check: probe::SelfCheck,
     /// An adaptive step ended its releases early, decided.
     pub(crate) ended_early: bool,
+    /// How many tests an adaptive step's confidences are corrected for
+    /// ([`AdaptiveRule::tests`]; 1 otherwise).
+    pub(crate) tests: usize,
 }
 
 /// Judge a step from its records: the window's stats, SLOs, steadiness and
@@ -280,9 +286,12 @@ pub(crate) fn judge_records(cfg: &SweepConfig, load: f64, e: Evidence<'_>) -> St
         queue_source: e.source,
         cpu_busy_fraction: cpu,
         event_loop_lag_p99_ms: lag_p99,
-        confidence: cfg
-            .confidence
-            .map(|level| (level, step_decision(&cfg.slos, &in_window, level).2)),
+        confidence: cfg.confidence.map(|level| {
+            (
+                level,
+                step_decision(&cfg.slos, &in_window, level, e.tests).2,
+            )
+        }),
         ended_early: e.ended_early,
         ..StepEvidence::default()
     };
