@@ -6,7 +6,6 @@
 mod common;
 
 use common::cli::{run, strings};
-use kneecap::sim::{self, SimConfig};
 use serde_json::Value;
 use std::path::Path;
 
@@ -46,26 +45,10 @@ fn write_conversations(path: &Path) {
     std::fs::write(path, lines).unwrap();
 }
 
+/// The session requests in index order, and the trace's summary.
 fn trace_lines(trace: &Path) -> (Vec<Value>, Value) {
-    let mut requests = Vec::new();
-    let mut summary = Value::Null;
-    for line in std::fs::read_to_string(trace).unwrap().lines() {
-        let v: Value = serde_json::from_str(line).unwrap();
-        if v["request_id"]
-            .as_str()
-            .is_some_and(|id| id.starts_with("sess-"))
-        {
-            requests.push(v);
-        } else if v.get("summary").is_some() {
-            summary = v["summary"].clone();
-        }
-    }
-    let index = |v: &Value| -> usize {
-        v["request_id"].as_str().unwrap()["sess-".len()..]
-            .parse()
-            .unwrap()
-    };
-    requests.sort_by_key(index);
+    let (mut requests, summary) = common::sim::requests(trace, "sess-");
+    requests.sort_by_key(|v| common::sim::index(v, "sess-"));
     (requests, summary)
 }
 
@@ -73,16 +56,10 @@ fn trace_lines(trace: &Path) -> (Vec<Value>, Value) {
 async fn each_turn_resends_the_history_after_its_think_time_and_the_cache_rate_is_the_servers() {
     let _serial = SERIAL.lock().await;
     let dir = tempfile::tempdir().unwrap();
-    let (data, trace) = (
-        dir.path().join("conv.jsonl"),
-        dir.path().join("trace.jsonl"),
-    );
+    let data = dir.path().join("conv.jsonl");
     write_conversations(&data);
-    let mut cfg = SimConfig::from_preset("tiny").unwrap();
-    cfg.trace = Some(trace.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let handle = sim::start(cfg, listener).await.unwrap();
-    let url = format!("http://{}", handle.addr());
+    let sim = common::sim::tiny(dir.path().join("trace.jsonl")).await;
+    let (url, trace) = (sim.url.clone(), sim.trace.clone());
     let args = strings(&[
         "run",
         "--base-url",
@@ -121,7 +98,7 @@ async fn each_turn_resends_the_history_after_its_think_time_and_the_cache_rate_i
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    handle.shutdown().await.unwrap();
+    sim.handle.shutdown().await.unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let result: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();

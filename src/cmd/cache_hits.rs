@@ -17,25 +17,47 @@ impl CacheProbe {
     /// Reads the counters now (nothing when the server has none).
     pub(crate) async fn start(base_url: &str) -> Self {
         let scraper = Scraper::new(&format!("{base_url}/metrics")).ok();
-        let before = match &scraper {
-            Some(s) => s.prefix_cache().await,
-            None => None,
-        };
+        let before = counters(scraper.as_ref()).await;
         Self { scraper, before }
     }
 
     /// The hit rate since [`CacheProbe::start`]; falls back to the records'
     /// llama.cpp timings.
     pub(crate) async fn finish(&self, records: &[RequestRecord]) -> Option<PrefixCacheStats> {
-        if let (Some(s), Some(before)) = (&self.scraper, self.before) {
-            if let Some(after) = s.prefix_cache().await {
-                let queried = (after.queries - before.queries).max(0.0).round() as u64;
-                let hit = (after.hits - before.hits).max(0.0).round() as u64;
-                return Some(PrefixCacheStats::new("vllm", queried, hit));
-            }
-        }
-        from_timings(records)
+        since(self.scraper.as_ref(), self.before, records).await
     }
+}
+
+/// The server's prefix-cache counters now (`None`: no scraper, or no counters).
+pub(crate) async fn counters(scraper: Option<&Scraper>) -> Option<PrefixCacheCounters> {
+    match scraper {
+        Some(s) => s.prefix_cache().await,
+        None => None,
+    }
+}
+
+/// The hit rate since the counters read `before` (a sweep step's start):
+/// their delta when the server has them before and now, else the records'
+/// llama.cpp timings.
+pub(crate) async fn since(
+    scraper: Option<&Scraper>,
+    before: Option<PrefixCacheCounters>,
+    records: &[RequestRecord],
+) -> Option<PrefixCacheStats> {
+    if let Some(before) = before {
+        if let Some(after) = counters(scraper).await {
+            return Some(delta(before, after));
+        }
+    }
+    from_timings(records)
+}
+
+/// vLLM's counters: tokens queried and hit between two readings (a counter
+/// that went backwards, a restarted server, counts as zero).
+fn delta(before: PrefixCacheCounters, after: PrefixCacheCounters) -> PrefixCacheStats {
+    let queried = (after.queries - before.queries).max(0.0).round() as u64;
+    let hit = (after.hits - before.hits).max(0.0).round() as u64;
+    PrefixCacheStats::new("vllm", queried, hit)
 }
 
 /// llama.cpp: hits are `cache_n`, queries `cache_n + prompt_n`, summed over
@@ -76,5 +98,16 @@ mod tests {
         assert_eq!((s.hit_tokens, s.queried_tokens), (90, 200));
         assert_eq!(s.hit_rate, Some(0.45));
         assert_eq!(from_timings(&[RequestRecord::default()]), None);
+    }
+
+    #[test]
+    fn counters_give_their_delta_and_a_reset_counts_as_zero() {
+        let c = |queries, hits| PrefixCacheCounters { queries, hits };
+        let s = delta(c(1000.0, 400.0), c(1600.0, 850.0));
+        assert_eq!((s.queried_tokens, s.hit_tokens), (600, 450));
+        assert_eq!(s.hit_rate, Some(0.75));
+        assert_eq!(s.source, "vllm");
+        let reset = delta(c(1000.0, 400.0), c(10.0, 5.0));
+        assert_eq!((reset.queried_tokens, reset.hit_rate), (0, None));
     }
 }

@@ -2,6 +2,7 @@
 //! under a concurrency cap (closed loop), drives the HTTP client, and collects
 //! one [`RequestRecord`] per request. No statistics here.
 
+pub mod alarm;
 pub mod dispatch;
 pub mod probe;
 mod session;

@@ -3,13 +3,16 @@
 //! history with the server's actual answers, and the next turn is due a think
 //! time after the previous answer ended. A failed turn ends its session.
 //!
-//! Session starts follow the level's releases: open loop, one session per
+//! Session starts and later turns are woken at their due instants by the
+//! level's alarm thread ([`super::alarm`]), not by tasks spinning on the
+//! runtime. Session starts follow the level's releases: open loop, one session per
 //! scheduled offset; closed loop, `max_concurrency` users each running
 //! sessions back to back until the level's time is up. With a cap, a user
 //! slot is held through think time (a user thinks before typing again).
 //! Every turn is one [`RequestRecord`], seen by the level's observer as it
 //! finishes; every session ends in one [`SessionRecord`].
 
+use super::alarm::Alarms;
 use super::{
     earliest, earliest_offset, wait_some_true, wait_true, EngineOutput, Finished, LoadPlan,
     Releases,
@@ -56,6 +59,8 @@ struct Shared {
     stop: watch::Receiver<bool>,
     /// Cancel whatever is in flight.
     cancel: watch::Receiver<bool>,
+    /// Wakes session starts and later turns at their due instants.
+    alarms: Alarms,
     events: UnboundedSender<Event>,
 }
 
@@ -81,6 +86,7 @@ pub(super) async fn run_sessions(
         next_session: AtomicUsize::new(0),
         stop: stop_rx,
         cancel: cancel_rx,
+        alarms: Alarms::start(),
         events,
     });
     let mut finished = Finished {
@@ -172,7 +178,7 @@ async fn scheduled_starts(sh: &Arc<Shared>, offsets: &[Duration]) -> usize {
     let mut started = 0;
     for &due in offsets {
         tokio::select! {
-            _ = sleep_precisely(sh.t0 + due) => {}
+            _ = sh.alarms.until(sh.t0 + due) => {}
             _ = wait_true(&mut stop) => break,
         }
         let n = sh.next_session.fetch_add(1, Ordering::Relaxed);
@@ -289,23 +295,8 @@ async fn run_session(sh: &Shared, n: usize, due: Duration) -> SessionRecord {
 async fn think(sh: &Shared, due: Duration) -> bool {
     let mut stop = sh.stop.clone();
     tokio::select! {
-        _ = sleep_precisely(sh.t0 + due) => !*sh.stop.borrow(),
+        _ = sh.alarms.until(sh.t0 + due) => !*sh.stop.borrow(),
         _ = wait_true(&mut stop) => false,
-    }
-}
-
-/// How long before a due time the timer hands over to yielding.
-const SPIN: Duration = Duration::from_micros(1500);
-
-/// Wait until `at`: the runtime's timer (millisecond granularity) for all
-/// but the last [`SPIN`], then yield until due, so turns leave on time
-/// rather than up to a timer tick late.
-async fn sleep_precisely(at: Instant) {
-    if let Some(coarse) = at.checked_sub(SPIN) {
-        tokio::time::sleep_until(tokio::time::Instant::from_std(coarse)).await;
-    }
-    while Instant::now() < at {
-        tokio::task::yield_now().await;
     }
 }
 

@@ -10,7 +10,7 @@
 
 use super::chart::{fmt_ms, latency_panels, LatencyPanel};
 use super::sweep::{StepResult, SweepResult, Verdict};
-use super::table::{self, compact, headers, knee_lines, row, summary_lines, units_caption};
+use super::table::{self, columns, compact, knee_lines, summary_lines, units_caption};
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;

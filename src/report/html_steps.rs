@@ -156,15 +156,14 @@ pub(super) fn step_table(out: &mut String, r: &SweepResult) {
         "<section><h2>Steps</h2><table>\n<caption>{}</caption>\n<thead><tr>",
         escape(&units_caption(r))
     );
-    let heads = headers();
+    let (heads, rows) = columns(r);
     let n = heads.len();
     for (i, h) in heads.iter().enumerate() {
         let class = if i + 3 >= n { " class=\"l\"" } else { "" };
         let _ = write!(out, "<th{class}>{}</th>", escape(h));
     }
     out.push_str("</tr></thead><tbody>\n");
-    for s in r.steps_by_load() {
-        let mut cells = row(s);
+    for (s, mut cells) in r.steps_by_load().into_iter().zip(rows) {
         if let Some(last) = cells.last_mut() {
             *last = s.reasons.join("; ");
         }

@@ -194,3 +194,36 @@ fn a_step_with_latencies_over_time_draws_them_above_its_gauges() {
     r.steps[1].queue.clear();
     assert!(render(&r).contains("no time series"));
 }
+
+#[test]
+fn a_cache_hit_column_appears_only_when_a_step_has_the_servers_hit_rate() {
+    use crate::report::PrefixCacheStats;
+    let plain = sweep();
+    let (heads, _) = table::columns(&plain);
+    assert!(!heads.iter().any(|h| h == "cache hit"), "{heads:?}");
+    assert!(!table::render(&plain).contains("cache hit"));
+    assert!(!render(&plain).contains("cache hit"));
+
+    let mut cached = sweep();
+    // Only the lowest-load step has stats (steps render in load order).
+    let lowest = cached
+        .steps
+        .iter_mut()
+        .min_by(|a, b| a.load.total_cmp(&b.load))
+        .unwrap();
+    lowest.prefix_cache = Some(PrefixCacheStats::new("vllm", 3000, 2028));
+    let (heads, rows) = table::columns(&cached);
+    let at = heads.iter().position(|h| h == "cache hit").unwrap();
+    assert_eq!(heads[at + 1], "steady", "the column sits before steady");
+    assert_eq!(rows[0][at], "67.6%");
+    assert!(rows[1..].iter().all(|r| r[at] == "-"), "{rows:?}");
+    assert!(rows.iter().all(|r| r.len() == heads.len()));
+    let console = table::render(&cached);
+    assert!(
+        console.contains("cache hit") && console.contains("67.6%"),
+        "{console}"
+    );
+    let html = render(&cached);
+    assert!(html.contains("<th>cache hit</th>"), "{html}");
+    assert!(html.contains(">67.6%</td>"), "{html}");
+}

@@ -229,6 +229,10 @@ pub struct StepResult {
     /// `kneecap merge` adds up (written by the command layer, `cmd/sweep/sharded.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<serde_json::Value>,
+    /// The server's prefix-cache hit rate over the step (vLLM's counters'
+    /// delta from its start to its end, or llama.cpp's per-request timings).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_cache: Option<super::PrefixCacheStats>,
 }
 
 /// A distribution summary in milliseconds.

@@ -19,13 +19,13 @@ pub fn render(r: &SweepResult) -> String {
     if r.simulated {
         out.push_str("SIMULATED: numbers come from kneecap's built-in simulator\n");
     }
-    let rows: Vec<Vec<String>> = r.steps_by_load().into_iter().map(row).collect();
+    let (heads, rows) = columns(r);
     if rows.is_empty() {
         out.push_str("no steps ran\n");
     } else {
         out.push_str(&units_caption(r));
         out.push('\n');
-        out.push_str(&layout(&headers(), &rows));
+        out.push_str(&layout(&heads, &rows));
     }
     out.push('\n');
     for line in summary_lines(r) {
@@ -48,10 +48,45 @@ pub fn headers() -> Vec<String> {
 
 /// The units of the table's columns.
 pub fn units_caption(r: &SweepResult) -> String {
+    let cache = if has_cache_column(r) {
+        "; cache hit = the server's prefix-cache hit rate"
+    } else {
+        ""
+    };
     format!(
-        "load in {}; achieved and goodput in req/s; latencies in ms; waiting = mean queued requests",
+        "load in {}; achieved and goodput in req/s; latencies in ms; waiting = mean queued requests{cache}",
         r.load_unit()
     )
+}
+
+/// True when some step reports the server's prefix-cache hit rate: the
+/// table then has a `cache hit` column before `steady`.
+pub fn has_cache_column(r: &SweepResult) -> bool {
+    r.steps.iter().any(|s| s.prefix_cache.is_some())
+}
+
+/// The step table (console and HTML): headers, and one row per step in
+/// load order, with the `cache hit` column when some step has one.
+pub fn columns(r: &SweepResult) -> (Vec<String>, Vec<Vec<String>>) {
+    let cache = has_cache_column(r);
+    let mut heads = headers();
+    let mut rows: Vec<Vec<String>> = r.steps_by_load().into_iter().map(row).collect();
+    if cache {
+        let at = heads.len() - 3;
+        heads.insert(at, "cache hit".into());
+        for (cells, s) in rows.iter_mut().zip(r.steps_by_load()) {
+            cells.insert(at, hit_rate_cell(s.prefix_cache.as_ref()));
+        }
+    }
+    (heads, rows)
+}
+
+/// A prefix-cache hit rate as a percentage (`67.6%`), `-` when none.
+pub fn hit_rate_cell(p: Option<&super::PrefixCacheStats>) -> String {
+    match p.and_then(|p| p.hit_rate) {
+        Some(rate) => format!("{}%", num(rate * 100.0, 1)),
+        None => "-".into(),
+    }
 }
 
 /// One table row for a step, cells already formatted (console and HTML).

@@ -196,8 +196,12 @@ pub fn step_line(s: &StepResult, unit: &str) -> String {
         .first()
         .map(|r| format!(" — {r}"))
         .unwrap_or_default();
+    let cache = match s.prefix_cache.as_ref().and_then(|p| p.hit_rate) {
+        Some(rate) => format!(", cache hit {:.1}%", rate * 100.0),
+        None => String::new(),
+    };
     format!(
-        "  step {:>8.2} {unit}: achieved {:>7.2} req/s, p99 TTFT {:>8.1} ms, {} requests → {verdict}{why}",
+        "  step {:>8.2} {unit}: achieved {:>7.2} req/s, p99 TTFT {:>8.1} ms, {} requests{cache} → {verdict}{why}",
         s.load, s.achieved_rate, s.ttft_ms.p99, s.n_requests
     )
 }

@@ -168,6 +168,7 @@ pub fn judge_step(e: StepEvidence, max_error_rate: f64) -> StepResult {
         latency_series: Vec::new(),
         usd_per_million_output_tokens: None,
         shard: None,
+        prefix_cache: None,
     }
 }
 

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod cli;
+pub mod sim;
 pub mod trace;
 
 use bytes::Bytes;

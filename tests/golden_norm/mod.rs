@@ -129,6 +129,12 @@ const RULES: &[(&str, Class)] = &[
     // and a back-off after misses, so how many samples land in a 1 s window
     // varies, and with none the source and the means are null.
     ("/steps/*/queue_source", Present),
+    // A step's prefix-cache counts: what a later step finds cached depends
+    // on what the earlier ones left (exact against the sim's trace in
+    // tests/sim_sweep_cache.rs).
+    ("/steps/*/prefix_cache/queried_tokens", TypeOnly),
+    ("/steps/*/prefix_cache/hit_tokens", TypeOnly),
+    ("/steps/*/prefix_cache/hit_rate", TypeOnly),
     ("/steps/*/queue", Opaque),
     ("/steps/*/mean_waiting", Present),
     ("/steps/*/max_waiting", Present),

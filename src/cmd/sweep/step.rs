@@ -6,6 +6,7 @@
 use super::adaptive::{watch_step, Monitor};
 use super::Ctx;
 use crate::client::scrape::QueueSample;
+use crate::cmd::cache_hits;
 use crate::cmd::prepare::{self as runner, Level};
 use crate::config::sweep::{StepTiming, SweepConfig};
 use crate::engine::{self, probe, Releases};
@@ -13,6 +14,7 @@ use crate::metrics::health;
 use crate::metrics::stats::{self, StatsOptions};
 use crate::metrics::{RequestRecord, KNEECAP_PERCENTILES};
 use crate::report::sweep::StepResult;
+use crate::report::PrefixCacheStats;
 use crate::schedule::{self, Arrival};
 use crate::sweep::adaptive::{step_decision, AdaptiveRule};
 use crate::sweep::knee::LoadUnit;
@@ -125,6 +127,7 @@ pub(crate) async fn run_step(
     if cfg.html.is_some() {
         step.latency_series = crate::report::series::latency_series(&m.out.records);
     }
+    step.prefix_cache = m.prefix_cache;
     step
 }
 
@@ -135,6 +138,8 @@ pub(crate) struct Measured {
     pub(crate) check: probe::SelfCheck,
     pub(crate) source: Option<String>,
     pub(crate) queue: Vec<QueueSample>,
+    /// The server's prefix-cache hit rate over the step.
+    pub(crate) prefix_cache: Option<PrefixCacheStats>,
 }
 
 /// An adaptive step's observer, rule and the sender that ends its releases.
@@ -160,6 +165,7 @@ pub(crate) async fn measure(
             None => None,
         }
     };
+    let cache_before = cache_hits::counters(ctx.scraper.as_ref()).await;
     let t0 = Instant::now();
     let scrape = async {
         match &ctx.scraper {
@@ -175,11 +181,13 @@ pub(crate) async fn measure(
         out
     };
     let ((out, check), (source, queue), _last_look) = tokio::join!(run, scrape, watcher);
+    let prefix_cache = cache_hits::since(ctx.scraper.as_ref(), cache_before, &out.records).await;
     Measured {
         out,
         check,
         source: source.map(|s| format!("{s:?}").to_lowercase()),
         queue,
+        prefix_cache,
     }
 }
 
