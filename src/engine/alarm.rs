@@ -151,7 +151,7 @@ impl Alarms {
 
 /// The alarm thread: until every handle is gone.
 fn run(rx: Receiver<Request>) {
-    reduce_timer_slack();
+    super::dispatch::reduce_timer_slack();
     let mut queue: AlarmQueue<oneshot::Sender<Fired>> = AlarmQueue::default();
     let mut order = 0u64;
     loop {
@@ -191,18 +191,6 @@ fn run(rx: Receiver<Request>) {
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => return,
         }
-    }
-}
-
-/// Ask Linux for 1 ns timer slack on this thread (default 50 µs), so sleeps
-/// end closer to their deadline. Best effort; harmless elsewhere.
-#[allow(unsafe_code)]
-fn reduce_timer_slack() {
-    #[cfg(target_os = "linux")]
-    // SAFETY: prctl(PR_SET_TIMERSLACK) takes plain integers, touches no memory
-    // of ours, and only affects the calling thread.
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
     }
 }
 

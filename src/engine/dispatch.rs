@@ -83,7 +83,7 @@ fn wait_until(deadline: Instant, cancel: &AtomicBool) {
 /// Ask Linux for 1 ns timer slack on this thread (default 50 µs), so sleeps
 /// end closer to their deadline. Best effort; harmless elsewhere.
 #[allow(unsafe_code)]
-fn reduce_timer_slack() {
+pub(super) fn reduce_timer_slack() {
     #[cfg(target_os = "linux")]
     // SAFETY: prctl(PR_SET_TIMERSLACK) takes plain integers, touches no memory
     // of ours, and only affects the calling thread.
