@@ -45,25 +45,7 @@ fn run_with(
     records: &[crate::metrics::RequestRecord],
     slo: &str,
 ) -> (Duration, Look) {
-    let slos = vec![slo.parse::<Slo>().unwrap()];
-    let mut t = Duration::ZERO;
-    loop {
-        t += LOOK_EVERY;
-        let finished: Vec<_> = records
-            .iter()
-            .filter(|r| r.due <= t && r.last_token.unwrap() <= t)
-            .cloned()
-            .collect();
-        let in_flight: Vec<Duration> = records
-            .iter()
-            .filter(|r| r.due <= t && r.last_token.unwrap() > t)
-            .map(|r| r.due)
-            .collect();
-        let look = rule.look(t, &slos, &finished, &in_flight);
-        if look.end {
-            return (t, look);
-        }
-    }
+    crate::sweep::testing::look_until_end(rule, &[slo.parse::<Slo>().unwrap()], records)
 }
 
 #[test]

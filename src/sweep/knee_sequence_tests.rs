@@ -4,11 +4,11 @@
 //! at every 250 ms of fake time, as the live sweep does.
 use super::*;
 use crate::metrics::RequestRecord;
-use crate::sweep::adaptive::{step_decision, AdaptiveRule, LOOK_EVERY};
+use crate::sweep::adaptive::{step_decision, AdaptiveRule};
 use crate::sweep::calibrate::plan_after;
 use crate::sweep::confidence::Decision;
 use crate::sweep::slo::{evaluate, Slo};
-use crate::sweep::testing::ok;
+use crate::sweep::testing::{look_until_end, ok};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::time::Duration;
@@ -54,24 +54,7 @@ fn step(load: f64, seed: u64) -> (StepPoint, Duration) {
     };
     let slos = vec!["p99_ttft_ms<=300".parse::<Slo>().unwrap()];
     let records = stream(load, rule.cap + Duration::from_secs(2), seed);
-    let mut t = Duration::ZERO;
-    loop {
-        t += LOOK_EVERY;
-        let finished: Vec<_> = records
-            .iter()
-            .filter(|r| r.due <= t && r.last_token.unwrap() <= t)
-            .cloned()
-            .collect();
-        let in_flight: Vec<Duration> = records
-            .iter()
-            .filter(|r| r.due <= t && r.last_token.unwrap() > t)
-            .map(|r| r.due)
-            .collect();
-        let look = rule.look(t, &slos, &finished, &in_flight);
-        if look.end {
-            break;
-        }
-    }
+    let (t, _) = look_until_end(&rule, &slos, &records);
     // As the live judge does: the step's verdict is the point estimate over
     // its whole window (the requests in flight drain), and its confidence
     // is judged once more over that window, corrected for the tests.

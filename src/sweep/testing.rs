@@ -1,5 +1,8 @@
-//! Test fixtures for the sweep module: compact record constructors.
+//! Test fixtures for the sweep module: compact record constructors and an
+//! adaptive step run in fake time.
 use crate::metrics::{ErrorKind, RequestError, RequestRecord};
+use crate::sweep::adaptive::{AdaptiveRule, Look, LOOK_EVERY};
+use crate::sweep::slo::Slo;
 use std::time::Duration;
 
 /// `x` milliseconds.
@@ -48,5 +51,33 @@ pub fn failed(sent_ms: u64, kind: ErrorKind) -> RequestRecord {
             message: kind.as_str().to_string(),
         }),
         ..RequestRecord::default()
+    }
+}
+
+/// Run an adaptive step in fake time over `records` (each finished at its
+/// `last_token`): look every [`LOOK_EVERY`] as the live sweep does, until
+/// the rule ends the step. Returns when it ended and the last look.
+pub fn look_until_end(
+    rule: &AdaptiveRule,
+    slos: &[Slo],
+    records: &[RequestRecord],
+) -> (Duration, Look) {
+    let mut t = Duration::ZERO;
+    loop {
+        t += LOOK_EVERY;
+        let finished: Vec<_> = records
+            .iter()
+            .filter(|r| r.due <= t && r.last_token.unwrap() <= t)
+            .cloned()
+            .collect();
+        let in_flight: Vec<Duration> = records
+            .iter()
+            .filter(|r| r.due <= t && r.last_token.unwrap() > t)
+            .map(|r| r.due)
+            .collect();
+        let look = rule.look(t, slos, &finished, &in_flight);
+        if look.end {
+            return (t, look);
+        }
     }
 }
