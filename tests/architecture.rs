@@ -24,6 +24,7 @@ const FLOORS: &[(&str, u32)] = &[
     ("workload", 11),
     ("schedule", 11),
     ("sim", 11),
+    ("rxstamp", 12),
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

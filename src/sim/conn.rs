@@ -1,6 +1,8 @@
 //! The simulator's accept loop and one task per connection: plain HTTP/1.1,
 //! or a TLS handshake (within the read timeout) first when `--tls-cert` is
-//! set. Shutdown stops accepting and gives open connections [`DRAIN`].
+//! set. Every connection reads through an [`RxTap`], so requests know when
+//! the kernel received them. Shutdown stops accepting and gives open
+//! connections [`DRAIN`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,6 +16,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 
+use super::rx::{RxCell, RxTap};
 use super::server::{handle, Shared};
 
 /// How long shutdown waits for in-flight responses before cutting them.
@@ -32,10 +35,11 @@ pub(super) async fn accept_loop(
             res = listener.accept() => match res {
                 Ok((stream, _)) => {
                     let _ = stream.set_nodelay(true);
+                    let (stream, rx) = RxTap::new(stream);
                     let (shared, stop) = (shared.clone(), stop.clone());
                     match &tls {
-                        None => conns.spawn(serve_conn(stream, shared, stop)),
-                        Some(tls) => conns.spawn(serve_tls(tls.clone(), stream, shared, stop)),
+                        None => conns.spawn(serve_conn(stream, rx, shared, stop)),
+                        Some(tls) => conns.spawn(serve_tls(tls.clone(), stream, rx, shared, stop)),
                     };
                 }
                 // Out of file descriptors and the like: back off, keep serving.
@@ -55,22 +59,32 @@ pub(super) async fn accept_loop(
 /// The TLS handshake (within the read timeout), then HTTP on top.
 async fn serve_tls(
     tls: TlsAcceptor,
-    stream: tokio::net::TcpStream,
+    stream: RxTap,
+    rx: RxCell,
     shared: Arc<Shared>,
     stop: watch::Receiver<bool>,
 ) {
     let read_timeout = shared.cfg.read_timeout;
     if let Ok(Ok(stream)) = tokio::time::timeout(read_timeout, tls.accept(stream)).await {
-        serve_conn(stream, shared, stop).await;
+        serve_conn(stream, rx, shared, stop).await;
     }
 }
 
-async fn serve_conn<S>(stream: S, shared: Arc<Shared>, mut stop: watch::Receiver<bool>)
-where
+/// HTTP/1.1 on one connection; each request carries the connection's
+/// [`RxCell`] in its extensions.
+async fn serve_conn<S>(
+    stream: S,
+    rx: RxCell,
+    shared: Arc<Shared>,
+    mut stop: watch::Receiver<bool>,
+) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let read_timeout = shared.cfg.read_timeout;
-    let svc = service_fn(move |req| handle(req, shared.clone()));
+    let svc = service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+        req.extensions_mut().insert(rx.clone());
+        handle(req, shared.clone())
+    });
     let conn = http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(read_timeout)

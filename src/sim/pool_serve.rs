@@ -14,6 +14,7 @@ use hyper::body::Incoming;
 
 use super::driver::{Command, Delivery, DispatchMsg, Submission};
 use super::pooling::{parse_pool_request, pool_response, PoolEndpoint};
+use super::rx::RxCell;
 use super::server::{
     error, json, read_body, refusal_error, refuse, shutting_down, unix_now, Shared,
 };
@@ -36,11 +37,13 @@ pub(super) async fn pool(
         endpoint: endpoint.name(),
         ..TraceRecord::default()
     };
+    let rx = req.extensions().get::<RxCell>().cloned();
     let body = match read_body(req, shared.cfg.read_timeout).await {
         Ok(b) => b,
         Err(err) => return refuse(shared, rec, &err, "bad_request"),
     };
     rec.arrival = shared.now();
+    rec.arrival_rx = shared.rx_time(rx.as_ref());
     let cfg = &shared.cfg;
     let preq = match parse_pool_request(endpoint, &body, cfg.params.max_model_len) {
         Ok(r) => r,

@@ -30,6 +30,7 @@ use super::fault::{Refusal, StreamFault};
 use super::metrics::SimMetrics;
 use super::model::sampled_output_len;
 use super::pool_serve::pool;
+use super::rx::RxCell;
 use super::pooling::PoolEndpoint;
 use super::stream::{collect_tokens, finish_reason, SimBody, SseBody, Tracker};
 use super::trace::{TraceRecord, TraceSink, TraceWriter};
@@ -63,6 +64,11 @@ impl Shared {
     /// Sim-clock time now.
     pub fn now(&self) -> Duration {
         self.epoch.elapsed()
+    }
+
+    /// Sim-clock time of the kernel's receive stamp in `rx`, if any.
+    pub fn rx_time(&self, rx: Option<&RxCell>) -> Option<Duration> {
+        Some(rx?.instant()?.saturating_duration_since(self.epoch))
     }
 }
 
@@ -268,11 +274,13 @@ async fn generate(
 ) -> Response<SimBody> {
     let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
     let mut rec = new_record(&req, id, endpoint);
+    let rx = req.extensions().get::<RxCell>().cloned();
     let body = match read_body(req, shared.cfg.read_timeout).await {
         Ok(b) => b,
         Err(err) => return refuse(shared, rec, &err, "bad_request"),
     };
     rec.arrival = shared.now();
+    rec.arrival_rx = shared.rx_time(rx.as_ref());
     let cfg = &shared.cfg;
     let greq = match parse_request(endpoint, &body, cfg.params.max_model_len) {
         Ok(r) => r,

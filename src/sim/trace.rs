@@ -34,8 +34,12 @@ pub struct TraceRecord {
     /// `cut_stream`, `malformed`, `stall`, `error_event`): ground truth for
     /// a client's failure classification.
     pub fault: Option<&'static str>,
-    /// Body fully received.
+    /// Body fully received, as the handler saw it.
     pub arrival: Duration,
+    /// When the kernel received the request's last byte (`SO_TIMESTAMPNS`
+    /// on the connection), where the socket gave a stamp: the arrival
+    /// without the simulator's own wait to be scheduled.
+    pub arrival_rx: Option<Duration>,
     /// First admitted to the running batch.
     pub scheduled: Option<Duration>,
     /// First token released by the engine (end of its prefill step).
@@ -77,6 +81,7 @@ impl TraceRecord {
             "outcome": self.outcome,
             "fault": self.fault,
             "arrival_s": self.arrival.as_secs_f64(),
+            "arrival_rx_s": s(self.arrival_rx),
             "scheduled_s": s(self.scheduled),
             "first_token_engine_s": s(self.first_token_engine),
             "first_token_s": s(self.first_token),

@@ -3,7 +3,7 @@
 //! it returns, before any parsing: no background connection task and no
 //! channel between the socket and the SSE parser. Each read also carries the
 //! kernel's receive time of its data when the socket gives one
-//! ([`super::net::stamp`]); over TLS, that of the socket read that delivered
+//! ([`crate::rxstamp`]); over TLS, that of the socket read that delivered
 //! the record. Idle
 //! keep-alive connections wait in a pool. Framing is decoded by the sans-IO
 //! [`wire`]; connections come from a [`Dialer`].
@@ -219,7 +219,7 @@ where
         let task = Instant::now();
         let kernel = conn
             .last_rx()
-            .map(|rx| super::net::stamp::kernel_instant(rx, task, SystemTime::now()));
+            .map(|rx| crate::rxstamp::kernel_instant(rx, task, SystemTime::now()));
         let at = Stamp { task, kernel };
         let n = match n {
             Ok(n) => n,

@@ -1,7 +1,7 @@
 //! Opening connections to the target: TCP, then through an HTTP proxy when
 //! the environment names one ([`proxy`]), then TLS for `https://` ([`tls`]).
 //! A [`Conn`] is plain TCP or TLS over TCP, both over a [`StampedTcp`]
-//! ([`stamp`]): every socket read also brings the kernel's receive time,
+//! ([`crate::rxstamp`]): every socket read also brings the kernel's receive time,
 //! where the platform gives one. Through TLS the stamp is that of the
 //! socket read that delivered the record.
 //!
@@ -10,13 +10,12 @@
 //! (`POST http://host:port/path`), as curl and aiohttp do.
 
 pub mod proxy;
-pub mod stamp;
 pub mod tls;
 
 use base64::Engine as _;
 use proxy::ProxyUrl;
 use rustls::pki_types::ServerName;
-use stamp::StampedTcp;
+use crate::rxstamp::StampedTcp;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
