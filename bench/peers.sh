@@ -10,7 +10,8 @@
 # ignore_eos, streaming /v1/completions over HTTP/1.1 for every tool.
 # Measured tool-independently from the sim's trace: the arrival rate the
 # server saw, server-side TTFT (first token handed to the connection minus
-# request received), completed requests. From each tool: its own TTFT
+# the kernel's receive time of the request's last byte: the sim's
+# `arrival_rx_s`), completed requests. From each tool: its own TTFT
 # p50/p99 (-> TTFT inflation = tool - server), and its CPU time (user+sys,
 # GNU time, children included) minus its start-up CPU (measured once per
 # tool with a 1-request run).

@@ -17,6 +17,14 @@ def q(xs, p):
     return xs[min(len(xs) - 1, round(p * (len(xs) - 1)))]
 
 
+def arrival(r):
+    """The server-side arrival: when the kernel received the request's last
+    byte (`arrival_rx_s`), or when the sim's handler read it where the sim had
+    no kernel stamp."""
+    rx = r.get("arrival_rx_s")
+    return r["arrival_s"] if rx is None else rx
+
+
 def trace_stats(path):
     recs = []
     with open(path) as f:
@@ -27,8 +35,12 @@ def trace_stats(path):
     ok = [r for r in recs if r.get("outcome") == "ok" and r.get("first_token_s") is not None]
     arr = sorted(r["arrival_s"] for r in recs)
     span = arr[-1] - arr[0] if len(arr) > 1 else 0.0
-    ttft = [(r["first_token_s"] - r["arrival_s"]) * 1e3 for r in ok]
+    ttft = [(r["first_token_s"] - arrival(r)) * 1e3 for r in ok]
+    waits = [(r["arrival_s"] - r["arrival_rx_s"]) * 1e3 for r in recs
+             if r.get("arrival_rx_s") is not None]
     return {
+        "wait50": q(waits, 0.5) if waits else float("nan"),
+        "wait99": q(waits, 0.99) if waits else float("nan"),
         "arrived": len(recs),
         "ok": len(ok),
         "rate": (len(arr) - 1) / span if span > 0 else float("nan"),
@@ -103,12 +115,15 @@ def main():
 
     print("\n### Per run\n")
     print("TTFT inflation = the tool's TTFT − the server's TTFT (sim trace: first token "
-          "handed to the connection − request received), at the same percentile. "
-          "Busy CPU = the tool's user+sys − its start-up CPU.\n")
+          "handed to the connection − the kernel's receive time of the request's last "
+          "byte), at the same percentile. Sim wait = the sim's handler read − that "
+          "kernel receive time: server-side time a handler-stamped trace would charge "
+          "to the client. Busy CPU = the tool's user+sys − its start-up CPU.\n")
     print("| offered req/s | tool | rc | server-seen req/s | arrived/ok (of N) | tool completed/failed "
-          "| server TTFT p50/p99 ms | tool TTFT p50/p99 ms | inflation p50/p99 ms | busy CPU s "
+          "| server TTFT p50/p99 ms | sim wait p50/p99 ms | tool TTFT p50/p99 ms "
+          "| inflation p50/p99 ms | busy CPU s "
           "| CPU s per 1k events | events per core-s | wall s | sustained |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     res = {}
     for r in runs:
         if r["rate"] == "startup":
@@ -118,7 +133,8 @@ def main():
             s = trace_stats(base + ".trace.jsonl")
         except (OSError, ValueError):
             s = dict(arrived=0, ok=0, rate=float("nan"), span=0, events=0,
-                     ttft50=float("nan"), ttft99=float("nan"))
+                     ttft50=float("nan"), ttft99=float("nan"),
+                     wait50=float("nan"), wait99=float("nan"))
         t50, t99, comp, fail = tool_stats(r["tool"], base)
         busy = r["cpu"] - startup.get(r["tool"], {"cpu": 0.0})["cpu"]
         ev = s["events"]
@@ -130,6 +146,7 @@ def main():
         print(f"| {r['rate']} | {r['tool']} | {r['rc']} | {fmt(s['rate'])} | "
               f"{s['arrived']}/{s['ok']} ({r['n']}) | {fmt(comp, 'd')}/{fmt(fail, 'd')} | "
               f"{fmt(s['ttft50'], '.2f')} / {fmt(s['ttft99'], '.2f')} | "
+              f"{fmt(s['wait50'], '.2f')} / {fmt(s['wait99'], '.2f')} | "
               f"{fmt(t50, '.2f')} / {fmt(t99, '.2f')} | "
               f"{fmt(t50 - s['ttft50'], '.2f')} / {fmt(t99 - s['ttft99'], '.2f')} | "
               f"{busy:.2f} | {fmt(1000 * busy / ev if ev else float('nan'), '.3f')} | "
@@ -138,7 +155,7 @@ def main():
         ts = task_stamped(base) if r["tool"] == "kneecap" else None
         if ts:
             src, a50, a99, delay = ts
-            print(f"| {r['rate']} | kneecap, same run, task stamps | | | | | | "
+            print(f"| {r['rate']} | kneecap, same run, task stamps | | | | | | | "
                   f"{fmt(a50, '.2f')} / {fmt(a99, '.2f')} | "
                   f"{fmt(a50 - s['ttft50'], '.2f')} / {fmt(a99 - s['ttft99'], '.2f')} | "
                   f"stamps: {src}; scheduling delay p50/p99 "
