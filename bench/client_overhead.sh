@@ -22,6 +22,8 @@
 # KNEECAP_UI=plain-tty: the same pseudo-terminal with `--ui plain` (the
 # control for the dashboard: both pay for the terminal relay).
 # ONLY_TTFT=1: part 1 only.
+# OPEN_RATE=3200: part 1 as an open loop at that rate (Poisson, 12 s, 64
+# output tokens with ignore_eos) instead of N closed-loop streams; part 1 only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N="${1:-1000}"
@@ -50,9 +52,19 @@ rss_run() { # label, kneecap run args...
   fi
 }
 
-echo "== 1. client-added TTFT at $N concurrent streams"
-start_sim ttft --trace "$TMP/trace.jsonl" --step-base-ms 20 --decode-seq-us 20
-rss_run many --base-url "$URL" --max-concurrency "$N" --num-prompts $((N * 4)) \
+if [ -n "${OPEN_RATE:-}" ]; then
+  # Open loop: OPEN_RATE req/s (Poisson) for 12 s against the sim with
+  # bench/peers.sh's step costs; "the first wave" is the first second.
+  echo "== 1. client-added TTFT at $OPEN_RATE req/s (open loop, 12 s)"
+  start_sim ttft --trace "$TMP/trace.jsonl" --step-base-ms 2 --decode-seq-us 2
+  LOAD=(--request-rate "$OPEN_RATE" --num-prompts $((OPEN_RATE * 12)) --ignore-eos)
+  N=$OPEN_RATE
+else
+  echo "== 1. client-added TTFT at $N concurrent streams"
+  start_sim ttft --trace "$TMP/trace.jsonl" --step-base-ms 20 --decode-seq-us 20
+  LOAD=(--max-concurrency "$N" --num-prompts $((N * 4)))
+fi
+rss_run many --base-url "$URL" "${LOAD[@]}" \
   --random-input-len 32 --random-output-len 64 --request-id-prefix "many-" \
   --save-result --save-detailed --result-filename "$TMP/many.json"
 grep -E "Output token throughput|Median TTFT \(|P99 TTFT \(" "$TMP/out-many"
@@ -107,7 +119,7 @@ for name, xs, x0 in (("request path (sent -> sim's kernel received)", req, req0)
     print(f"  {name}, above its fastest request: p50 {q(d, .5):.3f} ms, p99 {q(d, .99):.3f} ms")
 PY
 kill "${SIMS[@]}" 2>/dev/null || true; SIMS=()
-if [ -n "${ONLY_TTFT:-}" ]; then exit 0; fi
+if [ -n "${ONLY_TTFT:-}${OPEN_RATE:-}" ]; then exit 0; fi
 
 echo "== 2. memory per in-flight stream"
 start_sim mem --step-base-ms 50 --decode-seq-us 1
