@@ -45,7 +45,9 @@ pub struct SimArgs {
     /// Seed for sampled output lengths (without ignore_eos) and faults.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Write one JSON line per request (server-side times) to FILE.
+    /// Write one JSON line per request (server-side times) to FILE. Each
+    /// line has two arrivals: the handler's read (`arrival_s`) and the
+    /// kernel's receive time of the request's last byte (`arrival_rx_s`).
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
     /// Fraction of requests answered with HTTP 500.
