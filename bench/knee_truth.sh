@@ -11,6 +11,9 @@
 # Usage: bench/knee_truth.sh [SLO]        (default p99_ttft_ms<=500)
 # Prints one line per workload: truth, bracket, confidences, wall time, steps.
 # KT_KEEP=DIR keeps each sweep's JSON and stderr there.
+# KT_WORKLOADS="preset in out; ..." picks workloads (default the three above).
+# KT_SWEEP_FLAGS="..." adds flags to every sweep (e.g. "--calibrate-budget 60s
+# --step-max-duration 300s" for a slow server such as 7b-24gb).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SLO="${1:-p99_ttft_ms<=500}"
@@ -26,14 +29,15 @@ fi
 
 echo "| workload | true knee (virtual time) | sweep bracket | contains truth | confidence pass / fail | wall s | steps |"
 echo "|---|---|---|---|---|---|---|"
-for w in "tiny 1024 128" "tiny 128 64" "7b-24gb 1024 128"; do
+IFS=';' read -ra WORKLOADS <<<"${KT_WORKLOADS:-tiny 1024 128; tiny 128 64; 7b-24gb 1024 128}"
+for w in "${WORKLOADS[@]}"; do
   set -- $w
   preset=$1 in=$2 out=$3
   truth=$("$K" sim --explain --slo "$SLO" --preset "$preset" --input-len "$in" --output-len "$out" |
     grep -o 'true knee[^:]*: *[0-9.]*' | grep -o '[0-9.]*$' | head -1)
   t0=$(date +%s.%N)
   "$K" sweep --sim-preset "$preset" --random-input-len "$in" --random-output-len "$out" --ignore-eos \
-    --calibrate --adaptive --slo "$SLO" -o "$TMP/sweep.json" > /dev/null 2> "$TMP/err" || true
+    --calibrate --adaptive --slo "$SLO" ${KT_SWEEP_FLAGS:-} -o "$TMP/sweep.json" > /dev/null 2> "$TMP/err" || true
   cp "$TMP/sweep.json" "$TMP/sweep-$preset-$in-$out.json" 2>/dev/null || true
   cp "$TMP/err" "$TMP/sweep-$preset-$in-$out.err" 2>/dev/null || true
   wall=$(echo "$(date +%s.%N) - $t0" | bc)

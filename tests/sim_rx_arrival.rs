@@ -105,7 +105,10 @@ fn kernel_arrival_stamp_holds_while_the_sim_runtime_is_starved() {
     let gap = |v: &Value| {
         let handler = v["arrival_s"].as_f64().unwrap();
         let kernel = v["arrival_rx_s"].as_f64().expect("a kernel arrival stamp");
-        assert!(kernel <= handler + 1e-6, "kernel stamp after the handler: {v}");
+        assert!(
+            kernel <= handler + 1e-6,
+            "kernel stamp after the handler: {v}"
+        );
         handler - kernel
     };
     let stalled = recs.iter().find(|v| v["request_id"] == "stalled").unwrap();

@@ -72,12 +72,8 @@ async fn serve_tls(
 
 /// HTTP/1.1 on one connection; each request carries the connection's
 /// [`RxCell`] in its extensions.
-async fn serve_conn<S>(
-    stream: S,
-    rx: RxCell,
-    shared: Arc<Shared>,
-    mut stop: watch::Receiver<bool>,
-) where
+async fn serve_conn<S>(stream: S, rx: RxCell, shared: Arc<Shared>, mut stop: watch::Receiver<bool>)
+where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let read_timeout = shared.cfg.read_timeout;

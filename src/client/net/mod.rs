@@ -12,10 +12,10 @@
 pub mod proxy;
 pub mod tls;
 
+use crate::rxstamp::StampedTcp;
 use base64::Engine as _;
 use proxy::ProxyUrl;
 use rustls::pki_types::ServerName;
-use crate::rxstamp::StampedTcp;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
