@@ -102,25 +102,28 @@ fn kernel_arrival_stamp_holds_while_the_sim_runtime_is_starved() {
         .filter(|v| v["request_id"].is_string())
         .collect();
     assert_eq!(recs.len(), 4, "{text}");
+    // Handler read minus kernel arrival, when the read had a kernel stamp.
     let gap = |v: &Value| {
         let handler = v["arrival_s"].as_f64().unwrap();
-        let kernel = v["arrival_rx_s"].as_f64().expect("a kernel arrival stamp");
+        let kernel = v["arrival_rx_s"].as_f64()?;
         assert!(
             kernel <= handler + 1e-6,
             "kernel stamp after the handler: {v}"
         );
-        handler - kernel
+        Some(handler - kernel)
     };
     let stalled = recs.iter().find(|v| v["request_id"] == "stalled").unwrap();
     // The request reached the socket just as the stall began; the handler
     // read it only when the stall ended.
-    let stalled_gap = gap(stalled);
+    let stalled_gap = gap(stalled).unwrap_or_else(|| panic!("no kernel arrival stamp: {text}"));
     assert!(
         stalled_gap >= STALL.as_secs_f64() / 2.0,
         "handler − kernel arrival {stalled_gap:.3} s, expected most of the {STALL:?} stall"
     );
-    for warm in recs.iter().filter(|v| v["request_id"] != "stalled") {
-        let g = gap(warm);
+    // A warm-up may lack a stamp: Linux turns receive stamping on for the
+    // host a moment after the first socket asks.
+    let warm = recs.iter().filter(|v| v["request_id"] != "stalled");
+    for g in warm.filter_map(gap) {
         assert!(g < stalled_gap, "an unstalled request waited {g:.3} s");
     }
 }
