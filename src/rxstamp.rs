@@ -18,6 +18,10 @@
 //! ([`kernel_instant`]): an NTP step between two reads moves one stamp, not
 //! the run.
 //!
+//! [`StampedTcp::publishing`] also copies each read's stamp to an
+//! [`RxCell`] for code that does not own the stream: the simulator's
+//! request handlers, which run under hyper.
+//!
 //! Sockets that refuse the option, and every build off Linux, read through
 //! the plain `TcpStream` and carry no kernel stamp (the caller falls back
 //! to the task stamp). So do reads of segments that arrived before Linux
@@ -27,6 +31,8 @@
 
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant, SystemTime};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -44,12 +50,51 @@ pub struct StampedTcp {
     /// Control-message buffer, reused by every read.
     #[cfg(target_os = "linux")]
     cmsg: Vec<u8>,
+    /// Where every read's stamp is also published, for code that does not
+    /// own the stream (a server's request handler under hyper).
+    publish: Option<RxCell>,
+}
+
+/// A shared copy of a stream's latest read stamp: the kernel's receive time
+/// in nanoseconds since the Unix epoch on the real-time clock, 0 when that
+/// read had none.
+#[derive(Debug, Clone, Default)]
+pub struct RxCell(Arc<AtomicU64>);
+
+impl RxCell {
+    fn store(&self, rx: Option<Duration>) {
+        let ns = rx.map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(0));
+        self.0.store(ns, Ordering::Relaxed);
+    }
+
+    /// The latest read's kernel receive time as an `Instant`, if it had one.
+    pub fn instant(&self) -> Option<Instant> {
+        match self.0.load(Ordering::Relaxed) {
+            0 => None,
+            ns => Some(kernel_instant(
+                Duration::from_nanos(ns),
+                Instant::now(),
+                SystemTime::now(),
+            )),
+        }
+    }
 }
 
 impl StampedTcp {
     /// Wrap `tcp`, asking the kernel for receive timestamps when it can.
     pub fn new(tcp: TcpStream) -> Self {
         Self::with_kernel_stamps(tcp, true)
+    }
+
+    /// Wrap `tcp` with kernel stamps, each read's stamp also copied to the
+    /// returned cell.
+    pub fn publishing(tcp: TcpStream) -> (Self, RxCell) {
+        let cell = RxCell::default();
+        let stream = StampedTcp {
+            publish: Some(cell.clone()),
+            ..Self::new(tcp)
+        };
+        (stream, cell)
     }
 
     /// Wrap `tcp`; `want` false keeps it on plain reads (task stamps only).
@@ -61,6 +106,7 @@ impl StampedTcp {
             last: None,
             #[cfg(target_os = "linux")]
             cmsg: sys::cmsg_buffer(),
+            publish: None,
         }
     }
 
@@ -103,7 +149,14 @@ impl AsyncRead for StampedTcp {
         if !this.kernel {
             return Pin::new(&mut this.tcp).poll_read(cx, buf);
         }
-        sys::poll_read_stamped(this, cx, buf)
+        let before = buf.filled().len();
+        let polled = sys::poll_read_stamped(this, cx, buf);
+        if let Some(cell) = &this.publish {
+            if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+                cell.store(this.last);
+            }
+        }
+        polled
     }
 }
 
@@ -276,6 +329,37 @@ mod tests {
             "{:?}",
             at - written
         );
+    }
+
+    #[tokio::test]
+    async fn a_publishing_stream_copies_each_reads_stamp_to_its_cell() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (mut server, _) = listener.accept().await.unwrap();
+        let (mut conn, cell) = StampedTcp::publishing(client);
+        assert_eq!(cell.instant(), None, "nothing read yet");
+        let mut buf = [0u8; 4];
+        // Until the host's stamping is on (see above), reads have no stamp.
+        for _ in 0..100 {
+            server.write_all(b"x").await.unwrap();
+            assert_eq!(conn.read(&mut buf).await.unwrap(), 1);
+            // The cell follows every read, with or without a stamp.
+            assert_eq!(cell.instant().is_some(), conn.last_rx().is_some());
+            if conn.last_rx().is_some() || !conn.kernel_stamps() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        if let Some(rx) = conn.last_rx() {
+            let (at, now) = (cell.instant().unwrap(), Instant::now());
+            let direct = kernel_instant(rx, now, SystemTime::now());
+            let apart = at.max(direct) - at.min(direct);
+            // Two mappings of one stamp, read a moment apart.
+            assert!(apart < Duration::from_millis(5), "{apart:?}");
+        }
     }
 
     #[tokio::test]

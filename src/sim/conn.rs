@@ -1,8 +1,14 @@
 //! The simulator's accept loop and one task per connection: plain HTTP/1.1,
 //! or a TLS handshake (within the read timeout) first when `--tls-cert` is
-//! set. Every connection reads through an [`RxTap`], so requests know when
-//! the kernel received them. Shutdown stops accepting and gives open
-//! connections [`DRAIN`].
+//! set. Shutdown stops accepting and gives open connections [`DRAIN`].
+//!
+//! When each request arrived: every connection reads through a
+//! [`StampedTcp`] (kernel receive stamps, `SO_TIMESTAMPNS`) that publishes
+//! each read's stamp to an [`RxCell`], and each request carries that cell.
+//! After a handler has read a body, the latest read delivered the request's
+//! last byte (clients do not pipeline), so the cell holds when the whole
+//! request was in the kernel: the server-side arrival, free of the
+//! simulator's own wait to be scheduled (the trace's `arrival_rx_s`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,8 +22,8 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 
-use super::rx::{RxCell, RxTap};
 use super::server::{handle, Shared};
+use crate::rxstamp::{RxCell, StampedTcp};
 
 /// How long shutdown waits for in-flight responses before cutting them.
 const DRAIN: Duration = Duration::from_secs(2);
@@ -35,7 +41,7 @@ pub(super) async fn accept_loop(
             res = listener.accept() => match res {
                 Ok((stream, _)) => {
                     let _ = stream.set_nodelay(true);
-                    let (stream, rx) = RxTap::new(stream);
+                    let (stream, rx) = StampedTcp::publishing(stream);
                     let (shared, stop) = (shared.clone(), stop.clone());
                     match &tls {
                         None => conns.spawn(serve_conn(stream, rx, shared, stop)),
@@ -59,7 +65,7 @@ pub(super) async fn accept_loop(
 /// The TLS handshake (within the read timeout), then HTTP on top.
 async fn serve_tls(
     tls: TlsAcceptor,
-    stream: RxTap,
+    stream: StampedTcp,
     rx: RxCell,
     shared: Arc<Shared>,
     stop: watch::Receiver<bool>,

@@ -54,7 +54,6 @@ pub mod pooling;
 pub mod prefix;
 pub mod preset;
 pub mod responses;
-pub mod rx;
 pub mod server;
 pub mod stream;
 pub mod tls;

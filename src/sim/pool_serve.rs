@@ -14,12 +14,12 @@ use hyper::body::Incoming;
 
 use super::driver::{Command, Delivery, DispatchMsg, Submission};
 use super::pooling::{parse_pool_request, pool_response, PoolEndpoint};
-use super::rx::RxCell;
 use super::server::{
     error, json, read_body, refusal_error, refuse, shutting_down, unix_now, Shared,
 };
 use super::stream::SimBody;
 use super::trace::TraceRecord;
+use crate::rxstamp::RxCell;
 
 /// Handles one pooling request from body to answer.
 pub(super) async fn pool(

@@ -31,10 +31,10 @@ use super::metrics::SimMetrics;
 use super::model::sampled_output_len;
 use super::pool_serve::pool;
 use super::pooling::PoolEndpoint;
-use super::rx::RxCell;
 use super::stream::{collect_tokens, finish_reason, SimBody, SseBody, Tracker};
 use super::trace::{TraceRecord, TraceSink, TraceWriter};
 use super::SimConfig;
+use crate::rxstamp::RxCell;
 
 /// Largest accepted request body.
 pub const MAX_BODY: usize = 8 * 1024 * 1024;
