@@ -273,6 +273,16 @@ mod sys {
 mod tests {
     use super::*;
 
+    /// A connected loopback pair: (client side, server side).
+    async fn pair() -> (TcpStream, TcpStream) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        (client, server)
+    }
+
     #[test]
     fn a_stamp_maps_to_now_minus_how_long_ago_it_was() {
         let now = Instant::now();
@@ -290,10 +300,7 @@ mod tests {
     #[tokio::test]
     async fn reads_carry_the_kernel_time_their_data_arrived() {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let client = TcpStream::connect(addr).await.unwrap();
-        let (mut server, _) = listener.accept().await.unwrap();
+        let (client, mut server) = pair().await;
         let mut conn = StampedTcp::new(client);
         let mut buf = [0u8; 16];
         // The kernel turns stamping on for the whole host a moment after the
@@ -334,11 +341,7 @@ mod tests {
     #[tokio::test]
     async fn a_publishing_stream_copies_each_reads_stamp_to_its_cell() {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let client = TcpStream::connect(listener.local_addr().unwrap())
-            .await
-            .unwrap();
-        let (mut server, _) = listener.accept().await.unwrap();
+        let (client, mut server) = pair().await;
         let (mut conn, cell) = StampedTcp::publishing(client);
         assert_eq!(cell.instant(), None, "nothing read yet");
         let mut buf = [0u8; 4];
@@ -365,11 +368,7 @@ mod tests {
     #[tokio::test]
     async fn without_the_option_reads_carry_no_stamp() {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let client = TcpStream::connect(listener.local_addr().unwrap())
-            .await
-            .unwrap();
-        let (mut server, _) = listener.accept().await.unwrap();
+        let (client, mut server) = pair().await;
         let mut conn = StampedTcp::with_kernel_stamps(client, false);
         server.write_all(b"x").await.unwrap();
         let mut buf = [0u8; 4];
