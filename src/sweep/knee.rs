@@ -7,7 +7,8 @@
 //! below the lowest failure and that failure until `(fail − pass)/pass ≤
 //! tolerance`. If nothing below the lowest failure has passed, step down by
 //! `factor` until a step passes or the floor `start/`[`STEP_DOWN_FLOOR_DIVISOR`]
-//! is passed. A generator-limited step ends the search: higher loads cannot be
+//! is passed (below a step that passed within noise, once: see
+//! `auto_candidate`). A generator-limited step ends the search: higher loads cannot be
 //! measured. At most `max_steps` steps are taken.
 //!
 //! **The noise band.** An adaptive step that reached its cap with its SLO
@@ -264,11 +265,19 @@ fn auto_candidate(plan: &SearchPlan, history: &[StepPoint]) -> Option<f64> {
                 .or_else(|| climb(from, factor, fix(max_load), integer))
         }
         (Some(pass), Some(fail)) => bisect(pass, fail, &band, tolerance, integer),
-        // Below an undecided step whose point estimate passed, a pass is
-        // only harder to show (fewer requests arrive in a step's cap, and
-        // the binomial test needs as many whatever the margin): stop, and
-        // leave the knee below the failure with the band listed.
-        (None, Some(_)) if band.first().is_some_and(|&low| passed_at(history, low)) => None,
+        // Below an undecided step whose point estimate passed: step down
+        // once. Where the percentile falls steeply below the knee that
+        // lower load is decided quickly; where it stays near the bound (a
+        // second undecided pass), a lower load gets fewer requests in a
+        // step's cap and is no easier, so stop and leave the knee below
+        // the failure with the band listed.
+        (None, Some(_)) if band.first().is_some_and(|&low| passed_at(history, low)) => {
+            let passes = band.iter().filter(|&&l| passed_at(history, l)).count();
+            if passes > 1 {
+                return None;
+            }
+            step_down(band[0], factor, start, integer)
+        }
         (None, Some(fail)) => step_down(
             band.first().copied().unwrap_or(fail),
             factor,

@@ -433,22 +433,39 @@ fn an_undecided_first_step_is_left_by_its_point_estimate() {
 }
 
 #[test]
-fn the_search_never_steps_down_below_an_undecided_pass() {
-    // The first step passes within noise, the climb fails decided: a lower
-    // load gets fewer requests in its cap and cannot show a pass either,
-    // so the search ends with the knee below the failure.
+fn below_an_undecided_pass_the_search_steps_down_once() {
+    // The first step passes within noise, the climb fails decided. A load
+    // half as high may be far enough under the bound to be decided: try it.
     let plan = SearchPlan::auto(2.0, 1000.0, LoadUnit::Rate);
-    let history = [
-        StepPoint {
-            undecided: true,
-            ..point(2.0, StepVerdict::Pass)
-        },
-        point(4.0, StepVerdict::Fail),
-    ];
-    assert_eq!(next_load(&plan, &history), None);
+    let undecided_pass = |load: f64| StepPoint {
+        undecided: true,
+        ..point(load, StepVerdict::Pass)
+    };
+    let history = [undecided_pass(2.0), point(4.0, StepVerdict::Fail)];
+    assert_eq!(next_load(&plan, &history), Some(1.0));
     let k = knee(&history);
     assert_eq!((k.last_pass, k.first_fail), (None, Some(4.0)));
     assert_eq!(k.undecided, vec![2.0]);
+    // That one passes decided: the bracket has its pass end, and the
+    // search bisects towards the band.
+    let history = [
+        undecided_pass(2.0),
+        point(4.0, StepVerdict::Fail),
+        point(1.0, StepVerdict::Pass),
+    ];
+    let k = knee(&history);
+    assert_eq!((k.last_pass, k.first_fail), (Some(1.0), Some(4.0)));
+    let next = next_load(&plan, &history).expect("a bisection step");
+    assert!(next > 2.0 && next < 4.0, "{next}");
+    // Still within noise lower down: the percentile stays near the bound,
+    // a lower load gets fewer requests in its cap, so stop.
+    let history = [
+        undecided_pass(2.0),
+        point(4.0, StepVerdict::Fail),
+        undecided_pass(1.0),
+    ];
+    assert_eq!(next_load(&plan, &history), None);
+    assert_eq!(knee(&history).undecided, vec![1.0, 2.0]);
     // An undecided failure below the decided one: step down past it.
     let history = [
         StepPoint {
