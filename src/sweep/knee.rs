@@ -267,10 +267,10 @@ fn auto_candidate(plan: &SearchPlan, history: &[StepPoint]) -> Option<f64> {
         (Some(pass), Some(fail)) => bisect(pass, fail, &band, tolerance, integer),
         // Below an undecided step whose point estimate passed: step down
         // once. Where the percentile falls steeply below the knee that
-        // lower load is decided quickly; where it stays near the bound (a
-        // second undecided pass), a lower load gets fewer requests in a
-        // step's cap and is no easier, so stop and leave the knee below
-        // the failure with the band listed.
+        // lower load is decided quickly. If it is undecided too (a second
+        // undecided pass), a lower load still gets fewer requests in a
+        // step's cap, so stop and leave the knee below the failure with
+        // the band listed.
         (None, Some(_)) if band.first().is_some_and(|&low| passed_at(history, low)) => {
             let passes = band.iter().filter(|&&l| passed_at(history, l)).count();
             if passes > 1 {
