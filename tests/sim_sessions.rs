@@ -148,14 +148,8 @@ async fn each_turn_resends_the_history_after_its_think_time_and_the_cache_rate_i
     assert!(*gaps_ms.last().unwrap() < 80.0, "{gaps_ms:?}");
 
     let pc = &result["kneecap"]["prefix_cache"];
-    let cached: u64 = requests
-        .iter()
-        .map(|r| r["cached_tokens"].as_u64().unwrap())
-        .sum();
-    let queried: u64 = requests
-        .iter()
-        .map(|r| r["prompt_tokens"].as_u64().unwrap())
-        .sum();
+    let cached = common::sim::total(&requests, "cached_tokens");
+    let queried = common::sim::total(&requests, "prompt_tokens");
     assert_eq!(pc["hit_tokens"].as_u64(), Some(cached), "{pc}");
     assert_eq!(pc["queried_tokens"].as_u64(), Some(queried), "{pc}");
     assert_eq!(pc["hit_tokens"], summary["prefix_cache_hits"]);

@@ -81,14 +81,8 @@ fn check_steps_against_trace(result: &Value, steps: &[Vec<Value>]) -> Vec<f64> {
     for (k, (step, traced)) in reported.iter().zip(steps).enumerate() {
         let pc = &step["prefix_cache"];
         assert_eq!(pc["source"], "vllm", "step {k}: {pc}");
-        let cached: u64 = traced
-            .iter()
-            .map(|r| r["cached_tokens"].as_u64().unwrap())
-            .sum();
-        let prompt: u64 = traced
-            .iter()
-            .map(|r| r["prompt_tokens"].as_u64().unwrap())
-            .sum();
+        let cached = common::sim::total(traced, "cached_tokens");
+        let prompt = common::sim::total(traced, "prompt_tokens");
         assert_eq!(pc["hit_tokens"].as_u64(), Some(cached), "step {k}: {pc}");
         assert_eq!(
             pc["queried_tokens"].as_u64(),

@@ -53,3 +53,16 @@ pub fn index(v: &Value, prefix: &str) -> usize {
         .parse()
         .unwrap()
 }
+
+/// The sum of an integer field over trace records (`cached_tokens`,
+/// `prompt_tokens`, ...): what the server's counters should say.
+pub fn total(records: &[Value], field: &str) -> u64 {
+    records
+        .iter()
+        .map(|r| {
+            r[field]
+                .as_u64()
+                .unwrap_or_else(|| panic!("{field} in {r}"))
+        })
+        .sum()
+}
