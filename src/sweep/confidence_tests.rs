@@ -138,3 +138,57 @@ fn goodput_form_slos_use_their_ratio_as_the_quantile() {
     let c = slo_confidence(&slo("ttft:300@0.9"), &records_with_ttft(values), 0.9).unwrap();
     assert!(c.pass > 0.999, "{c:?}");
 }
+
+#[test]
+fn a_burst_counts_once_and_isolated_slow_requests_count_each() {
+    // 1000 TTFTs alternating 40/60 ms (median 60: every 40 ms sample ends an
+    // excursion). Ten slow samples in one run of 10: one burst of 10.
+    let base = |i: usize| if i % 2 == 0 { 40.0 } else { 60.0 };
+    let burst: Vec<f64> = (0..1000)
+        .map(|i| {
+            if (500..510).contains(&i) {
+                900.0
+            } else {
+                base(i)
+            }
+        })
+        .collect();
+    let spread: Vec<f64> = (0..1000)
+        .map(|i| if i % 100 == 1 { 900.0 } else { base(i) })
+        .collect();
+    let slow = |v: &[f64]| v.iter().map(|&x| x > 300.0).collect::<Vec<bool>>();
+    assert_eq!(burst_factor(&burst, &slow(&burst)), 10.0);
+    assert_eq!(burst_factor(&spread, &slow(&spread)), 1.0);
+    // Two bursts of 9 and 1: (81 + 1) / 10.
+    let mixed: Vec<f64> = (0..1000)
+        .map(|i| {
+            if (100..109).contains(&i) || i == 701 {
+                900.0
+            } else {
+                base(i)
+            }
+        })
+        .collect();
+    assert!((burst_factor(&mixed, &slow(&mixed)) - 8.2).abs() < 1e-9);
+    // Nothing marked, or nothing at all: no correction.
+    assert_eq!(burst_factor(&burst, &[false; 1000]), 1.0);
+    assert_eq!(burst_factor(&[], &[]), 1.0);
+}
+
+#[test]
+fn a_window_whose_slowest_one_percent_is_one_burst_cannot_vouch_for_a_p99() {
+    // 3000 samples under the bound (so no exceedance to cluster), but the
+    // slowest 30 come as one queue burst: 3000 / 30 = 100 looks, too few for
+    // a p99 (230 needed). Spread out, the same values vouch for it.
+    let s = slo("p99_ttft_ms<=300");
+    let burst = (0..3000).map(|i| match i {
+        1000..1030 => 250,
+        _ => 40 + (i % 2) * 20,
+    });
+    let c = slo_confidence(&s, &records_with_ttft(burst), 0.9).unwrap();
+    assert!(c.effective_samples <= 110, "{c:?}");
+    assert!(c.pass < 0.9, "{c:?}");
+    let spread = (0..3000).map(|i| if i % 100 == 1 { 250 } else { 40 + (i % 2) * 20 });
+    let c = slo_confidence(&s, &records_with_ttft(spread), 0.9).unwrap();
+    assert!(c.effective_samples >= 2900 && c.pass > 0.999, "{c:?}");
+}
