@@ -257,12 +257,7 @@ fn auto_candidate(plan: &SearchPlan, history: &[StepPoint]) -> Option<f64> {
     match (knee.last_pass, knee.first_fail) {
         (Some(pass), None) => {
             let from = band.last().copied().unwrap_or(pass);
-            let top = match ceiling {
-                Some(c) if from < c * 0.999 => fix(c.min(max_load)),
-                _ => fix(max_load),
-            };
-            climb(from, factor, top, integer)
-                .or_else(|| climb(from, factor, fix(max_load), integer))
+            climb_under(from, factor, ceiling, fix(max_load), integer)
         }
         (Some(pass), Some(fail)) => bisect(pass, fail, &band, tolerance, integer),
         // Below an undecided step whose point estimate passed: step down
@@ -291,7 +286,7 @@ fn auto_candidate(plan: &SearchPlan, history: &[StepPoint]) -> Option<f64> {
                 if !passed_at(history, low) {
                     step_down(low, factor, start, integer)
                 } else {
-                    climb(high, factor, fix(max_load), integer)
+                    climb_under(high, factor, ceiling, fix(max_load), integer)
                 }
             }
             _ => None,
@@ -318,6 +313,30 @@ fn undecided_between(history: &[StepPoint], pass: Option<f64>, fail: Option<f64>
     band.sort_by(f64::total_cmp);
     band.dedup();
     band
+}
+
+/// Climb from `from`, but not past the probe's μ (`ceiling`) until a step
+/// at it has been measured: a load at μ already fails, so it brackets the
+/// knee without the long drain of a load far past it.
+fn climb_under(
+    from: f64,
+    factor: f64,
+    ceiling: Option<f64>,
+    max_load: f64,
+    integer: bool,
+) -> Option<f64> {
+    let top = match ceiling {
+        Some(c) if from < c * 0.999 => {
+            let c = c.min(max_load);
+            if integer {
+                c.round().max(1.0)
+            } else {
+                c
+            }
+        }
+        _ => max_load,
+    };
+    climb(from, factor, top, integer).or_else(|| climb(from, factor, max_load, integer))
 }
 
 fn climb(pass: f64, factor: f64, max_load: f64, integer: bool) -> Option<f64> {

@@ -476,3 +476,26 @@ fn below_an_undecided_pass_the_search_steps_down_once() {
     ];
     assert_eq!(next_load(&plan, &history), Some(1.0));
 }
+
+#[test]
+fn an_undecided_first_pass_climbs_to_the_probed_service_rate_not_past_it() {
+    // The calibrated start (¾ μ) passes within noise: the next load is μ,
+    // which fails and brackets the knee, not 2 × ¾ μ, far into overload.
+    let plan = SearchPlan::Auto {
+        start: 31.5,
+        factor: 2.0,
+        tolerance: 0.05,
+        max_load: 4096.0,
+        max_steps: 16,
+        unit: LoadUnit::Rate,
+        ceiling: Some(42.0),
+    };
+    let history = [StepPoint {
+        undecided: true,
+        ..point(31.5, StepVerdict::Pass)
+    }];
+    assert_eq!(next_load(&plan, &history), Some(42.0));
+    // Once μ has been measured and passed, the climb goes on past it.
+    let history = [history[0].clone(), point(42.0, StepVerdict::Pass)];
+    assert_eq!(next_load(&plan, &history), Some(84.0));
+}
