@@ -50,7 +50,9 @@ p, f = k.get("last_pass"), k.get("first_fail")
 inside = p is not None and f is not None and p <= truth <= f
 pc, fc = k.get("last_pass_confidence"), k.get("first_fail_confidence")
 fmt = lambda x: "—" if x is None else f"{x:.2f}"
-print(f"| {name} | {truth:.2f} req/s | {fmt(p)} – {fmt(f)} | {'yes' if inside else 'NO'} | "
+noise = " (pass end within noise)" if k.get("last_pass_within_noise") else ""
+pooled = f" (pass end pooled over {len(k['last_pass_pooled'])} steps)" if k.get("last_pass_pooled") else ""
+print(f"| {name} | {truth:.2f} req/s | {fmt(p)} – {fmt(f)}{noise}{pooled} | {'yes' if inside else 'NO'} | "
       f"{fmt(pc)} / {fmt(fc)} | {wall:.0f} | {len(d['steps'])} |")
 EOF
 done

@@ -46,6 +46,8 @@ def kneecap():
         "steps": len(d["steps"]),
         "pass_conf": k.get("last_pass_confidence"),
         "fail_conf": k.get("first_fail_confidence"),
+        "noise": k.get("last_pass_within_noise", False),
+        "pooled": k.get("last_pass_pooled", []),
         "probe_s": cal.get("duration_s", 0.0),
         "mu": cal.get("service_rate"),
         "step_s": [(s["load"], s["window_end_s"], s["verdict"]) for s in d["steps"]],
@@ -94,6 +96,10 @@ k = kneecap()
 if k and "kneecap" in w:
     below = sum(s for load, s, _ in k["step_s"] if t and load < t / 2)
     conf = f"confidence pass {k['pass_conf'] or 0:.2f} / fail {k['fail_conf'] or 0:.2f}"
+    if k["noise"]:
+        conf += " (pass end within noise: no pass decided)"
+    if k["pooled"]:
+        conf += f" (pass end pooled over the steps at {', '.join(f'{x:.1f}' for x in k['pooled'])})"
     print(f"| kneecap sweep | {w['kneecap']:.0f} | {k['steps']} (+ {k['probe_s']:.0f} s probe, μ≈{k['mu'] or 0:.1f}) | "
           f"{k['pass'] or 0:.1f} – {k['fail'] or 0:.1f} | {err(k['pass'], t)} | {err(k['fail'], t)} | "
           f"{conf}; {below:.0f} s below half the knee |")

@@ -67,8 +67,15 @@ fn confidence_line(r: &SweepResult) -> Option<String> {
             pct(c)
         ))
     };
+    let pooled = match k.last_pass_pooled.as_slice() {
+        [_, .., top] => format!(
+            " (the steps from it up to {} {unit} pooled: the share over a bound only grows with load)",
+            load_label(*top)
+        ),
+        _ => String::new(),
+    };
     let parts: Vec<String> = [
-        end(k.last_pass, k.last_pass_confidence, "meets the SLOs"),
+        end(k.last_pass, k.last_pass_confidence, "meets the SLOs").map(|e| e + &pooled),
         end(k.first_fail, k.first_fail_confidence, "misses them"),
     ]
     .into_iter()

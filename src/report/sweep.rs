@@ -169,6 +169,14 @@ pub struct KneeSummary {
     /// its SLO verdict still within noise (the noise band), ascending.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub undecided: Vec<f64>,
+    /// `last_pass` was decided by pooling the evidence of these steps (it
+    /// and the ones above it, below `first_fail`), ascending.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub last_pass_pooled: Vec<f64>,
+    /// No pass was decided: `last_pass` is the lowest load whose point
+    /// estimate passed, and its confidence is below the level asked.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub last_pass_within_noise: bool,
 }
 
 /// One load level of the sweep.
@@ -270,6 +278,12 @@ pub struct SloConfidenceRow {
     pub fail: f64,
     /// Samples' worth of independent evidence (after the dependence correction).
     pub effective_samples: usize,
+    /// Of those, how many met the bound (`null` in sweeps written before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effective_within: Option<usize>,
+    /// The quantile the SLO bounds, 0–1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantile: Option<f64>,
     /// Distribution-free interval of the percentile at the sweep's level, ms
     /// (`null`: the samples cannot bound that end).
     pub interval_low_ms: Option<f64>,

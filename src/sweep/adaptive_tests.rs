@@ -57,6 +57,8 @@ fn the_verdict_is_tested_at_checkpoints_and_corrected_for_their_number() {
     let c = crate::sweep::confidence::SloConfidence {
         samples: 1000,
         effective_samples: 1000,
+        effective_within: 990,
+        quantile: 0.99,
         pass: 0.99,
         fail: 0.0,
         interval_low_ms: None,

@@ -298,6 +298,8 @@ mod tests {
                 mean_waiting: None,
                 confidence: None,
                 undecided: false,
+                evidence: vec![],
+                level: None,
             });
         }
         let loads: Vec<f64> = history.iter().map(|p| p.load).collect();

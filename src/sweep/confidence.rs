@@ -60,6 +60,10 @@ pub struct SloConfidence {
     pub samples: usize,
     /// Samples' worth of independent evidence after the dependence correction.
     pub effective_samples: usize,
+    /// Of those, how many met the bound (scaled by the same correction).
+    pub effective_within: usize,
+    /// The quantile the SLO bounds (0.99 for a p99).
+    pub quantile: f64,
     /// Confidence that the SLO holds for the server (0–1).
     pub pass: f64,
     /// Confidence that the SLO is missed (0–1).
@@ -228,6 +232,8 @@ pub fn slo_confidence(slo: &Slo, records: &[RequestRecord], level: f64) -> Optio
     Some(SloConfidence {
         samples: n,
         effective_samples: n_eff,
+        effective_within: w_eff,
+        quantile: q,
         pass: binomial_cdf(n_eff, q, w_eff as i64 - 1),
         fail: 1.0 - binomial_cdf(n_eff, q, w_eff as i64),
         interval_low_ms: low,
@@ -287,6 +293,37 @@ pub fn decide(confidences: &[Option<SloConfidence>], level: f64) -> (Decision, f
         return (Decision::Pass, pass);
     }
     (Decision::Undecided, pass.max(fail))
+}
+
+/// One SLO's evidence from one step, in a form that adds up across steps:
+/// effective samples, how many of them met the bound, and the quantile.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    pub effective_samples: usize,
+    pub effective_within: usize,
+    pub quantile: f64,
+}
+
+/// Confidence that every SLO holds at the lowest of several steps' loads,
+/// from their evidence pooled (`steps[i][j]`: step `i`'s evidence for SLO
+/// `j`, `None` for means). Sound when the share of requests over a bound
+/// does not fall as the load rises: then the pooled share is at least the
+/// lowest load's, so a pooled pass is a pass there. The least sure SLO
+/// sets it; `None` when no SLO has evidence.
+pub fn pooled_pass(steps: &[&[Option<Evidence>]]) -> Option<f64> {
+    let slos = steps.iter().map(|e| e.len()).max().unwrap_or(0);
+    (0..slos)
+        .filter_map(|j| {
+            let each: Vec<Evidence> = steps
+                .iter()
+                .filter_map(|e| e.get(j).copied().flatten())
+                .collect();
+            let q = each.first()?.quantile;
+            let n: usize = each.iter().map(|e| e.effective_samples).sum();
+            let w: usize = each.iter().map(|e| e.effective_within).sum();
+            Some(binomial_cdf(n, q, w as i64 - 1))
+        })
+        .reduce(f64::min)
 }
 
 #[cfg(test)]

@@ -32,15 +32,16 @@
 //! **Concurrency loads** ([`LoadUnit::Concurrency`]) are integers: starts and
 //! midpoints are rounded, and bisection stops only when pass and fail are
 //! adjacent integers (the tolerance is not used), so the knee is exact.
+use super::confidence::Evidence;
 use serde::{Deserialize, Serialize};
 
 /// Step-down stops below `start / STEP_DOWN_FLOOR_DIVISOR` (rate loads).
 pub const STEP_DOWN_FLOOR_DIVISOR: f64 = 64.0;
-/// A step is saturated when achieved/offered is below this.
-pub const SATURATED_RATIO: f64 = 0.9;
-/// The server queue has formed once the mean waiting gauge reaches this.
-pub const QUEUE_ONSET_WAITING: f64 = 0.5;
 
+pub use super::plateau::{
+    queue_onset, service_rate_estimate, service_rate_from_queue, QUEUE_ONSET_WAITING,
+    SATURATED_RATIO,
+};
 pub use crate::report::sweep::LoadUnit;
 
 /// Which loads a sweep measures.
@@ -152,6 +153,13 @@ pub struct StepPoint {
     /// within noise: inside the knee interval, never one of its ends.
     #[serde(default)]
     pub undecided: bool,
+    /// The step's evidence per SLO (`None` for means), for pooling across
+    /// steps ([`super::pooled`]); empty without adaptive steps.
+    #[serde(default)]
+    pub evidence: Vec<Option<Evidence>>,
+    /// The confidence the sweep asked for (adaptive steps).
+    #[serde(default)]
+    pub level: Option<f64>,
 }
 
 /// The knee as an interval, with the caveats that come with it.
@@ -177,6 +185,15 @@ pub struct Knee {
     /// band around the bound.
     #[serde(default)]
     pub undecided: Vec<f64>,
+    /// When `last_pass` was decided by pooling its step's evidence with
+    /// the steps above it ([`super::pooled`]): the loads pooled, ascending.
+    #[serde(default)]
+    pub last_pass_pooled: Vec<f64>,
+    /// Without a decided pass: the lowest load below `first_fail` whose
+    /// point estimate passed, and its (pooled) confidence, below the level
+    /// asked. The interval's lower end, within noise.
+    #[serde(default)]
+    pub pass_within_noise: Option<(f64, f64)>,
 }
 
 fn loads_with(history: &[StepPoint], verdict: StepVerdict) -> impl Iterator<Item = f64> + '_ {
@@ -227,12 +244,20 @@ pub fn next_load(plan: &SearchPlan, history: &[StepPoint]) -> Option<f64> {
                 return None;
             }
             let points = effective(history);
-            auto_candidate(plan, &points).filter(|&c| !measured(history, c))
+            auto_candidate(plan, &points, history)
+                .filter(|&c| !measured(history, c) || retest(history, c))
         }
     }
 }
 
-fn auto_candidate(plan: &SearchPlan, history: &[StepPoint]) -> Option<f64> {
+/// Whether `load` may be measured again: it was measured once, and that
+/// step passed within noise (its evidence and the re-test's are pooled).
+fn retest(raw: &[StepPoint], load: f64) -> bool {
+    let mut at = raw.iter().filter(|p| p.load == load);
+    matches!((at.next(), at.next()), (Some(p), None) if p.undecided && p.verdict == StepVerdict::Pass)
+}
+
+fn auto_candidate(plan: &SearchPlan, history: &[StepPoint], raw: &[StepPoint]) -> Option<f64> {
     let SearchPlan::Auto {
         start,
         factor,
@@ -260,13 +285,20 @@ fn auto_candidate(plan: &SearchPlan, history: &[StepPoint]) -> Option<f64> {
             climb_under(from, factor, ceiling, fix(max_load), integer)
         }
         (Some(pass), Some(fail)) => bisect(pass, fail, &band, tolerance, integer),
-        // Below an undecided step whose point estimate passed: step down
-        // once. Where the percentile falls steeply below the knee that
-        // lower load is decided quickly. If it is undecided too (a second
-        // undecided pass), a lower load still gets fewer requests in a
-        // step's cap, so stop and leave the knee below the failure with
-        // the band listed.
+        // Below the failure, the lowest step passed within noise: measure
+        // it again first (the two steps' evidence is pooled, see
+        // `super::pooled`, so near the knee twice the samples may decide
+        // it; one re-test per search). Still undecided: step down once,
+        // pooled with both. If that is undecided too (a second undecided
+        // pass), a lower load still gets fewer requests in a step's cap,
+        // so stop and leave the knee below the failure with the band listed.
         (None, Some(_)) if band.first().is_some_and(|&low| passed_at(history, low)) => {
+            let retested = raw
+                .iter()
+                .any(|p| raw.iter().filter(|q| q.load == p.load).count() > 1);
+            if !retested && retest(raw, band[0]) {
+                return Some(band[0]);
+            }
             let passes = band.iter().filter(|&&l| passed_at(history, l)).count();
             if passes > 1 {
                 return None;
@@ -401,6 +433,7 @@ fn step_down(fail: f64, factor: f64, start: f64, integer: bool) -> Option<f64> {
 /// The knee implied by `history` (any order; a re-tested load counts once,
 /// see `effective`).
 pub fn knee(history: &[StepPoint]) -> Knee {
+    let raw = history;
     let points = effective(history);
     let history = points.as_slice();
     let decided = |v: StepVerdict| {
@@ -411,9 +444,11 @@ pub fn knee(history: &[StepPoint]) -> Knee {
     };
     let first_fail = decided(StepVerdict::Fail).reduce(f64::min);
     let below_fail = |l: &f64| first_fail.is_none_or(|f| *l < f);
-    let last_pass = decided(StepVerdict::Pass)
+    let own_pass = decided(StepVerdict::Pass)
         .filter(below_fail)
         .reduce(f64::max);
+    let pooled = super::pooled::pass_end(raw, history, own_pass, first_fail);
+    let last_pass = pooled.as_ref().map(|p| p.load).or(own_pass);
     let confidence_at = |load: Option<f64>, v: StepVerdict| {
         let load = load?;
         history
@@ -435,55 +470,18 @@ pub fn knee(history: &[StepPoint]) -> Knee {
         bounded_by_generator,
         goodput_at_knee,
         non_monotonic: first_fail.is_some_and(|f| decided(StepVerdict::Pass).any(|l| l > f)),
-        last_pass_confidence: confidence_at(last_pass, StepVerdict::Pass),
+        last_pass_confidence: match &pooled {
+            Some(p) => Some(p.confidence),
+            None => confidence_at(last_pass, StepVerdict::Pass),
+        },
         first_fail_confidence: confidence_at(first_fail, StepVerdict::Fail),
         undecided: undecided_between(history, last_pass, first_fail),
+        last_pass_pooled: pooled.map(|p| p.loads).unwrap_or_default(),
+        pass_within_noise: match last_pass {
+            Some(_) => None,
+            None => super::pooled::within_noise(raw, history, first_fail),
+        },
     }
-}
-
-/// Service rate μ from the throughput plateau: the median achieved rate of
-/// the saturated steps (achieved/offered < [`SATURATED_RATIO`]); all of them
-/// measure the same plateau, and the median shrugs off one noisy window.
-/// `None` when no step saturated. Meaningful for rate loads only (for
-/// concurrency loads achieved/offered compares different units).
-pub fn service_rate_estimate(points: &[StepPoint]) -> Option<f64> {
-    let rates: Vec<f64> = points
-        .iter()
-        .filter(|p| {
-            !p.steady && p.offered_rate > 0.0 && p.achieved_rate / p.offered_rate < SATURATED_RATIO
-        })
-        .map(|p| p.achieved_rate)
-        .collect();
-    median_rate(rates)
-}
-
-/// μ from the server's queue gauge: the median achieved rate of the steps
-/// whose mean waiting count reached [`QUEUE_ONSET_WAITING`] — a server that
-/// queues has a full batch, so it completes at its service rate. `None` when
-/// the gauge was never scraped or never left zero.
-pub fn service_rate_from_queue(points: &[StepPoint]) -> Option<f64> {
-    let rates: Vec<f64> = points
-        .iter()
-        .filter(|p| p.mean_waiting.is_some_and(|w| w >= QUEUE_ONSET_WAITING))
-        .map(|p| p.achieved_rate)
-        .collect();
-    median_rate(rates)
-}
-
-/// Median of the rates (the stats module's one definition); `None` when empty.
-fn median_rate(mut rates: Vec<f64>) -> Option<f64> {
-    rates.sort_by(f64::total_cmp);
-    (!rates.is_empty()).then(|| crate::metrics::stats::median(&rates))
-}
-
-/// The lowest load whose mean server waiting gauge reached
-/// [`QUEUE_ONSET_WAITING`]; `None` when never, or never scraped.
-pub fn queue_onset(points: &[StepPoint]) -> Option<f64> {
-    points
-        .iter()
-        .filter(|p| p.mean_waiting.is_some_and(|w| w >= QUEUE_ONSET_WAITING))
-        .map(|p| p.load)
-        .reduce(f64::min)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use super::*;
 use crate::metrics::RequestRecord;
 use crate::sweep::adaptive::{step_decision, AdaptiveRule};
 use crate::sweep::calibrate::plan_after;
-use crate::sweep::confidence::Decision;
+use crate::sweep::confidence::{Decision, Evidence};
 use crate::sweep::slo::{evaluate, Slo};
 use crate::sweep::testing::{look_until_end, ok};
 use rand::rngs::StdRng;
@@ -81,6 +81,12 @@ fn step(load: f64, seed: u64) -> (StepPoint, Duration) {
         mean_waiting: None,
         confidence: Some(if pass { c.pass } else { c.fail }),
         undecided: decision == Decision::Undecided,
+        evidence: vec![Some(Evidence {
+            effective_samples: c.effective_samples,
+            effective_within: c.effective_within,
+            quantile: c.quantile,
+        })],
+        level: Some(rule.level),
     };
     (point, t)
 }

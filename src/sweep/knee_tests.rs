@@ -12,6 +12,8 @@ fn point(load: f64, verdict: StepVerdict) -> StepPoint {
         mean_waiting: None,
         confidence: None,
         undecided: false,
+        evidence: vec![],
+        level: None,
     }
 }
 
@@ -433,7 +435,7 @@ fn an_undecided_first_step_is_left_by_its_point_estimate() {
 }
 
 #[test]
-fn below_an_undecided_pass_the_search_steps_down_once() {
+fn below_an_undecided_pass_the_search_retests_it_then_steps_down_once() {
     // The first step passes within noise, the climb fails decided. A load
     // half as high may be far enough under the bound to be decided: try it.
     let plan = SearchPlan::auto(2.0, 1000.0, LoadUnit::Rate);
@@ -442,10 +444,21 @@ fn below_an_undecided_pass_the_search_steps_down_once() {
         ..point(load, StepVerdict::Pass)
     };
     let history = [undecided_pass(2.0), point(4.0, StepVerdict::Fail)];
-    assert_eq!(next_load(&plan, &history), Some(1.0));
+    assert_eq!(
+        next_load(&plan, &history),
+        Some(2.0),
+        "the pass within noise is measured again first"
+    );
     let k = knee(&history);
     assert_eq!((k.last_pass, k.first_fail), (None, Some(4.0)));
     assert_eq!(k.undecided, vec![2.0]);
+    // Re-tested and still within noise: step down, once; never a third time.
+    let history = [
+        undecided_pass(2.0),
+        point(4.0, StepVerdict::Fail),
+        undecided_pass(2.0),
+    ];
+    assert_eq!(next_load(&plan, &history), Some(1.0));
     // That one passes decided: the bracket has its pass end, and the
     // search bisects towards the band.
     let history = [
@@ -462,6 +475,7 @@ fn below_an_undecided_pass_the_search_steps_down_once() {
     let history = [
         undecided_pass(2.0),
         point(4.0, StepVerdict::Fail),
+        undecided_pass(2.0),
         undecided_pass(1.0),
     ];
     assert_eq!(next_load(&plan, &history), None);

@@ -24,6 +24,8 @@ pub mod adaptive;
 pub mod calibrate;
 pub mod confidence;
 pub mod knee;
+pub mod plateau;
+pub mod pooled;
 pub mod rows;
 pub mod slo;
 pub mod slo_hist;

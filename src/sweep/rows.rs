@@ -5,6 +5,7 @@
 //! the same format.
 //! PURE: no clock, no I/O.
 
+use super::confidence::Evidence;
 use super::knee::{self, StepPoint, StepVerdict};
 use super::{slo, steady};
 use crate::client::scrape::QueueSample;
@@ -134,6 +135,19 @@ pub fn point(s: &StepResult) -> StepPoint {
             .as_ref()
             .is_some_and(|d| d.decision == "undecided")
             && (verdict == StepVerdict::Pass || s.reasons.iter().all(|r| slo_reason(s, r))),
+        evidence: s
+            .slo_outcomes
+            .iter()
+            .map(|o| {
+                let c = o.confidence?;
+                Some(Evidence {
+                    effective_samples: c.effective_samples,
+                    effective_within: c.effective_within?,
+                    quantile: c.quantile?,
+                })
+            })
+            .collect(),
+        level: s.decision.as_ref().map(|d| d.level),
     }
 }
 
@@ -169,15 +183,31 @@ fn verdict_confidence(s: &StepResult, verdict: StepVerdict) -> Option<f64> {
 /// Recompute the knee, μ and queue onset from the steps so far.
 pub fn finish(r: &mut SweepResult, history: &[StepPoint]) {
     let k = knee::knee(history);
+    // Without a decided pass, the interval still has a lower end: the
+    // lowest load that passed, within noise, with its confidence.
+    let (last_pass, last_pass_confidence) = match k.pass_within_noise {
+        Some((load, c)) => (Some(load), Some(c)),
+        None => (k.last_pass, k.last_pass_confidence),
+    };
+    let goodput_at_knee = k.goodput_at_knee.or_else(|| {
+        let load = last_pass?;
+        history.iter().find(|p| p.load == load).map(|p| p.goodput)
+    });
     r.knee = KneeSummary {
-        last_pass: k.last_pass,
+        last_pass,
         first_fail: k.first_fail,
-        goodput_at_knee: k.goodput_at_knee,
+        goodput_at_knee,
         bounded_by_generator: k.bounded_by_generator,
         non_monotonic: k.non_monotonic,
-        last_pass_confidence: k.last_pass_confidence,
+        last_pass_confidence,
         first_fail_confidence: k.first_fail_confidence,
-        undecided: k.undecided,
+        undecided: k
+            .undecided
+            .into_iter()
+            .filter(|&l| last_pass.is_none_or(|p| l > p))
+            .collect(),
+        last_pass_pooled: k.last_pass_pooled,
+        last_pass_within_noise: k.pass_within_noise.is_some(),
     };
     // Open loop: an overloaded step's throughput is μ. Closed loop never
     // overloads the client's way; there the server's own queue says when the

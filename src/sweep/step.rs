@@ -188,6 +188,8 @@ fn slo_rows(e: &StepEvidence) -> Vec<SloOutcomeRow> {
                 pass: c.pass,
                 fail: c.fail,
                 effective_samples: c.effective_samples,
+                effective_within: Some(c.effective_within),
+                quantile: Some(c.quantile),
                 interval_low_ms: c.interval_low_ms,
                 interval_high_ms: c.interval_high_ms,
             }),
