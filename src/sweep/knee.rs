@@ -20,8 +20,13 @@
 //! and the band (the failing side first on a tie: above the knee
 //! the share over the bound climbs fast, so a failure is decided sooner than
 //! a pass), so the ends move towards the band from both sides until the
-//! interval is within the tolerance. Without adaptive steps nothing is
-//! undecided and this is plain bisection.
+//! interval is within the tolerance; when the band's lowest load passed
+//! within noise, only the gap above the band is split (a step below it
+//! could only pass further from the knee). A pass end may also be decided
+//! by the steps from it up to the lowest decided failure together
+//! ([`super::pooled`]), and a pass within noise just below the failure is
+//! measured once more before the search steps down. Without adaptive
+//! steps nothing is undecided and this is plain bisection.
 //!
 //! The midpoint is **geometric** (`√(pass·fail)`): the stop rule is relative,
 //! and the geometric midpoint halves `ln(fail/pass)` whichever way the step
@@ -33,6 +38,7 @@
 //! midpoints are rounded, and bisection stops only when pass and fail are
 //! adjacent integers (the tolerance is not used), so the knee is exact.
 use super::confidence::Evidence;
+use super::moves::{bisect, climb_under, step_down};
 use serde::{Deserialize, Serialize};
 
 /// Step-down stops below `start / STEP_DOWN_FLOOR_DIVISOR` (rate loads).
@@ -284,7 +290,10 @@ fn auto_candidate(plan: &SearchPlan, history: &[StepPoint], raw: &[StepPoint]) -
             let from = band.last().copied().unwrap_or(pass);
             climb_under(from, factor, ceiling, fix(max_load), integer)
         }
-        (Some(pass), Some(fail)) => bisect(pass, fail, &band, tolerance, integer),
+        (Some(pass), Some(fail)) => {
+            let low_passed = band.first().is_some_and(|&l| passed_at(history, l));
+            bisect(pass, fail, &band, low_passed, tolerance, integer)
+        }
         // Below the failure, the lowest step passed within noise: measure
         // it again first (the two steps' evidence is pooled, see
         // `super::pooled`, so near the knee twice the samples may decide
@@ -345,89 +354,6 @@ fn undecided_between(history: &[StepPoint], pass: Option<f64>, fail: Option<f64>
     band.sort_by(f64::total_cmp);
     band.dedup();
     band
-}
-
-/// Climb from `from`, but not past the probe's μ (`ceiling`) until a step
-/// at it has been measured: a load at μ already fails, so it brackets the
-/// knee without the long drain of a load far past it.
-fn climb_under(
-    from: f64,
-    factor: f64,
-    ceiling: Option<f64>,
-    max_load: f64,
-    integer: bool,
-) -> Option<f64> {
-    let top = match ceiling {
-        Some(c) if from < c * 0.999 => {
-            let c = c.min(max_load);
-            if integer {
-                c.round().max(1.0)
-            } else {
-                c
-            }
-        }
-        _ => max_load,
-    };
-    climb(from, factor, top, integer).or_else(|| climb(from, factor, max_load, integer))
-}
-
-fn climb(pass: f64, factor: f64, max_load: f64, integer: bool) -> Option<f64> {
-    if pass >= max_load {
-        return None;
-    }
-    let mut next = (pass * factor).min(max_load);
-    if integer {
-        next = next.round().max(pass + 1.0).min(max_load);
-    }
-    Some(next)
-}
-
-/// The next load between a decided `pass` and a decided `fail`, with the
-/// undecided loads `band` between them: the geometric midpoint of the wider
-/// of the two gaps next to the decided ends (the upper one on a tie). `None`
-/// once the interval is within `tolerance` (rates), or when neither gap can
-/// be split (adjacent integers; rate gaps under a quarter of the tolerance:
-/// the noise band itself is wider than the tolerance).
-fn bisect(pass: f64, fail: f64, band: &[f64], tolerance: f64, integer: bool) -> Option<f64> {
-    if !integer && (fail - pass) / pass <= tolerance {
-        return None;
-    }
-    // The gaps next to the decided ends: between two undecided loads is
-    // noise already, and a gap narrower than a quarter of the tolerance is
-    // not worth a step.
-    let gaps = match (band.first(), band.last()) {
-        (Some(&low), Some(&high)) => vec![(high, fail), (pass, low)],
-        _ => vec![(pass, fail)],
-    };
-    let worth = |(lo, hi): &(f64, f64)| {
-        if integer {
-            hi - lo > 1.0
-        } else {
-            (hi - lo) / lo > tolerance / 4.0
-        }
-    };
-    // Widest ratio first; the upper gap (listed first) wins a tie.
-    let (lo, hi) = gaps.into_iter().filter(worth).reduce(|best, g| {
-        if g.1 / g.0 > best.1 / best.0 * (1.0 + 1e-9) {
-            g
-        } else {
-            best
-        }
-    })?;
-    let mid = (lo * hi).sqrt();
-    Some(if integer {
-        mid.round().clamp(lo + 1.0, hi - 1.0)
-    } else {
-        mid
-    })
-}
-
-fn step_down(fail: f64, factor: f64, start: f64, integer: bool) -> Option<f64> {
-    if integer {
-        return (fail > 1.0).then(|| (fail / factor).floor().clamp(1.0, fail - 1.0));
-    }
-    let next = fail / factor;
-    (next >= start / STEP_DOWN_FLOOR_DIVISOR).then_some(next)
 }
 
 /// The knee implied by `history` (any order; a re-tested load counts once,

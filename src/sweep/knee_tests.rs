@@ -379,13 +379,19 @@ fn the_widest_gap_around_the_band_is_split_first_upper_on_a_tie() {
     let mut history = vec![
         at(32.0, StepVerdict::Pass, false),
         at(40.0, StepVerdict::Fail, false),
-        at(36.0, StepVerdict::Pass, true),
+        at(36.0, StepVerdict::Fail, true),
     ];
     // Gaps 32–36 (1.125) and 36–40 (1.111): the lower one is wider.
     assert_eq!(next_load(&plan, &history), Some((32.0f64 * 36.0).sqrt()));
     // Equal gaps: the failing side first.
     history[1].load = 40.5;
     assert_eq!(next_load(&plan, &history), Some((36.0f64 * 40.5).sqrt()));
+    // The band's lowest load passed within noise: a step below it could
+    // only pass further from the knee, so the gap above it is split.
+    history[1].load = 40.0;
+    history[2].verdict = StepVerdict::Pass;
+    assert_eq!(next_load(&plan, &history), Some((36.0f64 * 40.0).sqrt()));
+    history[2].verdict = StepVerdict::Fail;
     // Once the decided ends are within the tolerance, the search is over.
     history.push(at(37.0, StepVerdict::Fail, false));
     history.push(at(35.5, StepVerdict::Pass, false));

@@ -24,6 +24,7 @@ pub mod adaptive;
 pub mod calibrate;
 pub mod confidence;
 pub mod knee;
+mod moves;
 pub mod plateau;
 pub mod pooled;
 pub mod rows;
