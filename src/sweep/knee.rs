@@ -326,6 +326,17 @@ fn auto_candidate(plan: &SearchPlan, history: &[StepPoint], raw: &[StepPoint]) -
             (Some(&low), Some(&high)) => {
                 if !passed_at(history, low) {
                     step_down(low, factor, start, integer)
+                } else if !passed_at(history, high) {
+                    // The top of the band failed within noise (e.g. at μ):
+                    // the knee is near, so a quarter step up decides a
+                    // failure without a long overload.
+                    climb_under(
+                        high,
+                        1.0 + (factor - 1.0) / 4.0,
+                        None,
+                        fix(max_load),
+                        integer,
+                    )
                 } else {
                     climb_under(high, factor, ceiling, fix(max_load), integer)
                 }

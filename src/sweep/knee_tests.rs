@@ -519,3 +519,27 @@ fn an_undecided_first_pass_climbs_to_the_probed_service_rate_not_past_it() {
     let history = [history[0].clone(), point(42.0, StepVerdict::Pass)];
     assert_eq!(next_load(&plan, &history), Some(84.0));
 }
+
+#[test]
+fn above_a_band_whose_top_failed_within_noise_the_climb_is_a_quarter_step() {
+    // ¾ μ passed within noise and μ failed within noise: the knee is
+    // between or just above, so the next load is 1.25 μ, not 2 μ.
+    let plan = SearchPlan::Auto {
+        start: 54.0,
+        factor: 2.0,
+        tolerance: 0.05,
+        max_load: 4096.0,
+        max_steps: 16,
+        unit: LoadUnit::Rate,
+        ceiling: Some(72.0),
+    };
+    let within_noise = |load: f64, verdict: StepVerdict| StepPoint {
+        undecided: true,
+        ..point(load, verdict)
+    };
+    let history = [
+        within_noise(54.0, StepVerdict::Pass),
+        within_noise(72.0, StepVerdict::Fail),
+    ];
+    assert_eq!(next_load(&plan, &history), Some(90.0));
+}
