@@ -426,5 +426,9 @@ pub fn knee(history: &[StepPoint]) -> Knee {
 mod tests;
 
 #[cfg(test)]
+#[path = "knee_band_tests.rs"]
+mod band_tests;
+
+#[cfg(test)]
 #[path = "knee_sequence_tests.rs"]
 mod sequence_tests;
