@@ -22,11 +22,11 @@ use kneecap::metrics::RequestRecord;
 use kneecap::sim::model::ModelParams;
 use kneecap::sim::preset;
 use kneecap::sim::virtual_time::{simulate, unit_gaps, VirtualLoad};
-use kneecap::sweep::adaptive::{step_decision, AdaptiveRule};
+use kneecap::sweep::adaptive::{step_decision, window_point, AdaptiveRule};
 use kneecap::sweep::calibrate::plan_after;
-use kneecap::sweep::confidence::{Decision, Evidence};
-use kneecap::sweep::knee::{knee, next_load, LoadUnit, SearchPlan, StepPoint, StepVerdict};
-use kneecap::sweep::slo::{evaluate, Slo};
+use kneecap::sweep::confidence::Decision;
+use kneecap::sweep::knee::{knee, next_load, LoadUnit, SearchPlan, StepPoint};
+use kneecap::sweep::slo::Slo;
 use std::time::Duration;
 
 /// The true knee (virtual time, BENCHMARKS.md "Time to knee").
@@ -114,30 +114,7 @@ fn sweep_step(load: f64, seed: u64, slos: &[Slo]) -> (StepPoint, Duration) {
     );
     let records = window(load, rule.cap + Duration::from_secs(1), seed);
     let (_, ended, window) = judge(&rule, slos, &records);
-    let pass = slos.iter().all(|s| evaluate(s, &window).pass);
-    let (decision, _, each) = step_decision(slos, &window, rule.level, rule.tests());
-    let c = each[0].expect("a percentile SLO has a confidence");
-    let point = StepPoint {
-        load,
-        verdict: if pass {
-            StepVerdict::Pass
-        } else {
-            StepVerdict::Fail
-        },
-        achieved_rate: load,
-        offered_rate: load,
-        steady: true,
-        goodput: load,
-        mean_waiting: None,
-        confidence: Some(if pass { c.pass } else { c.fail }),
-        undecided: decision == Decision::Undecided,
-        evidence: vec![Some(Evidence {
-            effective_samples: c.effective_samples,
-            effective_within: c.effective_within,
-            quantile: c.quantile,
-        })],
-        level: Some(rule.level),
-    };
+    let point = window_point(load, slos, &window, &rule);
     (point, ended)
 }
 

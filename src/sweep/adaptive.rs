@@ -31,6 +31,7 @@
 //! sees a long enough window. A *fail* ends the step whatever the queue does.
 
 use super::confidence::{self, Decision, SloConfidence};
+use super::knee::{StepPoint, StepVerdict};
 use super::slo::Slo;
 use super::steady::{self, SteadyThresholds};
 use crate::metrics::{ErrorKind, RequestError, RequestRecord};
@@ -181,6 +182,43 @@ pub fn step_decision(
         .collect();
     let (decision, sure) = confidence::decide(&each, level);
     (decision, sure, each)
+}
+
+/// The search's point for a step at `load` whose measured window is
+/// `window` (in due order), as the live judge gives it for a steady step
+/// with a healthy generator: the verdict is the SLOs' point estimate over
+/// the window, its confidence and evidence are judged once more over it,
+/// corrected for the rule's tests. For searches run in fake or virtual time.
+pub fn window_point(
+    load: f64,
+    slos: &[Slo],
+    window: &[RequestRecord],
+    rule: &AdaptiveRule,
+) -> StepPoint {
+    let pass = slos.iter().all(|s| super::slo::evaluate(s, window).pass);
+    let (decision, _, each) = step_decision(slos, window, rule.level, rule.tests());
+    let sure = |c: &SloConfidence| if pass { c.pass } else { c.fail };
+    StepPoint {
+        load,
+        verdict: if pass {
+            StepVerdict::Pass
+        } else {
+            StepVerdict::Fail
+        },
+        achieved_rate: load,
+        offered_rate: load,
+        steady: true,
+        goodput: load,
+        mean_waiting: None,
+        confidence: each
+            .iter()
+            .flatten()
+            .map(sure)
+            .reduce(if pass { f64::min } else { f64::max }),
+        undecided: decision == Decision::Undecided,
+        evidence: each.iter().map(|c| c.map(|c| c.evidence())).collect(),
+        level: Some(rule.level),
+    }
 }
 
 /// A confidence from one test, corrected for `tests` tests by the union

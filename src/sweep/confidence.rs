@@ -74,6 +74,17 @@ pub struct SloConfidence {
     pub interval_high_ms: Option<f64>,
 }
 
+impl SloConfidence {
+    /// The part of this confidence that adds up across steps.
+    pub fn evidence(&self) -> Evidence {
+        Evidence {
+            effective_samples: self.effective_samples,
+            effective_within: self.effective_within,
+            quantile: self.quantile,
+        }
+    }
+}
+
 /// Where a step's verdict stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

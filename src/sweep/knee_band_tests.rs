@@ -1,26 +1,7 @@
 //! Tests of the knee search around the noise band: adaptive steps that end
 //! within noise, re-tests, and the climb and bisection beside the band.
+use super::tests::{loads, point};
 use super::*;
-
-fn loads(history: &[StepPoint]) -> Vec<f64> {
-    history.iter().map(|p| p.load).collect()
-}
-
-fn point(load: f64, verdict: StepVerdict) -> StepPoint {
-    StepPoint {
-        load,
-        verdict,
-        achieved_rate: load,
-        offered_rate: load,
-        steady: verdict == StepVerdict::Pass,
-        goodput: load * 0.9,
-        mean_waiting: None,
-        confidence: None,
-        undecided: false,
-        evidence: vec![],
-        level: None,
-    }
-}
 
 /// Drive the search with an oracle that also says whether each measurement
 /// of a load was decided (`undecided(load, nth measurement)`).

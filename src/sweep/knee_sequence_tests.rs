@@ -4,10 +4,9 @@
 //! at every 250 ms of fake time, as the live sweep does.
 use super::*;
 use crate::metrics::RequestRecord;
-use crate::sweep::adaptive::{step_decision, AdaptiveRule};
+use crate::sweep::adaptive::{window_point, AdaptiveRule};
 use crate::sweep::calibrate::plan_after;
-use crate::sweep::confidence::{Decision, Evidence};
-use crate::sweep::slo::{evaluate, Slo};
+use crate::sweep::slo::Slo;
 use crate::sweep::testing::{look_until_end, ok};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -63,31 +62,7 @@ fn step(load: f64, seed: u64) -> (StepPoint, Duration) {
         .filter(|r| r.due >= rule.window_start && r.due < t)
         .cloned()
         .collect();
-    let pass = slos.iter().all(|s| evaluate(s, &window).pass);
-    let (decision, _, each) = step_decision(&slos, &window, rule.level, rule.tests());
-    let c = each[0].expect("a percentile SLO has a confidence");
-    let verdict = if pass {
-        StepVerdict::Pass
-    } else {
-        StepVerdict::Fail
-    };
-    let point = StepPoint {
-        load,
-        verdict,
-        achieved_rate: load,
-        offered_rate: load,
-        steady: true,
-        goodput: load,
-        mean_waiting: None,
-        confidence: Some(if pass { c.pass } else { c.fail }),
-        undecided: decision == Decision::Undecided,
-        evidence: vec![Some(Evidence {
-            effective_samples: c.effective_samples,
-            effective_within: c.effective_within,
-            quantile: c.quantile,
-        })],
-        level: Some(rule.level),
-    };
+    let point = window_point(load, &slos, &window, &rule);
     (point, t)
 }
 

@@ -1,7 +1,7 @@
 //! Tests for `knee.rs` (kept apart to keep the module short).
 use super::*;
 
-fn point(load: f64, verdict: StepVerdict) -> StepPoint {
+pub(super) fn point(load: f64, verdict: StepVerdict) -> StepPoint {
     StepPoint {
         load,
         verdict,
@@ -37,7 +37,7 @@ fn pass_up_to(limit: f64) -> impl Fn(f64) -> StepVerdict {
     }
 }
 
-fn loads(history: &[StepPoint]) -> Vec<f64> {
+pub(super) fn loads(history: &[StepPoint]) -> Vec<f64> {
     history.iter().map(|p| p.load).collect()
 }
 
