@@ -123,26 +123,11 @@ fn sweep_step(load: f64, seed: u64, slos: &[Slo]) -> (StepPoint, Duration) {
 /// often an end claimed at 90% or more is on the wrong side of the knee.
 fn sweeps(seeds: u64) {
     let slos = vec!["p99_ttft_ms<=300".parse::<Slo>().expect("valid SLO")];
-    let mu = 4.0 / 0.095;
-    let plan = match plan_after(&SearchPlan::auto(1.0, 4096.0, LoadUnit::Rate), Some(mu)) {
-        SearchPlan::Auto {
-            start,
-            factor,
-            max_load,
-            unit,
-            ceiling,
-            ..
-        } => SearchPlan::Auto {
-            start,
-            factor,
-            tolerance: 0.05,
-            max_load,
-            max_steps: 16,
-            unit,
-            ceiling,
-        },
-        list => list,
-    };
+    let plan = plan_after(
+        &SearchPlan::auto(1.0, 4096.0, LoadUnit::Rate),
+        Some(4.0 / 0.095),
+    )
+    .with_stops(0.05, 16);
     println!("seed  steps  measured_s  pass_end (conf)  fail_end (conf)");
     let (mut wrong_pass, mut claimed_pass, mut wrong_fail, mut claimed_fail) = (0, 0, 0, 0);
     let (mut within5, mut within10, mut total_s) = (0, 0, 0.0);

@@ -195,9 +195,22 @@ pub fn window_point(
     window: &[RequestRecord],
     rule: &AdaptiveRule,
 ) -> StepPoint {
-    let pass = slos.iter().all(|s| super::slo::evaluate(s, window).pass);
+    let held: Vec<bool> = slos
+        .iter()
+        .map(|s| super::slo::evaluate(s, window).pass)
+        .collect();
+    let pass = held.iter().all(|&h| h);
     let (decision, _, each) = step_decision(slos, window, rule.level, rule.tests());
-    let sure = |c: &SloConfidence| if pass { c.pass } else { c.fail };
+    // As the live sweep's rows: a pass as sure as its least sure SLO, a
+    // failure as its surest missed one.
+    let sure = each
+        .iter()
+        .zip(&held)
+        .filter_map(|(c, &h)| match (c, pass) {
+            (Some(c), true) => Some(c.pass),
+            (Some(c), false) if !h => Some(c.fail),
+            _ => None,
+        });
     StepPoint {
         load,
         verdict: if pass {
@@ -210,11 +223,7 @@ pub fn window_point(
         steady: true,
         goodput: load,
         mean_waiting: None,
-        confidence: each
-            .iter()
-            .flatten()
-            .map(sure)
-            .reduce(if pass { f64::min } else { f64::max }),
+        confidence: sure.reduce(if pass { f64::min } else { f64::max }),
         undecided: decision == Decision::Undecided,
         evidence: each.iter().map(|c| c.map(|c| c.evidence())).collect(),
         level: Some(rule.level),
@@ -224,13 +233,17 @@ pub fn window_point(
 /// A confidence from one test, corrected for `tests` tests by the union
 /// bound: `1 − tests·(1 − c)`, at least 0. One test leaves it unchanged.
 pub fn adjusted(c: SloConfidence, tests: usize) -> SloConfidence {
-    let k = tests.max(1) as f64;
-    let fix = |x: f64| (1.0 - k * (1.0 - x)).clamp(0.0, 1.0);
     SloConfidence {
-        pass: fix(c.pass),
-        fail: fix(c.fail),
+        pass: union_bound(c.pass, tests),
+        fail: union_bound(c.fail, tests),
         ..c
     }
+}
+
+/// One test's confidence `c` as a share of `tests` tests' (union bound):
+/// `1 − tests·(1 − c)`, at least 0.
+pub fn union_bound(c: f64, tests: usize) -> f64 {
+    (1.0 - tests.max(1) as f64 * (1.0 - c)).clamp(0.0, 1.0)
 }
 
 #[cfg(test)]

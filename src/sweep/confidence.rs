@@ -43,6 +43,7 @@
 //! most the number of requests.
 
 use super::slo::{sample_seconds, Slo, SloMetric, SloOp, SloStat};
+use crate::metrics::stats;
 use crate::metrics::RequestRecord;
 use serde::{Deserialize, Serialize};
 
@@ -158,9 +159,7 @@ pub fn ar1_fraction(x: &[f64]) -> f64 {
 /// statistic at rank ⌈q·n⌉): the top `1 − q` of the window, whose clustering
 /// stands in for that of the exceedances of the bound when the window has
 /// none (or too few to show it).
-fn over_own(values: &[f64], q: f64) -> Vec<bool> {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
+fn over_own(values: &[f64], sorted: &[f64], q: f64) -> Vec<bool> {
     let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
     let cut = sorted[rank - 1];
     values.iter().map(|&v| v >= cut).collect()
@@ -168,22 +167,17 @@ fn over_own(values: &[f64], q: f64) -> Vec<bool> {
 
 /// The design effect of bursts: `Σ S² / Σ S`, where `S` counts the
 /// `marked` samples inside each *excursion*, a maximal run of samples (in
-/// due order) above the window's median. A queue burst lifts every request
-/// in it above the typical latency, so the marked samples of one excursion
-/// rise and fall together. If bursts come at random and their sizes are
-/// independent (a compound Poisson count), the count of marked samples has
-/// `Σ S² / Σ S` times the variance of independent ones, so the evidence is
-/// worth that many times fewer samples. At least 1 (no marked sample, or
-/// none sharing an excursion).
-pub fn burst_factor(values: &[f64], marked: &[bool]) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let Some(&median) = sorted.get(sorted.len() / 2) else {
-        return 1.0;
-    };
+/// due order) above `typical` (the window's median). A queue burst lifts
+/// every request in it above the typical latency, so the marked samples of
+/// one excursion rise and fall together. If bursts come at random and their
+/// sizes are independent (a compound Poisson count), the count of marked
+/// samples has `Σ S² / Σ S` times the variance of independent ones, so the
+/// evidence is worth that many times fewer samples. At least 1 (no marked
+/// sample, or none sharing an excursion).
+pub fn burst_factor(values: &[f64], marked: &[bool], typical: f64) -> f64 {
     let (mut sum, mut sum_sq, mut current) = (0.0_f64, 0.0_f64, 0.0_f64);
     for (&v, &m) in values.iter().zip(marked) {
-        if v <= median {
+        if v <= typical {
             sum_sq += current * current;
             current = 0.0;
         } else if m {
@@ -226,8 +220,11 @@ pub fn slo_confidence(slo: &Slo, records: &[RequestRecord], level: f64) -> Optio
             SloOp::Lt => v < bound,
         })
         .collect();
-    let top = over_own(&values, q);
-    let burst = burst_factor(&values, &over).max(burst_factor(&values, &top));
+    let mut sorted = values.clone();
+    sorted.sort_by(f64::total_cmp);
+    let top = over_own(&values, &sorted, q);
+    let median = stats::median(&sorted);
+    let burst = burst_factor(&values, &over, median).max(burst_factor(&values, &top, median));
     let mut fraction = effective_fraction(&over)
         .min(effective_fraction(&top))
         .min(1.0 / burst);
@@ -239,7 +236,7 @@ pub fn slo_confidence(slo: &Slo, records: &[RequestRecord], level: f64) -> Optio
     let n_eff = ((n as f64 * fraction).round() as usize).max(1);
     let within = over.iter().filter(|o| !**o).count();
     let w_eff = ((within as f64 * fraction).round() as usize).min(n_eff);
-    let (low, high) = order_interval(&values, q, level, n_eff);
+    let (low, high) = order_interval(&sorted, q, level, n_eff);
     Some(SloConfidence {
         samples: n,
         effective_samples: n_eff,
@@ -254,10 +251,9 @@ pub fn slo_confidence(slo: &Slo, records: &[RequestRecord], level: f64) -> Optio
 
 /// The two-sided distribution-free interval of the `q` quantile at coverage
 /// `level`: order statistics `x(l) ≤ ξ ≤ x(u)` with `P(l ≤ B < u) ≥ level`,
-/// `B ~ Bin(n_eff, q)`, positions scaled back to the `values` ranks.
-fn order_interval(values: &[f64], q: f64, level: f64, n_eff: usize) -> (Option<f64>, Option<f64>) {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
+/// `B ~ Bin(n_eff, q)`, positions scaled back to the ranks of `sorted` (the
+/// window's values, ascending).
+fn order_interval(sorted: &[f64], q: f64, level: f64, n_eff: usize) -> (Option<f64>, Option<f64>) {
     let alpha = (1.0 - level.clamp(0.0, 1.0)) / 2.0;
     let scale = sorted.len() as f64 / n_eff as f64;
     let rank = |j: usize| -> Option<f64> {

@@ -141,8 +141,8 @@ fn goodput_form_slos_use_their_ratio_as_the_quantile() {
 
 #[test]
 fn a_burst_counts_once_and_isolated_slow_requests_count_each() {
-    // 1000 TTFTs alternating 40/60 ms (median 60: every 40 ms sample ends an
-    // excursion). Ten slow samples in one run of 10: one burst of 10.
+    // 1000 TTFTs alternating 40/60 ms; above 60 ms (the typical latency
+    // passed in) is an excursion, so every other sample ends one. Ten slow samples in one run of 10: one burst of 10.
     let base = |i: usize| if i % 2 == 0 { 40.0 } else { 60.0 };
     let burst: Vec<f64> = (0..1000)
         .map(|i| {
@@ -157,8 +157,8 @@ fn a_burst_counts_once_and_isolated_slow_requests_count_each() {
         .map(|i| if i % 100 == 1 { 900.0 } else { base(i) })
         .collect();
     let slow = |v: &[f64]| v.iter().map(|&x| x > 300.0).collect::<Vec<bool>>();
-    assert_eq!(burst_factor(&burst, &slow(&burst)), 10.0);
-    assert_eq!(burst_factor(&spread, &slow(&spread)), 1.0);
+    assert_eq!(burst_factor(&burst, &slow(&burst), 60.0), 10.0);
+    assert_eq!(burst_factor(&spread, &slow(&spread), 60.0), 1.0);
     // Two bursts of 9 and 1: (81 + 1) / 10.
     let mixed: Vec<f64> = (0..1000)
         .map(|i| {
@@ -169,10 +169,10 @@ fn a_burst_counts_once_and_isolated_slow_requests_count_each() {
             }
         })
         .collect();
-    assert!((burst_factor(&mixed, &slow(&mixed)) - 8.2).abs() < 1e-9);
+    assert!((burst_factor(&mixed, &slow(&mixed), 60.0) - 8.2).abs() < 1e-9);
     // Nothing marked, or nothing at all: no correction.
-    assert_eq!(burst_factor(&burst, &[false; 1000]), 1.0);
-    assert_eq!(burst_factor(&[], &[]), 1.0);
+    assert_eq!(burst_factor(&burst, &[false; 1000], 60.0), 1.0);
+    assert_eq!(burst_factor(&[], &[], 60.0), 1.0);
 }
 
 #[test]

@@ -92,6 +92,30 @@ impl SearchPlan {
         }
     }
 
+    /// The same plan with these stop rules (an auto plan's tolerance and
+    /// step budget); a list is unchanged.
+    pub fn with_stops(self, tolerance: f64, max_steps: usize) -> Self {
+        match self {
+            SearchPlan::Auto {
+                start,
+                factor,
+                max_load,
+                unit,
+                ceiling,
+                ..
+            } => SearchPlan::Auto {
+                start,
+                factor,
+                tolerance,
+                max_load,
+                max_steps,
+                unit,
+                ceiling,
+            },
+            list => list,
+        }
+    }
+
     /// Check the plan's numbers; [`next_load`] returns `None` for invalid plans.
     pub fn validate(&self) -> Result<(), String> {
         match self {

@@ -69,28 +69,11 @@ fn step(load: f64, seed: u64) -> (StepPoint, Duration) {
 /// The calibrated search (μ = 42.1 req/s, the slot server's) at tolerance
 /// 5% and at most 6 steps, each step run by [`step`].
 fn sweep(seed: u64) -> (Vec<StepPoint>, Duration) {
-    let plan = match plan_after(
+    let plan = plan_after(
         &SearchPlan::auto(1.0, 4096.0, LoadUnit::Rate),
         Some(4.0 / 0.095),
-    ) {
-        SearchPlan::Auto {
-            start,
-            factor,
-            max_load,
-            unit,
-            ceiling,
-            ..
-        } => SearchPlan::Auto {
-            start,
-            factor,
-            tolerance: 0.05,
-            max_load,
-            max_steps: 6,
-            unit,
-            ceiling,
-        },
-        list => list,
-    };
+    )
+    .with_stops(0.05, 6);
     let mut history: Vec<StepPoint> = Vec::new();
     let mut took = Duration::ZERO;
     while let Some(load) = next_load(&plan, &history) {

@@ -17,6 +17,7 @@
 //! end reported is wrong stays within `1 − level`. A pool of one step is that
 //! step's own test again and is not taken.
 
+use super::adaptive::union_bound;
 use super::confidence::{pooled_pass, Evidence};
 use super::knee::{StepPoint, StepVerdict};
 
@@ -55,7 +56,7 @@ pub fn pass_end(
         if pool.len() < 2 {
             return None;
         }
-        let confidence = corrected(pooled(&pool)?, tests);
+        let confidence = union_bound(pooled(&pool)?, tests);
         (confidence >= level).then(|| PooledPass {
             load,
             confidence,
@@ -83,7 +84,7 @@ pub fn within_noise(
         .find(|p| p.load == lowest)
         .and_then(|p| p.confidence);
     let pooled = (pool.len() >= 2)
-        .then(|| pooled(&pool).map(|c| corrected(c, passes.len() + 1)))
+        .then(|| pooled(&pool).map(|c| union_bound(c, passes.len() + 1)))
         .flatten();
     let confidence = match (own, pooled) {
         (Some(a), Some(b)) => a.max(b),
@@ -104,10 +105,6 @@ fn pool_from(raw: &[StepPoint], load: f64, first_fail: Option<f64>) -> Vec<&Step
 fn pooled(pool: &[&StepPoint]) -> Option<f64> {
     let evidence: Vec<&[Option<Evidence>]> = pool.iter().map(|p| p.evidence.as_slice()).collect();
     pooled_pass(&evidence)
-}
-
-fn corrected(c: f64, tests: usize) -> f64 {
-    (1.0 - tests as f64 * (1.0 - c)).clamp(0.0, 1.0)
 }
 
 fn loads_of(pool: &[&StepPoint]) -> Vec<f64> {

@@ -7,7 +7,7 @@ use crate::sweep::knee::{knee, next_load, LoadUnit, SearchPlan};
 /// corrected for 3 tests, as an adaptive step's is.
 fn step(load: f64, verdict: StepVerdict, n: usize, within: usize, decided: bool) -> StepPoint {
     let own = crate::sweep::confidence::binomial_cdf(n, 0.99, within as i64 - 1);
-    let own = corrected(own, 3);
+    let own = union_bound(own, 3);
     StepPoint {
         load,
         verdict,
