@@ -176,6 +176,7 @@ fn shard_level(
             max_concurrency: cfg.load.max_concurrency,
             cancel_at: None,
             watch: None,
+            sessions: None,
         };
         return Ok((level, None));
     };
@@ -193,6 +194,7 @@ fn shard_level(
         max_concurrency,
         cancel_at: None,
         watch: None,
+        sessions: None,
     };
     Ok((level, load.globals))
 }

@@ -19,7 +19,7 @@ use crate::metrics::hist::{LatencyHist, RunHists};
 use crate::metrics::stats::Distribution;
 use crate::metrics::KNEECAP_PERCENTILES;
 use crate::report::shard::{ShardIdentity, ShardPart};
-use crate::report::sweep::{StepResult, SweepResult, Verdict};
+use crate::report::sweep::{StepPrompts, StepResult, SweepResult, Verdict};
 use crate::sweep::knee::StepPoint;
 use crate::sweep::rows::{finish, point};
 use crate::sweep::slo::SloOutcome;
@@ -140,7 +140,9 @@ fn merge_step(
     }
     let total = combine(blocks.iter().map(|b| &b.part))?;
     let evidence = evidence(slos, steps, &blocks, &total);
-    let step = judge_step(evidence, sweep.max_error_rate);
+    let mut step = judge_step(evidence, sweep.max_error_rate);
+    step.prompts = agreed_prompts(k, steps)?;
+    step.prefix_cache_reset = steps.iter().any(|(_, st)| st.prefix_cache_reset);
     let aligned = json!({
         "load": first.load,
         "start_lateness_ms": blocks.iter().map(|b| b.part.start_lateness_ms).collect::<Vec<_>>(),
@@ -149,6 +151,24 @@ fn merge_step(
         "window_end_unix_s": total.window_end_unix_s,
     });
     Ok((step, aligned))
+}
+
+/// The prompts every shard drew for step `k`: the same, or the shards ran
+/// different workloads.
+fn agreed_prompts(
+    k: usize,
+    steps: &[(&SweepShard, &StepResult)],
+) -> Result<Option<StepPrompts>, String> {
+    let (first_shard, first) = (steps[0].0, steps[0].1.prompts);
+    for (s, step) in steps {
+        if step.prompts != first {
+            return Err(format!(
+                "{}: step {k} drew other prompts than {} ({:?} against {:?}): give every shard the same --seed and --reuse-prompts",
+                s.file.name, first_shard.file.name, step.prompts, first
+            ));
+        }
+    }
+    Ok(first)
 }
 
 /// The merged step's evidence: counters add, distributions come from the

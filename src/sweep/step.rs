@@ -169,6 +169,8 @@ pub fn judge_step(e: StepEvidence, max_error_rate: f64) -> StepResult {
         usd_per_million_output_tokens: None,
         shard: None,
         prefix_cache: None,
+        prompts: None,
+        prefix_cache_reset: false,
     }
 }
 

@@ -8,6 +8,7 @@
 pub mod burstgpt;
 pub mod custom;
 pub mod dataset;
+pub mod draws;
 pub mod mt19937;
 pub mod prefix;
 pub mod random;

@@ -138,6 +138,13 @@ async fn handle(
         };
         return Ok(Response::new(full(body)));
     }
+    // No prefix-cache reset (like llama.cpp): `--reset-prefix-cache` must say so.
+    if matches!(req.uri().path(), "/reset_prefix_cache" | "/flush_cache") {
+        return Ok(Response::builder()
+            .status(404)
+            .body(full("not found"))
+            .unwrap());
+    }
     let headers: Vec<(String, String)> = req
         .headers()
         .iter()
