@@ -2,6 +2,7 @@
 //! followed by kneecap's own block. Pure: returns a String.
 
 use super::RunResult;
+use crate::client::openai::Backend;
 use crate::metrics::stats::Distribution;
 use crate::metrics::MetricName;
 use std::fmt::Write;
@@ -53,7 +54,7 @@ fn vllm_block(out: &mut String, r: &RunResult) {
     }
     fline(out, "Benchmark duration (s):", s.duration_s);
     line(out, "Total input tokens:", s.total_input_tokens);
-    if crate::metrics::name::is_pooling_backend(&r.header.backend) {
+    if Backend::from_name(&r.header.backend).is_some_and(Backend::is_pooling) {
         // vLLM's pooling summary: no output tokens, no peaks.
         fline(out, "Request throughput (req/s):", s.request_throughput);
         fline(
@@ -178,7 +179,7 @@ fn kneecap_block(out: &mut String, r: &RunResult) {
         generator_line(out, g);
     }
     stamps_line(out, &s.stamps);
-    if crate::metrics::name::is_pooling_backend(&r.header.backend) {
+    if Backend::from_name(&r.header.backend).is_some_and(Backend::is_pooling) {
         // Nothing is streamed: the answer's time is its E2EL.
         fline(
             out,
