@@ -4,6 +4,7 @@
 //! `kneecap run` and `kneecap merge` write it; `kneecap merge`, `report` and
 //! `compare` read it back — vLLM's own files too (see [`lenient`]). Pure.
 
+pub mod dist;
 pub mod kneecap;
 pub mod lenient;
 mod pooling;
