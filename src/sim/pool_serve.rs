@@ -14,9 +14,8 @@ use hyper::body::Incoming;
 
 use super::driver::{Command, Delivery, DispatchMsg, Submission};
 use super::pooling::{parse_pool_request, pool_response, PoolEndpoint};
-use super::server::{
-    error, json, read_body, refusal_error, refuse, shutting_down, unix_now, Shared,
-};
+use super::reply::{error, json, read_body, refusal_error, refuse, shutting_down, unix_now};
+use super::shared::Shared;
 use super::stream::SimBody;
 use super::trace::TraceRecord;
 use crate::rxstamp::RxCell;
