@@ -21,7 +21,7 @@ use crate::client::http::HttpClient;
 use crate::metrics::fold::ItlFold;
 use crate::metrics::session::SessionRecord;
 use crate::metrics::{ErrorKind, RequestError, RequestRecord, SessionTurn};
-use crate::workload::dataset::estimate_tokens;
+use crate::workload::sample::estimate_tokens;
 use crate::workload::session::{History, SessionSpec};
 use indicatif::ProgressBar;
 use std::sync::atomic::{AtomicUsize, Ordering};
