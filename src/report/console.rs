@@ -137,9 +137,23 @@ fn p_word(p: f64) -> String {
 }
 
 fn kneecap_block(out: &mut String, r: &RunResult) {
-    let k = &r.kneecap;
-    let s = &r.summary;
     banner(out, " kneecap ", '-');
+    setup_lines(out, r);
+    timing_lines(out, r);
+    let s = &r.summary;
+    if s.reasoning.reasoning_requests > 0 {
+        reasoning_lines(out, s);
+    }
+    error_lines(out, r);
+    if r.kneecap.interrupted {
+        let _ = writeln!(out, "INTERRUPTED: partial result (stopped by signal)");
+    }
+    let _ = writeln!(out, "{}", "=".repeat(50));
+}
+
+/// What was measured: the target, the load, the server's prefix cache and
+/// the sessions.
+fn setup_lines(out: &mut String, r: &RunResult) {
     let h = &r.header;
     if h.simulated {
         let preset = h.sim_preset.as_deref().unwrap_or("?");
@@ -153,6 +167,7 @@ fn kneecap_block(out: &mut String, r: &RunResult) {
         "Load: {} | dataset {} | seed {}",
         h.arrival, h.dataset, h.seed
     );
+    let k = &r.kneecap;
     if let Some(pc) = &k.prefix_cache {
         let rate = pc
             .hit_rate
@@ -166,6 +181,12 @@ fn kneecap_block(out: &mut String, r: &RunResult) {
     if let Some(sessions) = &k.sessions {
         super::sessions::console_lines(out, sessions);
     }
+}
+
+/// How well the generator kept time, and the latencies counted from each
+/// request's due time.
+fn timing_lines(out: &mut String, r: &RunResult) {
+    let s = &r.summary;
     let l = &s.lateness;
     let _ = writeln!(
         out,
@@ -175,7 +196,7 @@ fn kneecap_block(out: &mut String, r: &RunResult) {
         pct(l, 99.0),
         l.max_ms
     );
-    if let Some(g) = &k.generator {
+    if let Some(g) = &r.kneecap.generator {
         generator_line(out, g);
     }
     stamps_line(out, &s.stamps);
@@ -203,9 +224,11 @@ fn kneecap_block(out: &mut String, r: &RunResult) {
         "P99 E2EL from due time (ms):",
         pct(&s.e2el_from_due, 99.0),
     );
-    if s.reasoning.reasoning_requests > 0 {
-        reasoning_lines(out, s);
-    }
+}
+
+/// The error rate, the failures by kind and the first error messages.
+fn error_lines(out: &mut String, r: &RunResult) {
+    let s = &r.summary;
     let sent = s.completed + s.failed;
     if sent > 0 {
         let rate = 100.0 * s.failed as f64 / sent as f64;
@@ -222,14 +245,10 @@ fn kneecap_block(out: &mut String, r: &RunResult) {
             .map(|(k, n)| format!("{k} {n}"))
             .collect();
         let _ = writeln!(out, "{:<40} {}", "Failures by kind:", kinds.join(", "));
-        for e in &k.first_errors {
+        for e in &r.kneecap.first_errors {
             let _ = writeln!(out, "  error: {e}");
         }
     }
-    if k.interrupted {
-        let _ = writeln!(out, "INTERRUPTED: partial result (stopped by signal)");
-    }
-    let _ = writeln!(out, "{}", "=".repeat(50));
 }
 
 /// "Generator: healthy (...)" or "GENERATOR-LIMITED: reasons".
