@@ -11,6 +11,7 @@ use super::target::{self, Server};
 use crate::cli::run::RunArgs;
 use crate::config::{self, LoadConfig, RunConfig, UiMode};
 use crate::engine::{self, Releases};
+use crate::metrics::fold::summarize_folded;
 use crate::metrics::hist::RunHists;
 use crate::metrics::stats::{self, Summary};
 use crate::metrics::KNEECAP_PERCENTILES;
@@ -319,7 +320,7 @@ fn announce(cfg: &RunConfig, server: &Server, model_id: &str, releases: &Release
 fn summarize(out: &engine::EngineOutput, cfg: &RunConfig) -> Summary {
     let (records, duration) = (&out.records, out.duration);
     let mut s = match &out.fold {
-        Some(fold) => stats::summarize_folded(records, duration, &cfg.stats, fold),
+        Some(fold) => summarize_folded(records, duration, &cfg.stats, fold),
         None => stats::summarize(records, duration, &cfg.stats),
     };
     // kneecap's own block always carries p50/p90/p99/p99.9, whatever --metric-percentiles says.
