@@ -18,7 +18,6 @@ use super::{
     Releases,
 };
 use crate::client::http::HttpClient;
-use crate::metrics::fold::ItlFold;
 use crate::metrics::session::SessionRecord;
 use crate::metrics::{ErrorKind, RequestError, RequestRecord, SessionTurn};
 use crate::workload::dataset::estimate_tokens;
@@ -89,11 +88,7 @@ pub(super) async fn run_sessions(
         alarms: Alarms::start(),
         events,
     });
-    let mut finished = Finished {
-        records: Vec::new(),
-        fold: plan.fold_itl.then(ItlFold::default),
-        observer: plan.watch.as_ref().map(|w| w.observer.clone()),
-    };
+    let mut finished = Finished::new(plan.fold_itl, plan.watch.as_ref());
     let starter = tokio::spawn(start_sessions(sh.clone(), plan.releases.clone()));
     let mut interrupt = interrupt;
     let mut end = plan.watch.as_ref().map(|w| w.end_releases.clone());
@@ -116,7 +111,13 @@ pub(super) async fn run_sessions(
             }
             ev = rx.recv() => match ev {
                 Some(Event::Released(i, due)) => finished.released(i, due),
-                Some(Event::Finished(rec)) => finished.push(rec),
+                Some(Event::Finished(rec)) => {
+                    finished.push(rec);
+                    if finished.refused() {
+                        let _ = stop_tx.send(true);
+                        let _ = cancel_tx.send(true);
+                    }
+                }
                 Some(Event::Ended(s)) => { progress.inc(1); ended.push(s); }
                 Some(Event::StartsDone(n)) => started = Some(n),
                 None => break,
@@ -142,6 +143,7 @@ pub(super) async fn run_sessions(
     }
     starter.abort();
     let duration = sh.t0.elapsed();
+    let refused = finished.refusals.tripped().cloned();
     let Finished {
         mut records, fold, ..
     } = finished;
@@ -156,6 +158,7 @@ pub(super) async fn run_sessions(
         fold,
         releases_ended_at,
         sessions: ended,
+        refused,
     }
 }
 
