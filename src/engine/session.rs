@@ -18,7 +18,6 @@ use super::{
     Releases,
 };
 use crate::client::http::HttpClient;
-use crate::metrics::fold::ItlFold;
 use crate::metrics::session::SessionRecord;
 use crate::metrics::{ErrorKind, RequestError, RequestRecord, SessionTurn};
 use crate::workload::sample::estimate_tokens;
@@ -94,11 +93,7 @@ pub(super) async fn run_sessions(
         stop,
         cancel,
         progress,
-        finished: Finished {
-            records: Vec::new(),
-            fold: plan.fold_itl.then(ItlFold::default),
-            observer: plan.watch.as_ref().map(|w| w.observer.clone()),
-        },
+        finished: Finished::new(plan.fold_itl, plan.watch.as_ref()),
         started: None,
         ended: Vec::new(),
         interrupted: false,
@@ -175,7 +170,13 @@ impl Collector {
     fn on_event(&mut self, ev: Event) {
         match ev {
             Event::Released(i, due) => self.finished.released(i, due),
-            Event::Finished(rec) => self.finished.push(rec),
+            Event::Finished(rec) => {
+                self.finished.push(rec);
+                if self.finished.refused() {
+                    let _ = self.stop.send(true);
+                    let _ = self.cancel.send(true);
+                }
+            }
             Event::Ended(s) => {
                 self.progress.inc(1);
                 self.ended.push(s);
@@ -186,6 +187,7 @@ impl Collector {
 
     /// The level's output: records and sessions in order.
     fn output(self, duration: Duration, started_at: SystemTime) -> EngineOutput {
+        let refused = self.finished.refusals.tripped().cloned();
         let Finished {
             mut records, fold, ..
         } = self.finished;
@@ -201,6 +203,7 @@ impl Collector {
             fold,
             releases_ended_at: self.releases_ended_at,
             sessions: ended,
+            refused,
         }
     }
 }

@@ -14,6 +14,8 @@
 //! explain ([`EXPLAINED_BY_GENERATOR`]): a step that failed only because the
 //! generator fell behind is never the server's knee, but a server that
 //! misses its SLO by seconds while the client is a few ms late has failed.
+//! A step where most requests failed is judged on its failures alone
+//! ([`failures`]), never as generator-limited.
 //! The mirror rule holds for a pass: a step that met every latency SLO with
 //! a margin of more than that many times the generator's delay, and passed
 //! everything else, passes (a few ms of client delay cannot have moved its
@@ -23,6 +25,7 @@
 pub mod adaptive;
 pub mod calibrate;
 pub mod confidence;
+pub mod failures;
 pub mod knee;
 mod moves;
 pub mod plateau;

@@ -6,6 +6,7 @@
 //! write. PURE: no clock, no I/O.
 
 use super::confidence::{self, Decision, SloConfidence};
+use super::failures::judge_failures;
 use super::rows::{dist, queue_stats, slo_row, steady_row, verdict_of};
 use super::slo::SloOutcome;
 use super::steady::{self, Steadiness};
@@ -96,7 +97,11 @@ pub fn judge_step(e: StepEvidence, max_error_rate: f64) -> StepResult {
         steadiness: &steadiness,
         generator: &e.generator,
     };
-    let (verdict, reasons) = judge(&input);
+    let failed = judge_failures(c, error_rate, max_error_rate, &e.generator);
+    let (verdict, reasons) = match &failed {
+        Some(f) => (super::StepVerdict::Fail, vec![f.reason.clone()]),
+        None => judge(&input),
+    };
     // An SLO with a binomial confidence states how sure it is; its
     // few-tail-samples warning would only repeat that less precisely.
     let has_confidence = |i: usize| {
@@ -112,6 +117,7 @@ pub fn judge_step(e: StepEvidence, max_error_rate: f64) -> StepResult {
         .filter_map(|(_, o)| o.warning.clone())
         .collect();
     warnings.extend(e.generator.warnings.iter().cloned());
+    warnings.extend(failed.as_ref().and_then(|f| f.set_aside.clone()));
     warnings.extend(e.extra_warnings.iter().cloned());
     let (mean_waiting, max_waiting, mean_running) = queue_stats(&e.queue, w0, w1);
     let d = &e.dists;
@@ -149,13 +155,17 @@ pub fn judge_step(e: StepEvidence, max_error_rate: f64) -> StepResult {
             .map(|(level, each)| decision_row(*level, each, e.ended_early, c.completed)),
         steady: steady_row(&steadiness),
         generator: GeneratorRow {
-            limited: e.generator.limited,
+            // Set aside when the step is judged on its failures.
+            limited: e.generator.limited && failed.is_none(),
             lateness_p50_ms: d.lateness.median_ms,
             lateness_p99_ms: health::p99_ms(&d.lateness),
             lateness_max_ms: d.lateness.max_ms,
             cpu_busy_fraction: e.cpu_busy_fraction,
             event_loop_lag_p99_ms: e.event_loop_lag_p99_ms,
-            reasons: e.generator.reasons.clone(),
+            reasons: match failed {
+                Some(_) => Vec::new(),
+                None => e.generator.reasons.clone(),
+            },
         },
         queue_source: e.queue_source,
         queue: e.queue,
@@ -315,6 +325,46 @@ mod tests {
         let step = judge_step(e, 0.01);
         assert_eq!(step.error_rate, 0.03);
         assert_eq!(step.verdict, Verdict::Fail);
+    }
+
+    #[test]
+    fn a_step_where_most_requests_failed_is_judged_on_them_not_on_the_generator() {
+        let mut e = steady_evidence();
+        e.counts.failed = 100;
+        e.counts.completed = 0;
+        e.counts.errors_by_kind.insert("http_status".into(), 100);
+        e.counts.first_errors = vec![r#"HTTP 400 Bad Request: {"message":"too long"}"#.into()];
+        e.generator = health::generator_health(
+            &Distribution {
+                max_ms: 655.0,
+                percentiles_ms: vec![(99.0, 655.0)],
+                ..Distribution::default()
+            },
+            1.0,
+            None,
+            None,
+        );
+        assert!(
+            e.generator.limited,
+            "the self-check alone would blame the generator"
+        );
+        let step = judge_step(e, 0.01);
+        assert_eq!(step.verdict, Verdict::Fail);
+        assert_eq!(
+            step.reasons,
+            vec![
+                "most requests failed: 100 of 100 (100%, 1% allowed; http_status 100); \
+                  first: HTTP 400 Bad Request: \"too long\""
+            ]
+        );
+        assert!(!step.generator.limited && step.generator.reasons.is_empty());
+        assert!(
+            step.warnings
+                .iter()
+                .any(|w| w.contains("self-check is not weighed")),
+            "{:?}",
+            step.warnings
+        );
     }
 
     #[test]

@@ -93,7 +93,7 @@ pub(super) async fn run_all_steps(
             cancel_at: Some(length + timing.drain),
             watch: None,
         };
-        let m = live::measure(ctx, level, None, interrupt.clone()).await;
+        let m = live::measure(ctx, level, None, interrupt.clone()).await?;
         let interrupted = *interrupt.borrow();
         let window = (timing.warmup, length);
         let evidence = Evidence {

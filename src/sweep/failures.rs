@@ -1,0 +1,163 @@
+//! Failures: the verdict on a step where most requests failed. Such a step
+//! is judged on its failures (how many, of which kinds, what the server said
+//! first), not on its latencies or on the generator's self-check: a request
+//! that failed measured no latency, and one that failed at once frees its
+//! slot at once, so a wall of them strains the generator with work the
+//! server never did. PURE: no clock, no I/O.
+
+use super::step::StepCounts;
+use crate::metrics::health::GeneratorHealth;
+use crate::metrics::refusal::server_message;
+
+/// A step is judged on its failures when more than this share of its
+/// requests failed.
+pub const MOSTLY_FAILED: f64 = 0.5;
+
+/// The verdict on a step where most requests failed: it fails, for this reason.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FailedStep {
+    /// The failures in one line (the step line shows a step's first
+    /// reason): how many, of which kinds, and the first server message.
+    pub reason: String,
+    /// What the generator's self-check found, set aside (a warning).
+    pub set_aside: Option<String>,
+}
+
+/// The verdict on the step's failures, when more than [`MOSTLY_FAILED`] of
+/// its requests failed; `None` otherwise (the step is judged as usual).
+pub fn judge_failures(
+    counts: &StepCounts,
+    error_rate: f64,
+    max_error_rate: f64,
+    generator: &GeneratorHealth,
+) -> Option<FailedStep> {
+    if counts.n_requests == 0 || error_rate <= MOSTLY_FAILED {
+        return None;
+    }
+    let kinds: Vec<String> = counts
+        .errors_by_kind
+        .iter()
+        .map(|(kind, n)| format!("{kind} {n}"))
+        .collect();
+    let mut reason = format!(
+        "most requests failed: {} of {} ({}, {} allowed",
+        counts.failed,
+        counts.n_requests,
+        percent(error_rate),
+        percent(max_error_rate)
+    );
+    if !kinds.is_empty() {
+        reason.push_str(&format!("; {}", kinds.join(", ")));
+    }
+    reason.push(')');
+    if let Some(first) = counts.first_errors.first() {
+        reason.push_str(&format!("; {}", first_failure(first)));
+    }
+    let set_aside = generator.limited.then(|| {
+        format!(
+            "the generator's self-check is not weighed when most requests failed: {}",
+            generator.reasons.join("; ")
+        )
+    });
+    Some(FailedStep { reason, set_aside })
+}
+
+/// `first: HTTP 400 Bad Request: "the server's message"`, or the client's
+/// own line for a failure without a status.
+fn first_failure(line: &str) -> String {
+    match line
+        .strip_prefix("HTTP ")
+        .and_then(|rest| rest.split_once(": "))
+    {
+        Some((status, _)) => format!("first: HTTP {status}: \"{}\"", server_message(line)),
+        None => format!("first: {line}"),
+    }
+}
+
+/// A 0–1 fraction as a percentage with at most one decimal.
+fn percent(fraction: f64) -> String {
+    format!("{}%", (fraction * 1000.0).round() / 10.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    const REFUSED: &str = r#"HTTP 400 Bad Request: {"error":{"message":"This model's maximum context length is 4096 tokens. However, your request has 4096 input tokens.","type":"BadRequestError","param":null,"code":400}}"#;
+
+    fn counts(failed: usize, n: usize, kinds: &[(&str, u64)], first: &[&str]) -> StepCounts {
+        StepCounts {
+            n_requests: n,
+            completed: n - failed,
+            failed,
+            errors_by_kind: kinds
+                .iter()
+                .map(|(k, v)| (k.to_string(), *v))
+                .collect::<BTreeMap<_, _>>(),
+            first_errors: first.iter().map(|s| s.to_string()).collect(),
+            ..StepCounts::default()
+        }
+    }
+
+    fn strained() -> GeneratorHealth {
+        GeneratorHealth {
+            limited: true,
+            reasons: vec!["dispatch lateness p99 655.000 ms > 100.000 ms bound".into()],
+            ..GeneratorHealth::default()
+        }
+    }
+
+    #[test]
+    fn a_step_of_refusals_is_judged_on_them_with_the_servers_message() {
+        let c = counts(83, 83, &[("http_status", 83)], &[REFUSED]);
+        let f = judge_failures(&c, 1.0, 0.01, &strained()).expect("judged on its failures");
+        assert_eq!(
+            f.reason,
+            "most requests failed: 83 of 83 (100%, 1% allowed; http_status 83); \
+             first: HTTP 400 Bad Request: \"This model's maximum context length is 4096 tokens. \
+             However, your request has 4096 input tokens.\""
+        );
+        let aside = f.set_aside.expect("the strain is kept as a warning");
+        assert!(
+            aside.contains("dispatch lateness p99 655.000 ms"),
+            "{aside}"
+        );
+        for line in [&f.reason, &aside] {
+            let lower = line.to_lowercase();
+            assert!(
+                !lower.contains("generator limited") && !lower.contains("generator-limited"),
+                "{line}"
+            );
+        }
+    }
+
+    #[test]
+    fn failures_of_several_kinds_are_listed_and_a_healthy_generator_sets_nothing_aside() {
+        let c = counts(
+            70,
+            100,
+            &[("http_status", 40), ("timeout", 30)],
+            &["no complete response within --request-timeout 30s"],
+        );
+        let f = judge_failures(&c, 0.7, 0.01, &GeneratorHealth::default()).unwrap();
+        assert_eq!(
+            f.reason,
+            "most requests failed: 70 of 100 (70%, 1% allowed; http_status 40, timeout 30); \
+             first: no complete response within --request-timeout 30s"
+        );
+        assert_eq!(f.set_aside, None);
+    }
+
+    #[test]
+    fn half_or_fewer_failed_is_judged_as_usual() {
+        let c = counts(50, 100, &[("http_status", 50)], &[REFUSED]);
+        assert_eq!(judge_failures(&c, 0.5, 0.01, &strained()), None);
+        let c = counts(51, 100, &[("http_status", 51)], &[REFUSED]);
+        assert!(judge_failures(&c, 0.51, 0.01, &strained()).is_some());
+        assert_eq!(
+            judge_failures(&counts(0, 0, &[], &[]), f64::NAN, 0.01, &strained()),
+            None
+        );
+    }
+}
