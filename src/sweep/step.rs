@@ -146,7 +146,7 @@ pub fn judge_step(e: StepEvidence, max_error_rate: f64) -> StepResult {
         decision: e
             .confidence
             .as_ref()
-            .map(|(level, each)| decision_row(*level, each, e.ended_early, c.completed)),
+            .map(|(level, each)| decision_row(*level, each, e.ended_early, c.completed + c.failed)),
         steady: steady_row(&steadiness),
         generator: GeneratorRow {
             limited: e.generator.limited,
