@@ -10,6 +10,7 @@ pub mod cost;
 pub mod html;
 pub mod json;
 pub mod knee_text;
+pub mod misses;
 pub mod save;
 pub mod series;
 pub mod sessions;

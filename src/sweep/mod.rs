@@ -32,6 +32,7 @@ pub mod plateau;
 pub mod pooled;
 pub mod rows;
 pub mod slo;
+mod slo_eval;
 pub mod slo_hist;
 pub mod steady;
 pub mod step;
@@ -186,6 +187,9 @@ mod tests {
             tail_samples: 100,
             attained: None,
             warning: None,
+            failures: 0,
+            failed_in_tail: 0,
+            vllm_observed_ms: None,
         }
     }
 

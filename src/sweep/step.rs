@@ -152,7 +152,7 @@ pub fn judge_step(e: StepEvidence, max_error_rate: f64) -> StepResult {
         decision: e
             .confidence
             .as_ref()
-            .map(|(level, each)| decision_row(*level, each, e.ended_early, c.completed)),
+            .map(|(level, each)| decision_row(*level, each, e.ended_early, c.completed + c.failed)),
         steady: steady_row(&steadiness),
         generator: GeneratorRow {
             // Set aside when the step is judged on its failures.

@@ -264,7 +264,6 @@ pub(crate) fn judge_records(cfg: &SweepConfig, load: f64, e: Evidence<'_>) -> St
         goodput: goodput_slo(&cfg.slos),
     };
     let summary = stats::summarize(&in_window, w1 - w0, &opts);
-    let ok: Vec<RequestRecord> = in_window.iter().filter(|r| r.is_ok()).cloned().collect();
     let steadiness = steady::assess(e.records, e.window, &steady::SteadyThresholds::default());
     // A trace's arrivals are its own (bursty): its offered rate is what the
     // window saw, like a closed loop's.
@@ -280,7 +279,12 @@ pub(crate) fn judge_records(cfg: &SweepConfig, load: f64, e: Evidence<'_>) -> St
         load,
         window: e.window,
         counts: counts(&in_window, &summary),
-        slo_outcomes: cfg.slos.iter().map(|s| slo::evaluate(s, &ok)).collect(),
+        // Every request due in the window: a failed one is a miss (`slo`).
+        slo_outcomes: cfg
+            .slos
+            .iter()
+            .map(|s| slo::evaluate(s, &in_window))
+            .collect(),
         steadiness,
         generator: health::generator_health_with_bound(
             &health::judged_lateness(&in_window),
