@@ -137,6 +137,16 @@ impl Finished {
     fn refused(&self) -> bool {
         self.refusals.tripped().is_some()
     }
+
+    /// Push a record; once the level is refused, signal each of `stop`.
+    fn push_or_stop(&mut self, rec: RequestRecord, stop: &[&watch::Sender<bool>]) {
+        self.push(rec);
+        if self.refused() {
+            for s in stop {
+                let _ = s.send(true);
+            }
+        }
+    }
 }
 
 /// Shared state of a running load level.
@@ -200,9 +210,7 @@ pub async fn run_level(
     let early_cancel = releases_ended_at
         .zip(plan.watch.as_ref())
         .map(|(end, w)| end + w.drain);
-    // Refused: what is still in flight is cancelled now.
-    let refused_at = records.refused().then(|| ctx.t0.elapsed());
-    let cancel_at = earliest_offset(plan.cancel_at, earliest_offset(early_cancel, refused_at))
+    let cancel_at = earliest_offset(plan.cancel_at, early_cancel)
         .map(|d| tokio::time::Instant::from_std(ctx.t0 + d));
     let interrupted = drain(
         &mut tasks,
@@ -346,6 +354,9 @@ async fn drain(
     mut interrupt: watch::Receiver<bool>,
     cancel: &watch::Sender<bool>,
 ) -> bool {
+    if records.refused() {
+        let _ = cancel.send(true); // what is still in flight
+    }
     let grace_end = interrupted.then(|| tokio::time::Instant::now() + grace);
     let mut deadline = earliest(grace_end, cancel_at);
     loop {
@@ -354,12 +365,7 @@ async fn drain(
         tokio::select! {
             next = tasks.join_next() => match next {
                 None => break,
-                Some(Ok(rec)) => {
-                    records.push(rec);
-                    if records.refused() {
-                        let _ = cancel.send(true);
-                    }
-                }
+                Some(Ok(rec)) => records.push_or_stop(rec, &[cancel]),
                 Some(Err(_)) => {} // a panicked task: nothing to record (should not happen)
             },
             _ = wait_true(&mut interrupt), if !interrupted => {

@@ -170,13 +170,7 @@ impl Collector {
     fn on_event(&mut self, ev: Event) {
         match ev {
             Event::Released(i, due) => self.finished.released(i, due),
-            Event::Finished(rec) => {
-                self.finished.push(rec);
-                if self.finished.refused() {
-                    let _ = self.stop.send(true);
-                    let _ = self.cancel.send(true);
-                }
-            }
+            Event::Finished(rec) => self.finished.push_or_stop(rec, &[&self.stop, &self.cancel]),
             Event::Ended(s) => {
                 self.progress.inc(1);
                 self.ended.push(s);

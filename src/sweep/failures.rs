@@ -6,6 +6,7 @@
 //! server never did. PURE: no clock, no I/O.
 
 use super::step::StepCounts;
+use super::StepVerdict;
 use crate::metrics::health::GeneratorHealth;
 use crate::metrics::refusal::server_message;
 
@@ -13,24 +14,17 @@ use crate::metrics::refusal::server_message;
 /// requests failed.
 pub const MOSTLY_FAILED: f64 = 0.5;
 
-/// The verdict on a step where most requests failed: it fails, for this reason.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FailedStep {
-    /// The failures in one line (the step line shows a step's first
-    /// reason): how many, of which kinds, and the first server message.
-    pub reason: String,
-    /// What the generator's self-check found, set aside (a warning).
-    pub set_aside: Option<String>,
-}
-
 /// The verdict on the step's failures, when more than [`MOSTLY_FAILED`] of
-/// its requests failed; `None` otherwise (the step is judged as usual).
+/// its requests failed: a failure, for one reason (the step line shows a
+/// step's first): how many failed, of which kinds, and the first server
+/// message. The generator's verdict is then set aside: not limited, its
+/// reasons kept as a warning. `None` otherwise (the step is judged as usual).
 pub fn judge_failures(
     counts: &StepCounts,
-    error_rate: f64,
     max_error_rate: f64,
-    generator: &GeneratorHealth,
-) -> Option<FailedStep> {
+    generator: &mut GeneratorHealth,
+) -> Option<(StepVerdict, Vec<String>)> {
+    let error_rate = counts.failed as f64 / counts.n_requests as f64;
     if counts.n_requests == 0 || error_rate <= MOSTLY_FAILED {
         return None;
     }
@@ -53,13 +47,20 @@ pub fn judge_failures(
     if let Some(first) = counts.first_errors.first() {
         reason.push_str(&format!("; {}", first_failure(first)));
     }
-    let set_aside = generator.limited.then(|| {
-        format!(
+    set_aside(generator);
+    Some((StepVerdict::Fail, vec![reason]))
+}
+
+/// Not limited; what the self-check found becomes a warning.
+fn set_aside(g: &mut GeneratorHealth) {
+    if g.limited {
+        g.warnings.push(format!(
             "the generator's self-check is not weighed when most requests failed: {}",
-            generator.reasons.join("; ")
-        )
-    });
-    Some(FailedStep { reason, set_aside })
+            g.reasons.join("; ")
+        ));
+    }
+    g.limited = false;
+    g.reasons.clear();
 }
 
 /// `first: HTTP 400 Bad Request: "the server's message"`, or the client's
@@ -111,19 +112,22 @@ mod tests {
     #[test]
     fn a_step_of_refusals_is_judged_on_them_with_the_servers_message() {
         let c = counts(83, 83, &[("http_status", 83)], &[REFUSED]);
-        let f = judge_failures(&c, 1.0, 0.01, &strained()).expect("judged on its failures");
+        let mut g = strained();
+        let (verdict, reasons) = judge_failures(&c, 0.01, &mut g).expect("judged on its failures");
+        assert_eq!(verdict, StepVerdict::Fail);
         assert_eq!(
-            f.reason,
-            "most requests failed: 83 of 83 (100%, 1% allowed; http_status 83); \
-             first: HTTP 400 Bad Request: \"This model's maximum context length is 4096 tokens. \
-             However, your request has 4096 input tokens.\""
+            reasons,
+            vec!["most requests failed: 83 of 83 (100%, 1% allowed; http_status 83); \
+                  first: HTTP 400 Bad Request: \"This model's maximum context length is 4096 tokens. \
+                  However, your request has 4096 input tokens.\""]
         );
-        let aside = f.set_aside.expect("the strain is kept as a warning");
+        assert!(!g.limited && g.reasons.is_empty(), "set aside: {g:?}");
+        assert_eq!(g.warnings.len(), 1);
         assert!(
-            aside.contains("dispatch lateness p99 655.000 ms"),
-            "{aside}"
+            g.warnings[0].contains("dispatch lateness p99 655.000 ms"),
+            "{g:?}"
         );
-        for line in [&f.reason, &aside] {
+        for line in reasons.iter().chain(&g.warnings) {
             let lower = line.to_lowercase();
             assert!(
                 !lower.contains("generator limited") && !lower.contains("generator-limited"),
@@ -140,24 +144,26 @@ mod tests {
             &[("http_status", 40), ("timeout", 30)],
             &["no complete response within --request-timeout 30s"],
         );
-        let f = judge_failures(&c, 0.7, 0.01, &GeneratorHealth::default()).unwrap();
+        let mut g = GeneratorHealth::default();
+        let (_, reasons) = judge_failures(&c, 0.01, &mut g).unwrap();
         assert_eq!(
-            f.reason,
-            "most requests failed: 70 of 100 (70%, 1% allowed; http_status 40, timeout 30); \
-             first: no complete response within --request-timeout 30s"
+            reasons,
+            vec![
+                "most requests failed: 70 of 100 (70%, 1% allowed; http_status 40, timeout 30); \
+                  first: no complete response within --request-timeout 30s"
+            ]
         );
-        assert_eq!(f.set_aside, None);
+        assert_eq!(g, GeneratorHealth::default());
     }
 
     #[test]
     fn half_or_fewer_failed_is_judged_as_usual() {
+        let mut g = strained();
         let c = counts(50, 100, &[("http_status", 50)], &[REFUSED]);
-        assert_eq!(judge_failures(&c, 0.5, 0.01, &strained()), None);
+        assert_eq!(judge_failures(&c, 0.01, &mut g), None);
+        assert_eq!(judge_failures(&counts(0, 0, &[], &[]), 0.01, &mut g), None);
+        assert_eq!(g, strained(), "the generator's verdict stands");
         let c = counts(51, 100, &[("http_status", 51)], &[REFUSED]);
-        assert!(judge_failures(&c, 0.51, 0.01, &strained()).is_some());
-        assert_eq!(
-            judge_failures(&counts(0, 0, &[], &[]), f64::NAN, 0.01, &strained()),
-            None
-        );
+        assert!(judge_failures(&c, 0.01, &mut g).is_some());
     }
 }

@@ -80,7 +80,8 @@ pub struct StepEvidence {
 }
 
 /// Judge one step and assemble its row of the sweep result.
-pub fn judge_step(e: StepEvidence, max_error_rate: f64) -> StepResult {
+pub fn judge_step(mut e: StepEvidence, max_error_rate: f64) -> StepResult {
+    let failed = judge_failures(&e.counts, max_error_rate, &mut e.generator);
     let (w0, w1) = e.window;
     let slo_rows = slo_rows(&e);
     let steadiness = with_queue_trend(e.steadiness, &e.queue, e.window);
@@ -97,11 +98,7 @@ pub fn judge_step(e: StepEvidence, max_error_rate: f64) -> StepResult {
         steadiness: &steadiness,
         generator: &e.generator,
     };
-    let failed = judge_failures(c, error_rate, max_error_rate, &e.generator);
-    let (verdict, reasons) = match &failed {
-        Some(f) => (super::StepVerdict::Fail, vec![f.reason.clone()]),
-        None => judge(&input),
-    };
+    let (verdict, reasons) = failed.unwrap_or_else(|| judge(&input));
     // An SLO with a binomial confidence states how sure it is; its
     // few-tail-samples warning would only repeat that less precisely.
     let has_confidence = |i: usize| {
@@ -117,7 +114,6 @@ pub fn judge_step(e: StepEvidence, max_error_rate: f64) -> StepResult {
         .filter_map(|(_, o)| o.warning.clone())
         .collect();
     warnings.extend(e.generator.warnings.iter().cloned());
-    warnings.extend(failed.as_ref().and_then(|f| f.set_aside.clone()));
     warnings.extend(e.extra_warnings.iter().cloned());
     let (mean_waiting, max_waiting, mean_running) = queue_stats(&e.queue, w0, w1);
     let d = &e.dists;
@@ -155,17 +151,13 @@ pub fn judge_step(e: StepEvidence, max_error_rate: f64) -> StepResult {
             .map(|(level, each)| decision_row(*level, each, e.ended_early, c.completed + c.failed)),
         steady: steady_row(&steadiness),
         generator: GeneratorRow {
-            // Set aside when the step is judged on its failures.
-            limited: e.generator.limited && failed.is_none(),
+            limited: e.generator.limited,
             lateness_p50_ms: d.lateness.median_ms,
             lateness_p99_ms: health::p99_ms(&d.lateness),
             lateness_max_ms: d.lateness.max_ms,
             cpu_busy_fraction: e.cpu_busy_fraction,
             event_loop_lag_p99_ms: e.event_loop_lag_p99_ms,
-            reasons: match failed {
-                Some(_) => Vec::new(),
-                None => e.generator.reasons.clone(),
-            },
+            reasons: e.generator.reasons.clone(),
         },
         queue_source: e.queue_source,
         queue: e.queue,
