@@ -14,6 +14,11 @@ use crate::metrics::refusal::server_message;
 /// requests failed.
 pub const MOSTLY_FAILED: f64 = 0.5;
 
+/// Failure kinds that may be the client's own doing: kneecap cancelling what
+/// was in flight at the step's end, or not getting a connection through (a
+/// starved generator shows both). Every other kind is the server's answer.
+const CLIENT_SIDE: [&str; 2] = ["cancelled", "connect"];
+
 /// The verdict on the step's failures, when more than [`MOSTLY_FAILED`] of
 /// its requests failed: a failure, for one reason (the step line shows a
 /// step's first): how many failed, of which kinds, and the first server
@@ -24,8 +29,19 @@ pub fn judge_failures(
     max_error_rate: f64,
     generator: &mut GeneratorHealth,
 ) -> Option<(StepVerdict, Vec<String>)> {
+    if counts.n_requests == 0 {
+        return None;
+    }
     let error_rate = counts.failed as f64 / counts.n_requests as f64;
-    if counts.n_requests == 0 || error_rate <= MOSTLY_FAILED {
+    // Only failures on the server's side count here: a starved generator's
+    // own cancellations and connect errors are the generator's to explain.
+    let answered: u64 = counts
+        .errors_by_kind
+        .iter()
+        .filter(|(kind, _)| !CLIENT_SIDE.contains(&kind.as_str()))
+        .map(|(_, n)| *n)
+        .sum();
+    if answered as f64 / counts.n_requests as f64 <= MOSTLY_FAILED {
         return None;
     }
     let kinds: Vec<String> = counts
@@ -165,5 +181,13 @@ mod tests {
         assert_eq!(g, strained(), "the generator's verdict stands");
         let c = counts(51, 100, &[("http_status", 51)], &[REFUSED]);
         assert!(judge_failures(&c, 0.01, &mut g).is_some());
+    }
+
+    #[test]
+    fn a_starved_generators_cancellations_and_connect_errors_leave_its_verdict_standing() {
+        let mut g = strained();
+        let c = counts(86, 100, &[("cancelled", 64), ("connect", 22)], &[]);
+        assert_eq!(judge_failures(&c, 0.01, &mut g), None);
+        assert_eq!(g, strained());
     }
 }

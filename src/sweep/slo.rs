@@ -18,7 +18,7 @@
 //!   at `ratio` — not the NumPy-linear one, which interpolates. The reported
 //!   `observed_ms` is that `k`-th smallest value.
 //!
-//! Evaluation ([`evaluate`], in [`super::slo_eval`]) counts every failed
+//! Evaluation ([`evaluate`], in `slo_eval`) counts every failed
 //! request of the window as a sample of +∞: a failed request is a miss, not
 //! a missing sample.
 pub use super::slo_eval::evaluate;
