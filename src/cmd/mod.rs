@@ -11,6 +11,7 @@ mod live;
 mod live_serve;
 mod merge;
 mod prepare;
+mod refused;
 mod report;
 mod run;
 mod sessions;
