@@ -46,13 +46,16 @@ const LONG_PROMPTS: &[&str] = &[
 /// trace's summary.
 async fn sweep(workload: &[&str]) -> (Value, [String; 2], Vec<Vec<Value>>, Value) {
     let tiny = SimConfig::from_preset("tiny").unwrap();
-    sweep_on(tiny, "4,8", workload).await
+    sweep_on(tiny, ("4,8", LOOSE), workload).await
 }
 
-/// [`sweep`] against `cfg` at `rates`.
+/// An SLO every light step meets: the verdicts are not under test.
+const LOOSE: &str = "p99_ttft_ms<=5000";
+
+/// [`sweep`] against `cfg` at `rates`, judged on `slo`.
 async fn sweep_on(
     cfg: SimConfig,
-    rates: &str,
+    (rates, slo): (&str, &str),
     workload: &[&str],
 ) -> (Value, [String; 2], Vec<Vec<Value>>, Value) {
     let dir = tempfile::tempdir().unwrap();
@@ -65,7 +68,7 @@ async fn sweep_on(
         "--rates",
         rates,
         "--slo",
-        "p99_ttft_ms<=5000",
+        slo,
         "--step-duration",
         "2s",
         "--step-warmup",
@@ -207,14 +210,26 @@ fn draws(result: &Value) -> Vec<(String, u64)> {
         .collect()
 }
 
+/// The knee bracket: (last pass, first fail).
+fn bracket(result: &Value) -> (Option<f64>, Option<f64>) {
+    let knee = &result["knee"];
+    (knee["last_pass"].as_f64(), knee["first_fail"].as_f64())
+}
+
+/// Issue 25's comparison, on steps short enough for a test: 5 req/s, then
+/// 10 (the large-cache simulator serves about 12 a second when it must
+/// prefill every 4,096-token prompt, so 10 misses a 500 ms p99 TTFT).
+const KNEE_RATES: (&str, &str) = ("5,10", "p99_ttft_ms<=500");
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn on_a_cache_that_holds_every_prompt_fresh_steps_stay_cold_and_reused_ones_hit() {
+async fn fresh_prompts_find_the_knee_of_a_server_without_prefix_caching_and_reused_ones_hit() {
     let _serial = SERIAL.lock().await;
-    // 6 then 4 req/s: the second step sends fewer requests than the first,
-    // so with reused prompts every one of them was sent before.
-    let (fresh, [_, stderr], steps, _) = sweep_on(large_cache(), "6,4", LONG_PROMPTS).await;
+    let (fresh, [_, stderr], steps, _) = sweep_on(large_cache(), KNEE_RATES, LONG_PROMPTS).await;
     let cold = check_steps_against_trace(&fresh, &steps);
-    eprintln!("fresh prompts: per-step hit rates {cold:?}");
+    eprintln!(
+        "fresh prompts: per-step hit rates {cold:?}, knee {:?}",
+        bracket(&fresh)
+    );
     assert!(cold.iter().all(|r| *r < 0.02), "{cold:?}");
     assert!(
         !stderr.contains("warning: step"),
@@ -229,22 +244,48 @@ async fn on_a_cache_that_holds_every_prompt_fresh_steps_stay_cold_and_reused_one
     assert_eq!(seeds[1].0, "fresh");
     assert_ne!(seeds[1].1, seeds[0].1, "step 1 has its own seed");
 
+    // What fresh traffic sees: the same sweep with prefix caching off.
+    let mut off = large_cache();
+    off.prefix_caching = false;
+    let (uncached, _, _, _) = sweep_on(off, KNEE_RATES, LONG_PROMPTS).await;
+    eprintln!("prefix caching off: knee {:?}", bracket(&uncached));
+    assert_eq!(
+        bracket(&uncached),
+        (Some(5.0), Some(10.0)),
+        "{}",
+        uncached["steps"]
+    );
+    assert_eq!(bracket(&fresh), bracket(&uncached), "{}", fresh["steps"]);
+
+    // --reuse-prompts: step 1 resends step 0's prompts (and more of its
+    // own), and the cache serves what step 0 left.
     let mut reuse = LONG_PROMPTS.to_vec();
     reuse.push("--reuse-prompts");
-    let (reused, _, steps, _) = sweep_on(large_cache(), "6,4", &reuse).await;
+    let (reused, _, steps, _) = sweep_on(large_cache(), KNEE_RATES, &reuse).await;
     let warm = check_steps_against_trace(&reused, &steps);
-    eprintln!("--reuse-prompts: per-step hit rates {warm:?}");
+    eprintln!(
+        "--reuse-prompts: per-step hit rates {warm:?}, knee {:?}",
+        bracket(&reused)
+    );
     assert!(
         warm[0] < 0.02,
         "the first step has nothing to find: {warm:?}"
     );
     assert!(
-        warm[1] > 0.5 && warm[1] > warm[0] + 0.5,
+        warm[1] > warm[0] + 0.25,
         "the second step finds the first's prompts: {warm:?}"
     );
     assert!(draws(&reused)
         .iter()
         .all(|(d, seed)| d == "reused" && *seed == 0));
+    // The skipped prefill shows in the step's TTFT.
+    let p99 = |r: &Value| r["steps"][1]["ttft_ms"]["p99"].as_f64().unwrap();
+    assert!(
+        p99(&reused) < p99(&fresh),
+        "{} vs {}",
+        p99(&reused),
+        p99(&fresh)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -252,7 +293,7 @@ async fn reset_prefix_cache_brings_reused_prompts_back_to_a_cold_cache() {
     let _serial = SERIAL.lock().await;
     let mut args = LONG_PROMPTS.to_vec();
     args.extend(["--reuse-prompts", "--reset-prefix-cache"]);
-    let (result, [_, stderr], steps, _) = sweep_on(large_cache(), "6,4", &args).await;
+    let (result, [_, stderr], steps, _) = sweep_on(large_cache(), ("6,4", LOOSE), &args).await;
     let rates = check_steps_against_trace(&result, &steps);
     eprintln!("--reuse-prompts --reset-prefix-cache: per-step hit rates {rates:?}");
     assert!(rates.iter().all(|r| *r < 0.02), "{rates:?}");
@@ -275,7 +316,7 @@ async fn reset_prefix_cache_brings_reused_prompts_back_to_a_cold_cache() {
 async fn a_step_that_resends_its_own_prompts_is_warned_with_the_fix() {
     let _serial = SERIAL.lock().await;
     // 4 prompts a step, ~10 and ~20 requests: the cache serves the resent ones.
-    let (result, [_, stderr], steps, _) = sweep(&[
+    let (result, [stdout, stderr], steps, _) = sweep(&[
         "--random-input-len",
         "288",
         "--random-output-len",
@@ -287,18 +328,14 @@ async fn a_step_that_resends_its_own_prompts_is_warned_with_the_fix() {
     let rates = check_steps_against_trace(&result, &steps);
     eprintln!("per-step hit rates: {rates:?}");
     for (k, step) in result["steps"].as_array().unwrap().iter().enumerate() {
-        let warned: Vec<&str> = step["warnings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(Value::as_str)
-            .filter(|w| w.contains("prefix-cache hit rate"))
-            .collect();
         assert!(rates[k] > 0.3, "step {k} resent prompts: {rates:?}");
-        assert_eq!(warned.len(), 1, "step {k}: {}", step["warnings"]);
-        assert!(warned[0].contains("raise --num-prompts"), "{}", warned[0]);
+        let warned = step["cache_warning"].as_str().unwrap_or_default();
+        assert!(warned.contains("prefix-cache hit rate"), "step {k}: {step}");
+        assert!(warned.contains("raise --num-prompts"), "{warned}");
         let line = format!("hit rate {:.1}%", rates[k] * 100.0);
         assert!(stderr.contains(&line), "said on stderr: {stderr}");
+        let cell = format!("{:.1}%!", rates[k] * 100.0);
+        assert!(stdout.contains(&cell), "marked in the table: {stdout}");
     }
 }
 
@@ -328,7 +365,7 @@ async fn a_dataset_file_gives_each_step_its_next_rows_and_warns_once_when_it_run
         "--num-prompts",
         "3",
     ];
-    let (result, [_, stderr], steps, _) = sweep_on(tiny, "4,6,8", &workload).await;
+    let (result, [_, stderr], steps, _) = sweep_on(tiny, ("4,6,8", LOOSE), &workload).await;
     let rates = check_steps_against_trace(&result, &steps);
     eprintln!("per-step hit rates: {rates:?}");
     let said: Vec<&str> = stderr

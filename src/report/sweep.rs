@@ -252,6 +252,11 @@ pub struct StepResult {
     /// `--reset-prefix-cache`: the server dropped its prefix cache before the step.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub prefix_cache_reset: bool,
+    /// A workload with no designed sharing found more of its prompt tokens
+    /// cached than fresh prompts explain: why, and what it does to the
+    /// step's TTFT (marked `!` in the step table's `cache hit` column).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_warning: Option<String>,
 }
 
 /// Which prompts a sweep step sent: enough to draw them again.

@@ -173,6 +173,7 @@ pub fn judge_step(mut e: StepEvidence, max_error_rate: f64) -> StepResult {
         prefix_cache: None,
         prompts: None,
         prefix_cache_reset: false,
+        cache_warning: None,
     }
 }
 

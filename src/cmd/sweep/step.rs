@@ -195,7 +195,7 @@ pub(crate) fn note_prompts(
             ctx,
             format!("kneecap sweep: warning: step at {} {unit}: {w}", step.load),
         );
-        step.warnings.push(w);
+        step.cache_warning = Some(w);
     }
 }
 
