@@ -121,6 +121,31 @@ fn prompts_by_step(server: &TestServer) -> Vec<Vec<String>> {
     steps
 }
 
+/// Per step, the shards together sent the single sweep's prompts (the
+/// prompts each server received), the second step's are its own, and every
+/// shard's JSON names the same draw as the single sweep's.
+fn assert_shards_sent_the_single_sweeps_prompts(
+    (single_server, single): (&TestServer, &Value),
+    (server, shards): (&TestServer, &[Value]),
+) {
+    let single_prompts = prompts_by_step(single_server);
+    let shard_prompts = prompts_by_step(server);
+    assert_eq!(single_prompts.len(), 2, "two steps");
+    assert_eq!(shard_prompts, single_prompts, "shards drew other prompts");
+    assert!(
+        single_prompts[1]
+            .iter()
+            .all(|p| !single_prompts[0].contains(p)),
+        "step 1 resent step 0's prompts"
+    );
+    let seeds: Vec<Vec<Value>> = shards
+        .iter()
+        .chain([single])
+        .map(|s| (0..2).map(|k| s["steps"][k]["prompts"].clone()).collect())
+        .collect();
+    assert!(seeds.iter().all(|s| *s == seeds[0]), "{seeds:?}");
+}
+
 fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -184,24 +209,8 @@ async fn three_sweep_shards_merge_into_the_single_process_sweep_with_the_knee_at
         }
     }
 
-    // 1b. Per step, the shards together sent the single sweep's prompts (the
-    // prompts the server received), and the second step's are its own.
-    let single_prompts = prompts_by_step(&single_server);
-    let shard_prompts = prompts_by_step(&server);
-    assert_eq!(single_prompts.len(), 2, "two steps");
-    assert_eq!(shard_prompts, single_prompts, "shards drew other prompts");
-    assert!(
-        single_prompts[1]
-            .iter()
-            .all(|p| !single_prompts[0].contains(p)),
-        "step 1 resent step 0's prompts"
-    );
-    let seeds: Vec<Vec<Value>> = shards
-        .iter()
-        .chain([&single])
-        .map(|s| (0..2).map(|k| s["steps"][k]["prompts"].clone()).collect())
-        .collect();
-    assert!(seeds.iter().all(|s| *s == seeds[0]), "{seeds:?}");
+    // 1b. Together the shards sent the single sweep's prompts, step by step.
+    assert_shards_sent_the_single_sweeps_prompts((&single_server, &single), (&server, &shards));
 
     // 2. The merge: a sweep in the single-process format with the knee around μ.
     let merged_path = dir.path().join("merged.json");

@@ -171,9 +171,8 @@ pub fn judge_step(mut e: StepEvidence, max_error_rate: f64) -> StepResult {
         usd_per_million_output_tokens: None,
         shard: None,
         prefix_cache: None,
-        prompts: None,
-        prefix_cache_reset: false,
-        cache_warning: None,
+        // What the command layer adds: the prompts drawn, the cache reset.
+        ..StepResult::default()
     }
 }
 
