@@ -4,7 +4,7 @@
 //! the shards' intended send times per step is the single-process sweep's
 //! schedule; refusals (missing shard, auto-search with --shard) exit 2.
 
-mod common;
+use crate::common;
 
 use assert_cmd::Command;
 use common::{Behaviour, TestServer};

@@ -4,7 +4,7 @@
 //! sum over that step's requests, and a workload without sharing shows ~0
 //! (in its first step: later steps resend the same prompts).
 
-mod common;
+use crate::common;
 
 use common::cli::{run, strings};
 use serde_json::Value;
