@@ -5,20 +5,20 @@
 #   <!-- sweep-output:begin --> ... <!-- sweep-output:end -->
 # Usage: scripts/readme-output.sh            (rewrite README.md)
 #        scripts/readme-output.sh --print    (print the new block only)
-# Terminal charts are left out (--no-plot); the table and knee block are kept.
+# The terminal charts after the knee block are left out; the rest is kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet
 out=$(mktemp)
-trap 'rm -f "$out" "$out.new" "$out.body"' EXIT
+trap 'rm -f "$out" "$out.json" "$out.new" "$out.body"' EXIT
 # The command a new user runs first (README "The two commands").
-./target/release/kneecap sweep --slo 'p99_ttft_ms<=500' --no-plot >"$out" 2>&1 || {
+./target/release/kneecap sweep --slo 'p99_ttft_ms<=500' -o "$out.json" >"$out" 2>&1 || {
   status=$?
   # 1 = the sweep completed but an SLO failed somewhere: still real output.
   [ "$status" -eq 1 ] || { cat "$out" >&2; exit "$status"; }
 }
-# Drop the progress lines a terminal would overwrite, keep the rest.
-block=$(grep -v $'\r' "$out" | sed -e 's/[[:space:]]*$//')
+# Stop where the terminal charts begin; drop trailing blanks.
+block=$(sed -e '/^throughput vs offered load/,$d' -e 's/[[:space:]]*$//' "$out")
 if [ "${1:-}" = "--print" ]; then
   printf '%s\n' "$block"
   exit 0
