@@ -7,5 +7,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SIM_LOAD_STREAMS="${1:-2000}" SIM_LOAD_TOKENS="${2:-300}" \
-  cargo test --release --test sim_load -- --ignored --nocapture two_thousand_streams 2>&1 |
+  cargo test --release --test it -- --ignored --nocapture sim_load::two_thousand_streams 2>&1 |
   grep -E 'streams x|test result|panicked'

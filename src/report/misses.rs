@@ -4,8 +4,8 @@
 //! module writes the two side by side for the console (the notes under the
 //! step table, the live step line) and the HTML table. Pure formatting.
 
+use super::numbers::load_label;
 use super::sweep::{SloOutcomeRow, StepResult, SweepResult, INFINITE};
-use super::table::load_label;
 
 /// The statistic judged, as text: `812.3`, `∞ (failed)` (it lands on a
 /// failed request), or `-` without samples.

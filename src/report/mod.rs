@@ -11,6 +11,7 @@ pub mod html;
 pub mod json;
 pub mod knee_text;
 pub mod misses;
+pub mod numbers;
 pub mod save;
 pub mod series;
 pub mod sessions;

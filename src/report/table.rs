@@ -5,6 +5,7 @@
 //! The knee wording ([`knee_lines`]) and the small number formatters are
 //! shared with the HTML report so both say the same thing.
 
+pub use super::numbers::load_label;
 use super::sweep::{Dist, StepResult, SweepResult, Verdict};
 use std::fmt::Write;
 
@@ -149,18 +150,6 @@ pub fn compact(v: f64) -> String {
     } else {
         load_label(v)
     }
-}
-
-/// A load as the table and knee lines print it: one decimal from 1 up
-/// (`32.0`, `2.5`), two significant digits below 1 (`0.25`, `0.033`), so
-/// small loads do not all read `0.0`.
-pub fn load_label(v: f64) -> String {
-    if !v.is_finite() || v.abs() >= 1.0 || v == 0.0 {
-        return format!("{v:.1}");
-    }
-    let magnitude = v.abs().log10().floor() as i64;
-    let prec = (1 - magnitude).clamp(1, 6) as usize;
-    format!("{v:.prec$}")
 }
 
 /// A percentile of a distribution in ms, `-` when it holds no samples.

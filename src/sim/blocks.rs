@@ -17,8 +17,6 @@
 //!
 //! Pure: text in, numbers out.
 
-use super::model::splitmix64;
-
 /// Tokens per KV block (vLLM's default `--block-size`).
 pub const BLOCK_TOKENS: u32 = 16;
 
@@ -111,6 +109,14 @@ fn fold_char(h: u64, ch: char) -> u64 {
 
 fn fold(chars: impl Iterator<Item = char>) -> u64 {
     chars.fold(FOLD_SEED, fold_char)
+}
+
+/// SplitMix64 finaliser: a fast, well-mixed 64-bit hash.
+pub(crate) fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 #[cfg(test)]

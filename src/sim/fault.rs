@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use super::model::splitmix64;
+use super::blocks::splitmix64;
 
 /// Fractions (0..=1) of requests that get each fault.
 #[derive(Debug, Clone, Default, PartialEq)]

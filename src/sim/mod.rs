@@ -39,7 +39,7 @@
 //! p50 ≤ 10 µs, p99 ≤ 50 µs, max 0.3–0.6 ms with the engine thread on
 //! `SCHED_FIFO` (granted to root / `CAP_SYS_NICE`); without it, p99 2.5–25 ms
 //! and max up to ~100 ms, because a normal thread's wake-up waits for busy
-//! connection threads. `tests/sim_load.rs` / `bench/sim_load.sh` reproduce this.
+//! connection threads. `tests/it/sim_load.rs` / `bench/sim_load.sh` reproduce this.
 
 pub mod api;
 pub mod blocks;

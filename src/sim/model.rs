@@ -41,7 +41,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use super::blocks::BLOCK_TOKENS;
+use super::blocks::{splitmix64, BLOCK_TOKENS};
 pub use super::events::{Counters, Event, EventKind, StepOutcome};
 use super::prefix::PrefixCache;
 
@@ -479,14 +479,6 @@ pub fn sampled_output_len(seed: u64, request_index: u64, max_tokens: u32) -> u32
     }
     let h = splitmix64(seed ^ splitmix64(request_index));
     1 + (h % u64::from(max_tokens)) as u32
-}
-
-/// SplitMix64 finaliser: a fast, well-mixed 64-bit hash.
-pub(crate) fn splitmix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 #[cfg(test)]

@@ -225,7 +225,7 @@ pub fn pool_response(req: &PoolRequest, id: u64, created: u64, model_json: &str)
 
 /// A deterministic value in [0, 1) for request `id`, item `k`.
 fn score(id: u64, k: usize) -> f64 {
-    let h = super::model::splitmix64(id ^ super::model::splitmix64(k as u64));
+    let h = super::blocks::splitmix64(id ^ super::blocks::splitmix64(k as u64));
     (h >> 11) as f64 / (1u64 << 53) as f64
 }
 

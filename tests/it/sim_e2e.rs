@@ -169,8 +169,12 @@ fn auto_sweep_of_the_simulator_finds_the_knee_just_below_its_computed_mu() {
     let (json, out) = sweep(&["--slo", "p99_ttft_ms<=200", "--start", "16"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    let last_pass = json["knee"]["last_pass"].as_f64().unwrap();
-    let first_fail = json["knee"]["first_fail"].as_f64().unwrap();
+    let knee = |k: &str| {
+        json["knee"][k]
+            .as_f64()
+            .unwrap_or_else(|| panic!("no knee.{k} in {}\n{stderr}", json["knee"]))
+    };
+    let (last_pass, first_fail) = (knee("last_pass"), knee("first_fail"));
     assert!(
         last_pass < mu && last_pass > 0.6 * mu,
         "knee {last_pass}..{first_fail} vs μ {mu:.1}\n{stderr}"

@@ -3,7 +3,7 @@
 //! run's own counts, and `--ui dashboard` on a pseudo-terminal draws the
 //! dashboard and then prints the usual summary.
 
-mod common;
+use crate::common;
 
 use common::Behaviour;
 use std::io::{BufRead, BufReader, Read, Write};

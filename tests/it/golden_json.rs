@@ -77,7 +77,7 @@ const WORKLOAD: &[&str] = &[
 
 // ---------------------------------------------------------------- classes
 
-mod golden_norm;
+use crate::golden_norm;
 use golden_norm::{blessing, check_golden, golden_path};
 
 // ---------------------------------------------------------------- invariants

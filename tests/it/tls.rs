@@ -4,7 +4,7 @@
 //! on 127.0.0.1:0 counts the CONNECT tunnels and absolute-form requests it
 //! forwards.
 
-mod common;
+use crate::common;
 
 use common::trace::{client_minus_server_ttft_ms, median};
 use kneecap::sim::{self, tls::SimTls, SimConfig, SimHandle};

@@ -2,7 +2,7 @@
 //! to `127.0.0.1:8000` as `vllm bench serve` does, never to the simulator;
 //! `kneecap run` with no target starts the simulator and says so.
 
-mod common;
+use crate::common;
 
 use common::cli::{run, strings};
 use common::Behaviour;

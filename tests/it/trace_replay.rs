@@ -8,7 +8,7 @@
 //! from 5 shared "system prompt" chains and continuations of earlier rows,
 //! so the expected cache hits can be computed by hand from the ids alone.
 
-mod common;
+use crate::common;
 
 use common::cli::{run, strings};
 use kneecap::sim::{self, SimConfig};

@@ -3,7 +3,7 @@
 //! sequences and E2EL match its trace (ground truth); malformed answers are
 //! `protocol` failures; a sweep finds a knee on E2EL.
 
-mod common;
+use crate::common;
 
 use common::cli::{run, strings};
 use common::Behaviour;

@@ -7,7 +7,7 @@ use clap::Parser;
 use kneecap::cli::{normalize_args, Cli, Command};
 use kneecap::cmd::args::run::{run_config_for, DefaultTarget};
 
-const LIST: &str = include_str!("data/vllm-0.33-bench-serve-flags.txt");
+const LIST: &str = include_str!("../data/vllm-0.33-bench-serve-flags.txt");
 
 /// (flag, argument) pairs of the committed list.
 fn flags() -> Vec<(&'static str, &'static str)> {

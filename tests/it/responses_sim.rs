@@ -1,7 +1,7 @@
 //! `--backend openai-responses` against the simulator's `/v1/responses`
 //! (issue 13): counts and TTFT match the sim's trace (ground truth).
 
-mod common;
+use crate::common;
 
 use common::cli::{run, strings};
 use kneecap::sim::{self, SimConfig};

@@ -5,7 +5,7 @@
 //! schedule, and together they send its prompts, each step its own;
 //! refusals (missing shard, auto-search with --shard) exit 2.
 
-mod common;
+use crate::common;
 
 use assert_cmd::Command;
 use common::{Behaviour, TestServer};

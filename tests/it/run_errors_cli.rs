@@ -3,7 +3,7 @@
 //! server echoes back redacted from every output (against our own streaming
 //! test server on 127.0.0.1:0).
 
-mod common;
+use crate::common;
 
 use common::cli::{kneecap, run, strings};
 use common::Behaviour;

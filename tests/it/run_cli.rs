@@ -3,7 +3,7 @@
 //! keys, request bodies and headers, and HTTP errors counted by class (CLI
 //! errors and redaction: tests/run_errors_cli.rs).
 
-mod common;
+use crate::common;
 
 use common::cli::{run, strings};
 use common::{Behaviour, TestServer};

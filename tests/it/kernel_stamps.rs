@@ -10,7 +10,7 @@
 //! not tails, and the busy slices (4 ms each, two tasks) make the drift
 //! several times the 1 ms bound the kernel stamps are held to.
 
-mod common;
+use crate::common;
 
 use kneecap::client::http::{ClientConfig, HttpClient};
 use kneecap::client::openai::{Api, BodyOptions};

@@ -3,7 +3,7 @@
 //! delta (both checked against the sim's trace), reasoning tokens are counted
 //! exactly, and an SLO on TTFO decides a sweep step.
 
-mod common;
+use crate::common;
 
 use common::cli::{run, strings};
 use kneecap::sim::{self, api::ReasoningField, SimConfig};

@@ -7,7 +7,7 @@
 //! makes the later step hit what the first left, and `--reset-prefix-cache`
 //! drops it again.
 
-mod common;
+use crate::common;
 
 use common::cli::{run, strings};
 use kneecap::sim::SimConfig;

@@ -2,7 +2,7 @@
 //! processes against our own test server on 127.0.0.1:0, `kneecap merge`'s
 //! exactness and its refusals, and the Kubernetes Indexed Job manifest.
 
-mod common;
+use crate::common;
 
 use assert_cmd::Command;
 use common::{Behaviour, TestServer};

@@ -1,7 +1,7 @@
 //! `kneecap sweep` end to end against a test server with a fixed number of
 //! slots and a fixed service time, whose capacity is known: μ = slots / service.
 
-mod common;
+use crate::common;
 
 use assert_cmd::Command;
 use common::Behaviour;

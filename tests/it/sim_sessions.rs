@@ -3,7 +3,7 @@
 //! hold, the cache-hit rate kneecap reports is the simulator's, and a failed
 //! turn ends its session and is counted.
 
-mod common;
+use crate::common;
 
 use common::cli::{run, strings};
 use serde_json::Value;
@@ -141,9 +141,12 @@ async fn each_turn_resends_the_history_after_its_think_time_and_the_cache_rate_i
         gaps_ms[0] >= 49.0,
         "think time shorter than 50 ms: {gaps_ms:?}"
     );
+    // 10 ms of slack: on a shared 2-core machine a timer wakes a few ms
+    // late; a think time counted from the wrong event is off by a whole
+    // turn (tens of ms), which this still catches.
     assert!(
-        p90 <= 55.0,
-        "think time not within 5 ms at light load: {gaps_ms:?}"
+        p90 <= 60.0,
+        "think time not within 10 ms at light load: {gaps_ms:?}"
     );
     assert!(*gaps_ms.last().unwrap() < 80.0, "{gaps_ms:?}");
 
