@@ -48,7 +48,7 @@ run_case fresh "" ""
 run_case reused "" "--reuse-prompts"
 run_case nocache "--no-enable-prefix-caching" ""
 
-echo "SLO $SLO, seed $SEED, $(nproc) cores; sweep JSONs in $OUT"
+echo "SLO $SLO, seed $SEED, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end; sweep JSONs in $OUT"
 for name in fresh reused nocache; do
   jq -r --arg name "$name" '
     def pct: if . == null then "-" else (. * 1000 | round / 10 | tostring) + "%" end;

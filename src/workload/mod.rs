@@ -8,7 +8,6 @@
 pub mod burstgpt;
 pub mod custom;
 pub mod dataset;
-pub mod draws;
 pub mod mt19937;
 pub mod prefix;
 pub mod random;

@@ -6,7 +6,7 @@
 //! What "its own" means per workload:
 //! - synthetic datasets (random, random-rerank, prefix_repetition) and
 //!   BurstGPT are drawn again with the step's seed
-//!   ([`crate::workload::draws::step_seed`]; step 0 keeps `--seed`, so a
+//!   ([`crate::sweep::draws::step_seed`]; step 0 keeps `--seed`, so a
 //!   one-step sweep sends `kneecap run`'s prompts). A shared prefix
 //!   (`--random-prefix-len`, prefix_repetition's prefixes) is the designed
 //!   sharing *within* a step: each step draws its own, and the step's
@@ -32,9 +32,9 @@ use crate::cmd::prepare::Prepared;
 use crate::cmd::sessions;
 use crate::config::sweep::SweepConfig;
 use crate::report::sweep::{PromptDraw, StepPrompts, StepResult};
+use crate::sweep::draws::{probe_seed, step_seed};
 use crate::sweep::knee::SearchPlan;
 use crate::workload::dataset::{self, DatasetConfig, DatasetKind};
-use crate::workload::draws::{probe_seed, step_seed};
 use crate::workload::session::SessionSpec;
 use crate::workload::trace_expand::{self, ExpandParams};
 use crate::workload::{burstgpt, RequestSpec};

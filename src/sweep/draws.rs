@@ -1,6 +1,7 @@
 //! The seeds of a sweep's per-step prompt draws: step `k`'s dataset seed
 //! and a calibration probe level's, derived from `--seed` with a well-mixed
-//! hash (SplitMix64), so every step draws its own prompts, a sweep stays
+//! hash (SplitMix64, [`crate::shard::splitmix64`]: the mix that assigns
+//! a sharded load's arrivals), so every step draws its own prompts, a sweep stays
 //! reproducible, and every shard of a sharded sweep draws the same ones.
 //!
 //! Step 0 keeps `--seed` itself, so a one-step sweep sends `kneecap run`'s
@@ -11,6 +12,8 @@
 //! with the steps' prompts.
 //!
 //! Pure: arithmetic only.
+
+use crate::shard::splitmix64;
 
 /// Which kind of draw a seed is for; each kind is its own stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,15 +41,6 @@ pub fn probe_seed(seed: u64, level: usize) -> u64 {
 /// seeds and indices land far apart.
 fn mix(seed: u64, stream: Stream, index: u64) -> u64 {
     splitmix64(seed ^ splitmix64((stream as u64) ^ splitmix64(index)))
-}
-
-/// SplitMix64's finaliser (Steele, Lea and Flood 2014): a fast bijective
-/// 64-bit mixer whose every output bit depends on every input bit.
-fn splitmix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 #[cfg(test)]
