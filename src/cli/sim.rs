@@ -39,6 +39,12 @@ pub struct SimArgs {
     /// Override: cost per decoding sequence, microseconds.
     #[arg(long, value_name = "US")]
     pub decode_seq_us: Option<f64>,
+    /// Override: how much an arriving prefill slows the sequences already
+    /// decoding, 0..=1: 1 (default) prefill and decode share one batch step
+    /// (vLLM, SGLang, llama.cpp); 0 prefill runs on other workers
+    /// (disaggregated prefill/decode).
+    #[arg(long, value_name = "FRACTION")]
+    pub prefill_interference: Option<f64>,
     /// Model name in responses and /v1/models.
     #[arg(long, default_value = crate::sim::DEFAULT_MODEL_NAME)]
     pub served_model_name: String,

@@ -25,6 +25,12 @@ pub fn sim_options(a: SimArgs) -> anyhow::Result<SimOptions> {
     if let Some(us) = a.decode_seq_us {
         p.per_decode_seq = duration("--decode-seq-us", us / 1e6)?;
     }
+    if let Some(alpha) = a.prefill_interference {
+        if !(0.0..=1.0).contains(&alpha) {
+            bail!("--prefill-interference must be between 0 and 1 (1 = one shared batch step, 0 = disaggregated prefill), got {alpha}");
+        }
+        p.prefill_interference = alpha;
+    }
     for (flag, v) in [
         ("--max-num-seqs", p.max_num_seqs),
         ("--max-num-batched-tokens", p.max_num_batched_tokens),
@@ -222,7 +228,8 @@ mod tests {
     #[test]
     fn every_engine_override_replaces_the_preset_value() {
         let line = "--max-num-seqs 3 --max-num-batched-tokens 512 --kv-cache-tokens 9000 \
-                    --max-model-len 2048 --step-base-ms 1 --prefill-token-us 0 --decode-seq-us 7";
+                    --max-model-len 2048 --step-base-ms 1 --prefill-token-us 0 --decode-seq-us 7 \
+                    --prefill-interference 0.25";
         let o = parse(&argv(line)).unwrap();
         let want = crate::sim::model::ModelParams {
             max_num_seqs: 3,
@@ -232,6 +239,7 @@ mod tests {
             step_base: Duration::from_millis(1),
             per_prefill_token: Duration::ZERO,
             per_decode_seq: Duration::from_micros(7),
+            prefill_interference: 0.25,
         };
         assert_eq!(o.config.params, want);
     }
@@ -245,6 +253,8 @@ mod tests {
                 "--step-base-ms 0 => --step-base-ms must be greater than 0",
                 "--prefill-token-us=-1 => --prefill-token-us must be a non-negative number",
                 "--decode-seq-us=-1 => --decode-seq-us must be a non-negative number",
+                "--prefill-interference 1.5 => --prefill-interference must be between 0 and 1",
+                "--prefill-interference=-0.1 => --prefill-interference must be between 0 and 1",
                 "--fault-stall=-1 => --fault-stall must be a non-negative number",
                 // One request of --max-model-len must fit in the KV cache.
                 "--max-model-len 9000 --kv-cache-tokens 8999 => \

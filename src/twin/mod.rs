@@ -1,0 +1,21 @@
+//! twin: a model of a server measured from the outside. Owns the server
+//! profile ([`profile::ServerProfile`]: the simulator's parameters with their
+//! uncertainties, as a versioned JSON file) and the pure fits that turn probe
+//! observations into it. Pure: the command layer (`cmd/profile`) runs the
+//! probes and passes what it saw; nothing here reads a clock, a socket or a
+//! file.
+//!
+//! # Layout
+//! - [`profile`]: `ServerProfile`, its `Estimate`s, the simulator parameters
+//!   at the central values and at the ends of the ranges (`params`,
+//!   `corners`).
+//!
+//! Floor 5 (docs/ARCHITECTURE.md): it may use `sweep`, `sim` and `metrics`;
+//! only `cmd` uses it.
+
+pub mod profile;
+
+#[cfg(test)]
+pub(crate) mod testing;
+
+pub use profile::{Estimate, ServerProfile, Status};
