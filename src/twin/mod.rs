@@ -13,6 +13,9 @@
 //! Floor 5 (docs/ARCHITECTURE.md): it may use `sweep`, `sim` and `metrics`;
 //! only `cmd` uses it.
 
+pub mod interference;
+pub mod line;
+pub mod observe;
 pub mod profile;
 
 #[cfg(test)]
