@@ -13,9 +13,12 @@
 //! Floor 5 (docs/ARCHITECTURE.md): it may use `sweep`, `sim` and `metrics`;
 //! only `cmd` uses it.
 
+pub mod decode;
 pub mod interference;
+pub mod kv;
 pub mod line;
 pub mod observe;
+pub mod prefill;
 pub mod profile;
 
 #[cfg(test)]
