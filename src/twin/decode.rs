@@ -49,6 +49,11 @@ fn slots(l: &DecodeLevel) -> f64 {
         .unwrap_or_else(|| l.streaming * out / (out - 1.0))
 }
 
+/// Whether the level offered clearly more streams than got a slot.
+pub fn saturated(l: &DecodeLevel) -> bool {
+    l.concurrency as f64 > SATURATED * slots(l)
+}
+
 /// Whether the KV cache, not the slot count, limited the level.
 fn kv_bound(l: &DecodeLevel) -> bool {
     l.preemptions.is_some_and(|p| p > 0.0) || l.kv_usage_max.is_some_and(|u| u >= 0.98)
@@ -118,10 +123,7 @@ pub fn fit(levels: &[DecodeLevel], interference: (f64, f64)) -> Option<DecodeFit
 /// The batch limit from the levels (a lower bound unless some level was
 /// saturated by slots rather than by the KV cache).
 fn batch_limit(levels: &[DecodeLevel]) -> Estimate {
-    let saturated: Vec<&DecodeLevel> = levels
-        .iter()
-        .filter(|l| l.concurrency as f64 > SATURATED * slots(l))
-        .collect();
+    let saturated: Vec<&DecodeLevel> = levels.iter().filter(|l| saturated(l)).collect();
     let gauge = levels.iter().any(|l| l.running_max.is_some());
     let seen = levels.iter().map(slots).fold(0.0, f64::max);
     let source = if gauge {

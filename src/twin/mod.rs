@@ -14,10 +14,12 @@
 //! only `cmd` uses it.
 
 pub mod decode;
+pub mod fit;
 pub mod interference;
 pub mod kv;
 pub mod line;
 pub mod observe;
+pub mod plan;
 pub mod prefill;
 pub mod profile;
 
