@@ -3,6 +3,7 @@
 
 pub mod compare;
 pub mod merge;
+pub mod profile;
 pub mod report;
 pub mod run;
 pub mod sim;
@@ -14,6 +15,7 @@ use clap::{Parser, Subcommand};
 
 pub use compare::CompareArgs;
 pub use merge::MergeArgs;
+pub use profile::ProfileArgs;
 pub use report::ReportArgs;
 pub use run::RunArgs;
 pub use sim::SimArgs;
@@ -42,6 +44,10 @@ pub enum Command {
     /// Find the knee: step the offered load up, judge each step against the
     /// SLO, bracket and refine the highest load that still meets it.
     Sweep(Box<SweepArgs>),
+    /// Measure a server once: fit the simulator's parameters (with their
+    /// uncertainties) from short probes within --budget seconds, print them
+    /// and write the profile JSON (`kneecap sim --profile FILE` serves it).
+    Profile(Box<ProfileArgs>),
     /// Serve the built-in simulated continuous-batching LLM server
     /// (completions, chat, responses; embeddings, rerank and pooling).
     Sim(Box<SimArgs>),

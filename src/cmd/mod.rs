@@ -11,6 +11,7 @@ mod live;
 mod live_serve;
 mod merge;
 mod prepare;
+mod profile;
 mod report;
 mod run;
 mod sessions;
@@ -34,6 +35,7 @@ pub async fn dispatch(cli: Cli, interrupt: watch::Receiver<bool>) -> Result<Exit
         } => run::execute(&args, DefaultTarget::VllmLocalhost, interrupt).await,
         Command::Sweep(args) => sweep::execute(&args, interrupt).await,
         Command::Sim(args) => sim::execute(*args, interrupt).await,
+        Command::Profile(args) => profile::execute(&args, interrupt).await,
         Command::Report(args) => report::execute(&args),
         Command::Compare(args) => compare::execute(&args),
         Command::Merge(args) => merge::execute(&args),

@@ -15,6 +15,7 @@ fn level(k: usize, gauge: bool) -> DecodeLevel {
     DecodeLevel {
         concurrency: k,
         output_tokens: 64,
+        start_s: 0.1,
         window_s: 2.0,
         streaming: d * 63.0 / 64.0,
         gaps: 500,

@@ -7,7 +7,7 @@
 use super::decode::{self, DecodeFit};
 use super::interference::{self, InterferenceObs};
 use super::kv;
-use super::observe::DecodeLevel;
+use super::observe::{DecodeLevel, KvPoint};
 use super::prefill::{self, PrefillFit, TtftSample};
 use super::profile::{Estimate, ProbeSummary, ProfileParams, ServerProfile, SCHEMA_VERSION};
 
@@ -23,8 +23,8 @@ pub struct Observations {
     pub interference: Option<InterferenceObs>,
     /// Closed-loop levels at rising concurrency.
     pub decode: Vec<DecodeLevel>,
-    /// (tokens in flight, KV usage) at the scrapes that reported usage.
-    pub kv_points: Vec<(f64, f64)>,
+    /// Tokens in flight against KV usage, one mean point per decode level.
+    pub kv_points: Vec<KvPoint>,
     /// The most tokens the probes held in flight at once.
     pub most_held_tokens: f64,
     /// Relative error the server's KV counting may add (block rounding).

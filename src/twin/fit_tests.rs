@@ -5,7 +5,7 @@
 use super::*;
 use crate::sim::ModelParams;
 use crate::twin::decode::saturated;
-use crate::twin::observe::{decode_level, kv_points, tokens_in_flight};
+use crate::twin::observe::{decode_level, kv_level_point, tokens_in_flight};
 use crate::twin::plan::{self, Pilot, DECODERS, DECODE_OUTPUT, DECODE_PROMPT};
 use crate::twin::testing::{fake_run, Ask, Stream};
 use crate::twin::{interference, Status};
@@ -122,10 +122,11 @@ fn profile(p: &ModelParams, caching: bool, budget: Duration) -> ServerProfile {
         let (records, gauges) = (&run.records[0], &run.gauges);
         let level = decode_level(k, DECODE_OUTPUT, records, gauges, length).unwrap();
         done.push((k, saturated(&level), level.mean_gap_s));
+        let from = Duration::from_secs_f64(level.start_s);
         obs.kv_points
-            .extend(kv_points(records, gauges, Duration::ZERO, length));
+            .extend(kv_level_point(records, gauges, from, length));
         for g in gauges {
-            let held = tokens_in_flight(records, Duration::from_secs_f64(g.t_s));
+            let held = tokens_in_flight(records, Duration::from_secs_f64(g.t_s)).0;
             obs.most_held_tokens = obs.most_held_tokens.max(held);
         }
         obs.decode.push(level);

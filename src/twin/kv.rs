@@ -10,17 +10,26 @@
 //! caller whose server may round passes the relative systematic error that
 //! rounding could add. Without the gauge, the capacity is only known to be
 //! at least the most tokens the probes held at once.
+//!
+//! The client cannot see whether the server reads its gauge between steps
+//! (vLLM, the built-in simulator: the last sampled token of each stream has
+//! no KV yet) or after scheduling the next one (it has): the capacity is fit
+//! on the first count, and half the difference to the second joins its
+//! uncertainty.
 
 use super::line;
+use super::observe::KvPoint;
 use super::profile::Estimate;
 
-/// Usage must reach this much for its slope to mean anything.
-const MIN_USAGE: f64 = 0.002;
+/// Usage must reach this much for its slope to mean anything (a few
+/// 16-token blocks of a two-million-token cache).
+const MIN_USAGE: f64 = 2e-5;
 
-/// Fits `(tokens in flight, usage)` pairs; `most_held` is the most tokens
+/// Fits `(tokens in flight, usage)` pairs (one per decode level, each a mean
+/// over its scrapes); `most_held` is the most tokens
 /// in flight the probes saw (the lower bound when there is no fit), and
 /// `systematic` the relative error the server's counting may add.
-pub fn fit(points: &[(f64, f64)], most_held: f64, systematic: f64) -> Estimate {
+pub fn fit(points: &[KvPoint], most_held: f64, systematic: f64) -> Estimate {
     let unknown = |why: &str| {
         let mut e = Estimate::lower_bound(
             most_held.round(),
@@ -32,19 +41,25 @@ pub fn fit(points: &[(f64, f64)], most_held: f64, systematic: f64) -> Estimate {
     if points.is_empty() {
         return unknown("the server reports no KV-cache usage");
     }
-    if points.iter().map(|p| p.1).fold(0.0, f64::max) < MIN_USAGE {
+    if points.iter().map(|p| p.usage).fold(0.0, f64::max) < MIN_USAGE {
         return unknown("the KV usage the probes caused was too small to measure");
     }
-    let Some(l) = line::fit(points, 0.005) else {
+    let line_of = |x: fn(&KvPoint) -> f64| {
+        let xy: Vec<(f64, f64)> = points.iter().map(|p| (x(p), p.usage)).collect();
+        line::fit(&xy, 1e-4)
+    };
+    let (Some(l), Some(other)) = (line_of(|p| p.tokens), line_of(|p| p.scheduled)) else {
         return unknown("too few KV usage readings");
     };
-    if l.slope <= 0.0 {
+    if l.slope <= 0.0 || other.slope <= 0.0 {
         return unknown("KV usage did not grow with the tokens in flight");
     }
-    let kv = 1.0 / l.slope;
-    let sigma = (l.se_slope / (l.slope * l.slope)).hypot(systematic * kv);
+    let (kv, b) = (1.0 / l.slope, 1.0 / other.slope);
+    let sigma = (l.se_slope / (l.slope * l.slope))
+        .hypot((kv - b) / 2.0)
+        .hypot(systematic * kv);
     let how = format!(
-        "1 / slope of the KV usage gauge against the tokens in flight (prompt + received, counted by the client) at {} scrapes",
+        "1 / slope of the KV usage gauge against the tokens in flight (prompt + received, counted by the client): means over the scrapes of {} decode levels",
         l.n
     );
     let e = Estimate::fitted(kv.round(), sigma, most_held, how);
@@ -64,20 +79,30 @@ mod tests {
     use super::*;
     use crate::twin::Status;
 
+    fn point(tokens: f64, scheduled: f64, usage: f64) -> KvPoint {
+        KvPoint {
+            tokens,
+            scheduled,
+            usage,
+        }
+    }
+
     #[test]
     fn the_slope_of_usage_gives_the_capacity() {
-        let pts: Vec<(f64, f64)> = (1..=20)
+        let pts: Vec<KvPoint> = (1..=20)
             .map(|k| {
                 let t = 500.0 * f64::from(k);
-                // ±100 tokens of timing error on alternate scrapes.
+                // ±100 tokens of timing error on alternate levels; the last
+                // received tokens are 2% of them.
                 let err = if k % 2 == 0 { 100.0 } else { -100.0 };
-                (t + err, t / 50_000.0)
+                point(t + err, (t + err) * 1.02, t / 50_000.0)
             })
             .collect();
         let e = fit(&pts, 10_000.0, 0.0);
         assert_eq!(e.status, Status::Measured);
-        assert!((e.value - 50_000.0).abs() < 500.0, "{e:?}");
-        assert!(e.uncertainty > 0.0 && e.uncertainty < 1000.0, "{e:?}");
+        assert!((e.value - 50_000.0).abs() < 400.0, "{e:?}");
+        // Half the 2% between the two counts joins the uncertainty.
+        assert!(e.uncertainty > 450.0 && e.uncertainty < 1000.0, "{e:?}");
         // A rounding server's systematic error widens it.
         let wide = fit(&pts, 10_000.0, 0.05);
         assert!(wide.uncertainty > 2_400.0, "{wide:?}");
@@ -92,18 +117,20 @@ mod tests {
         );
         assert!(e.how.contains("reports no KV"));
         assert!(e.note.unwrap().contains("pessimistic"));
-        let tiny = fit(&[(10.0, 0.0), (20.0, 0.0001), (30.0, 0.0001)], 30.0, 0.0);
+        let tiny = fit(
+            &[point(10.0, 10.0, 0.0), point(30.0, 30.0, 1e-5)],
+            30.0,
+            0.0,
+        );
         assert_eq!(tiny.status, Status::LowerBound);
     }
 
     #[test]
     fn usage_with_nothing_in_flight_is_a_misfit() {
-        let pts: Vec<(f64, f64)> = (1..=10)
+        let pts: Vec<KvPoint> = (1..=10)
             .map(|k| {
-                (
-                    1000.0 * f64::from(k),
-                    0.1 + 1000.0 * f64::from(k) / 100_000.0,
-                )
+                let t = 1000.0 * f64::from(k);
+                point(t, t, 0.1 + t / 100_000.0)
             })
             .collect();
         let e = fit(&pts, 10_000.0, 0.0);

@@ -52,7 +52,8 @@ pub struct DecodeLevel {
     pub concurrency: usize,
     /// Output tokens each request asked for.
     pub output_tokens: u32,
-    /// The window's length, seconds.
+    /// The window's start (from the level's start) and length, seconds.
+    pub start_s: f64,
     pub window_s: f64,
     /// Mean requests receiving tokens over the window (the decoding batch
     /// as the client sees it).
@@ -152,6 +153,7 @@ pub fn decode_level(
     Some(DecodeLevel {
         concurrency,
         output_tokens,
+        start_s: a.as_secs_f64(),
         window_s: window.as_secs_f64(),
         streaming: mean_cover(&spans, a, end),
         gaps: gaps.len(),
@@ -172,43 +174,79 @@ pub fn decode_level(
     })
 }
 
-/// Tokens held in the KV cache at `t` as the client sees them: every
-/// streaming request's prompt plus the tokens it has received.
-pub fn tokens_in_flight(records: &[RequestRecord], t: Duration) -> f64 {
-    records
-        .iter()
-        .map(|r| {
-            let times = token_times(r);
-            let got = times.iter().filter(|&&x| x <= t).count();
-            let done = !cut(r) && times.last().is_some_and(|&l| l <= t);
-            if got == 0 || done {
-                0.0
-            } else {
-                f64::from(r.prompt_len) + got as f64
-            }
-        })
-        .sum()
+/// Tokens in flight at `t` as the client sees them: every streaming
+/// request's prompt plus the tokens it has received; and how many requests
+/// that is.
+pub fn tokens_in_flight(records: &[RequestRecord], t: Duration) -> (f64, usize) {
+    let mut tokens = 0.0;
+    let mut streams = 0;
+    for r in records {
+        let times = token_times(r);
+        let got = times.iter().filter(|&&x| x <= t).count();
+        let done = !cut(r) && times.last().is_some_and(|&l| l <= t);
+        if got > 0 && !done {
+            tokens += f64::from(r.prompt_len) + got as f64;
+            streams += 1;
+        }
+    }
+    (tokens, streams)
 }
 
-/// (tokens in flight, KV usage) at every gauge sample that reported usage,
-/// inside `[from, end]`.
+/// One KV reading against the tokens in flight.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct KvPoint {
+    /// Tokens whose KV is computed: each streaming request's prompt and
+    /// received tokens but the last (a sampled token's KV is computed in the
+    /// next step), as a server reads its gauge between steps (vLLM, the
+    /// built-in simulator).
+    pub tokens: f64,
+    /// Tokens the next step will hold (the last received ones too): what a
+    /// server that reads its gauge after scheduling would count.
+    pub scheduled: f64,
+    /// KV usage, 0..=1.
+    pub usage: f64,
+}
+
+/// A [`KvPoint`] at every gauge sample that reported usage inside
+/// `[from, end]`.
 pub fn kv_points(
     records: &[RequestRecord],
     gauges: &[GaugeSample],
     from: Duration,
     end: Duration,
-) -> Vec<(f64, f64)> {
+) -> Vec<KvPoint> {
     gauges
         .iter()
         .filter(|g| g.t_s >= from.as_secs_f64() && g.t_s <= end.as_secs_f64())
         .filter_map(|g| {
-            let usage = g.kv_usage?;
-            Some((
-                tokens_in_flight(records, Duration::from_secs_f64(g.t_s)),
-                usage,
-            ))
+            let (held, streams) = tokens_in_flight(records, Duration::from_secs_f64(g.t_s));
+            Some(KvPoint {
+                usage: g.kv_usage?,
+                tokens: held - streams as f64,
+                scheduled: held,
+            })
         })
         .collect()
+}
+
+/// The mean [`KvPoint`] over a level's scrapes: one point per level.
+/// Averaging first keeps the scrapes' timing error (a scrape is stamped when
+/// it returns, after the server read its gauge) out of the fit's x, where
+/// it would flatten the slope and inflate the capacity.
+pub fn kv_level_point(
+    records: &[RequestRecord],
+    gauges: &[GaugeSample],
+    from: Duration,
+    end: Duration,
+) -> Option<KvPoint> {
+    let points = kv_points(records, gauges, from, end);
+    let n = points.len() as f64;
+    let avg = |f: fn(&KvPoint) -> f64| points.iter().map(f).sum::<f64>() / n;
+    (!points.is_empty()).then(|| KvPoint {
+        tokens: avg(|p| p.tokens),
+        scheduled: avg(|p| p.scheduled),
+        usage: avg(|p| p.usage),
+    })
 }
 
 #[cfg(test)]

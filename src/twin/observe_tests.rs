@@ -95,13 +95,13 @@ fn tokens_in_flight_count_prompt_and_received_tokens_of_streaming_requests() {
         rec(0.0, &steps(20.0, 10.0, 50), 8, true),
     ];
     // At 35 ms: the first holds 100 + 3, the second 8 + 2.
-    assert_eq!(tokens_in_flight(&records, ms(35.0)), 113.0);
-    assert_eq!(tokens_in_flight(&records, ms(60.0)), 8.0 + 5.0);
-    assert_eq!(tokens_in_flight(&records, ms(5.0)), 0.0);
+    assert_eq!(tokens_in_flight(&records, ms(35.0)), (113.0, 2));
+    assert_eq!(tokens_in_flight(&records, ms(60.0)), (8.0 + 5.0, 1));
+    assert_eq!(tokens_in_flight(&records, ms(5.0)), (0.0, 0));
     let gauges = [
         GaugeSample {
             t_s: 0.035,
-            kv_usage: Some(0.0113),
+            kv_usage: Some(0.0111),
             ..Default::default()
         },
         GaugeSample {
@@ -110,8 +110,29 @@ fn tokens_in_flight_count_prompt_and_received_tokens_of_streaming_requests() {
             ..Default::default()
         },
     ];
+    let p = kv_points(&records, &gauges, ms(0.0), ms(100.0));
+    // The last received token of each stream is not computed yet.
     assert_eq!(
-        kv_points(&records, &gauges, ms(0.0), ms(100.0)),
-        [(113.0, 0.0113)]
+        p,
+        [KvPoint {
+            tokens: 111.0,
+            scheduled: 113.0,
+            usage: 0.0111
+        }]
     );
+    let more = [
+        gauges[0],
+        GaugeSample {
+            t_s: 0.060,
+            kv_usage: Some(0.0012),
+            ..Default::default()
+        },
+    ];
+    let m = kv_level_point(&records, &more, ms(0.0), ms(100.0)).unwrap();
+    assert!(
+        (m.tokens - 61.5).abs() < 1e-9 && (m.usage - 0.00615).abs() < 1e-12,
+        "{m:?}"
+    );
+    assert!((m.scheduled - 63.0).abs() < 1e-9, "{m:?}");
+    assert_eq!(kv_level_point(&records, &more, ms(70.0), ms(100.0)), None);
 }

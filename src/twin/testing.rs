@@ -84,7 +84,7 @@ pub struct FakeRun {
 /// Runs the engine model on fake time with a zero-latency client, as the
 /// real-time driver would (a request sent during a step joins the next);
 /// requests unfinished at `end` are cut (cancelled, partial tokens kept).
-/// The gauges are read every `every` (during the next step).
+/// The gauges are read every `every` (at the next step's end).
 pub fn fake_run(
     params: &ModelParams,
     caching: bool,
@@ -155,19 +155,19 @@ pub fn fake_run(
                 None => break,
             },
         };
-        // Read during the step, as a scrape landing mid-step does (steps
-        // follow each other with no time between them).
+        let t = out.end();
+        // Published at the step's end, as the real-time driver does: the
+        // engine's state after the step, stamped when its tokens arrive.
         if now >= next_gauge {
             let c = engine.counters();
             run.gauges.push(GaugeSample {
-                t_s: now.as_secs_f64(),
+                t_s: t.as_secs_f64(),
                 running: Some(engine.n_running() as f64),
                 kv_usage: Some(engine.kv_usage()),
                 preemptions: Some(c.n_preemptions as f64),
             });
             next_gauge = now + every;
         }
-        let t = out.end();
         for ev in &out.events {
             let EventKind::Token { index, last } = ev.kind else {
                 continue;
