@@ -1,11 +1,12 @@
 //! `kneecap sim --explain [--slo ...] [--json]`: the capacity explanation and,
-//! with `--slo`, the true knee from [`truth::true_knee`], as text or JSON.
+//! with `--slo`, the true knee from [`crate::twin::knee::true_knee`], as text
+//! or JSON.
 
-use super::truth::{self, KneeKind, SeedKnee, Truth, TruthConfig};
 use crate::cmd::args::sim::TruthArgs;
 use crate::sim::capacity::{capacity, Bottleneck};
 use crate::sim::virtual_time::VirtualLoad;
 use crate::sim::{self, SimConfig};
+use crate::twin::knee::{self as truth, KneeKind, SeedKnee, Truth, TruthConfig};
 use anyhow::Result;
 use serde::Serialize;
 use std::fmt::Write as _;

@@ -225,5 +225,5 @@ pub fn needs_token_times(slos: &[Slo]) -> bool {
 }
 
 #[cfg(test)]
-#[path = "truth_tests.rs"]
+#[path = "knee_tests.rs"]
 mod tests;
