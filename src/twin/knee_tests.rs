@@ -16,13 +16,7 @@ fn slot_server(slos: &[&str], seeds: Vec<u64>) -> TruthConfig {
             per_decode_seq: std::time::Duration::ZERO,
             ..preset::tiny()
         },
-        load: VirtualLoad {
-            input_len: 16,
-            output_len: 19,
-            warmup: 300,
-            requests: 3_000,
-            token_times: false,
-        },
+        load: VirtualLoad::fixed(16, 19, 300, 3_000),
         slos: slos.iter().map(|s| s.parse().unwrap()).collect(),
         burstiness: 1.0,
         seeds,
@@ -111,6 +105,7 @@ fn records_carry_vllms_ttft_tpot_and_itl() {
         arrived: 1,
         steps: 4,
         preemptions: 0,
+        usage: Default::default(),
     };
     let r = &records(&run)[0];
     assert!((ttft_seconds(r).unwrap() - 0.030).abs() < 1e-12);

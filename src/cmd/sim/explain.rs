@@ -94,11 +94,8 @@ fn truth_config(cfg: &SimConfig, input_len: u32, output_len: u32, t: &TruthArgs)
     TruthConfig {
         params: cfg.params.clone(),
         load: VirtualLoad {
-            input_len,
-            output_len,
-            warmup: t.warmup,
-            requests: t.requests,
             token_times: truth::needs_token_times(&t.slos),
+            ..VirtualLoad::fixed(input_len, output_len, t.warmup, t.requests)
         },
         slos: t.slos.clone(),
         burstiness: t.burstiness,
