@@ -133,7 +133,13 @@ impl UsageMeter {
 
     /// The averages so far.
     pub fn usage(&self) -> Usage {
-        let per_time = |x: f64| if self.window > 0.0 { x / self.window } else { 0.0 };
+        let per_time = |x: f64| {
+            if self.window > 0.0 {
+                x / self.window
+            } else {
+                0.0
+            }
+        };
         let cost = self.base + self.prefill + self.decode;
         let per_cost = |x: f64| if cost > 0.0 { x / cost } else { 0.0 };
         Usage {
@@ -213,7 +219,10 @@ mod tests {
         m.step(&p, &step(10, 2038, 10, &p), state(11, 3, 0.9));
         let u = m.usage();
         let first = p.step_time(0, 10).as_secs_f64();
-        assert!((u.kv_blocked_share - first / u.window_s).abs() < 1e-9, "{u:?}");
+        assert!(
+            (u.kv_blocked_share - first / u.window_s).abs() < 1e-9,
+            "{u:?}"
+        );
         assert!((u.budget_full_share - (1.0 - first / u.window_s)).abs() < 1e-9);
     }
 

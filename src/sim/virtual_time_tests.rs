@@ -228,11 +228,17 @@ fn usage_shows_full_slots_at_overload_and_idle_time_at_light_load() {
     assert!((over.mean_running - 4.0).abs() < 0.2, "{over:?}");
     // No per-token cost: every step is its fixed cost.
     assert!((over.base_share - 1.0).abs() < 1e-12 && over.prefill_share == 0.0);
-    assert!(over.busy_share > 0.99 && over.mean_waiting > 10.0, "{over:?}");
+    assert!(
+        over.busy_share > 0.99 && over.mean_waiting > 10.0,
+        "{over:?}"
+    );
     let light = simulate(&p, &l, &gaps, 0.2 * mu).unwrap().usage;
     // Little's law: 0.2 μ × 95 ms of service ≈ 0.8 sequences running.
     assert!((light.mean_running - 0.8).abs() < 0.1, "{light:?}");
-    assert!(light.busy_share < 0.7 && light.full_slots_share < 0.05, "{light:?}");
+    assert!(
+        light.busy_share < 0.7 && light.full_slots_share < 0.05,
+        "{light:?}"
+    );
 }
 
 #[test]
@@ -248,7 +254,10 @@ fn a_kv_cache_too_small_for_the_batch_preempts_and_blocks_admission() {
     let gaps = unit_gaps(5, 1.0, l.gaps_needed()).unwrap();
     let run = simulate(&p, &l, &gaps, 2.0 * capacity(&p, 256, 256).mu).unwrap();
     let u = run.usage;
-    assert!(u.preemptions > 0 && run.preemptions >= u.preemptions, "{u:?}");
+    assert!(
+        u.preemptions > 0 && run.preemptions >= u.preemptions,
+        "{u:?}"
+    );
     assert!(u.kv_blocked_share > 0.3 && u.mean_kv_usage > 0.8, "{u:?}");
     assert!(u.full_slots_share < 0.01 && u.mean_running < 20.0, "{u:?}");
 }

@@ -98,6 +98,7 @@ fn truth_config(cfg: &SimConfig, input_len: u32, output_len: u32, t: &TruthArgs)
             ..VirtualLoad::fixed(input_len, output_len, t.warmup, t.requests)
         },
         slos: t.slos.clone(),
+        range_ratio: (0.0, 0.0),
         burstiness: t.burstiness,
         seeds: t.seeds.clone(),
         precision: PRECISION,
