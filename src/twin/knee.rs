@@ -15,7 +15,7 @@ use crate::sweep::slo::{evaluate, Slo, SloMetric, SloOutcome};
 use crate::workload::random::{input_len_range, output_len_range, RandomParams};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What to search.
 #[derive(Debug, Clone)]
@@ -39,7 +39,7 @@ pub struct TruthConfig {
 }
 
 /// How a seed's search ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum KneeKind {
     /// A knee between the lowest and the highest rate tried.

@@ -6,4 +6,6 @@
 //! the server's gauges (`measured`). Pure: no clock, no socket, no file;
 //! randomness is seeded.
 
+pub mod explain;
 pub mod knee;
+pub mod predict;
