@@ -8,4 +8,5 @@
 
 pub mod explain;
 pub mod knee;
+pub mod measured;
 pub mod predict;
