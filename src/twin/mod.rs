@@ -7,6 +7,9 @@
 //! randomness is seeded.
 
 pub mod explain;
+pub mod grid;
+pub mod json;
 pub mod knee;
 pub mod measured;
 pub mod predict;
+pub mod render;
