@@ -8,6 +8,7 @@
 
 pub mod explain;
 pub mod grid;
+pub mod html;
 pub mod json;
 pub mod knee;
 pub mod measured;

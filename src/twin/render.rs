@@ -28,7 +28,7 @@ fn knee_words(p: &Prediction) -> String {
 }
 
 /// `for p99_ttft_ms<=500; 1024 in / 128 out tokens, Poisson arrivals`.
-fn workload_words(j: &PredictJson) -> String {
+pub(super) fn workload_words(j: &PredictJson) -> String {
     let w = &j.workload;
     let mut shape = format!("{} in / {} out tokens", w.input_len, w.output_len);
     if w.range_ratio_input > 0.0 || w.range_ratio_output > 0.0 {
@@ -50,7 +50,7 @@ fn workload_words(j: &PredictJson) -> String {
     format!("for {}; {shape}, {arrivals}", j.slos.join(" and "))
 }
 
-fn engine_words(j: &PredictJson) -> String {
+pub(super) fn engine_words(j: &PredictJson) -> String {
     let e = &j.engine;
     let uncertainty = if e.corners == 0 {
         "parameters taken as exact: the interval is the seeds' spread".to_string()
@@ -83,7 +83,7 @@ fn replicas_words(r: &Replicas) -> String {
     )
 }
 
-fn cost_words(j: &PredictJson, runs: usize) -> String {
+pub(super) fn cost_words(j: &PredictJson, runs: usize) -> String {
     let m = &j.method;
     format!(
         "computed in {:.1} CPU s ({:.1} s wall): {} seed(s) × {} requests per run, {runs} virtual-time runs, knee to {:.2}%",
