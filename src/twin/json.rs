@@ -15,6 +15,8 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// What every predicted number is.
 pub const NOTE: &str =
     "PREDICTED: a virtual-time simulation of the engine model, not a measurement";
+/// [`NOTE`] without its label, for text that already says PREDICTED.
+pub const SIMULATED: &str = "a virtual-time simulation of the engine model, not a measurement";
 
 /// The whole prediction.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

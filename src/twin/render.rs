@@ -3,7 +3,7 @@
 //! a target rate and what the prediction cost; or the grid as a table. Every
 //! headline says PREDICTED. Pure: a result in, text out.
 
-use super::json::PredictJson;
+use super::json::{PredictJson, SIMULATED};
 use super::knee::KneeKind;
 use super::predict::{Prediction, Replicas};
 use crate::report::explain::Binding;
@@ -74,12 +74,15 @@ pub(super) fn engine_words(j: &PredictJson) -> String {
 
 fn replicas_words(r: &Replicas) -> String {
     let n = |x: Option<u64>| x.map_or("unbounded".to_string(), |n| n.to_string());
+    let over = if r.low == r.high {
+        "the same at both ends of the interval".to_string()
+    } else {
+        format!("{}–{} over the interval", n(r.low), n(r.high))
+    };
     format!(
-        "replicas for {} req/s within the SLO: {} ({}–{} over the interval)",
+        "replicas for {} req/s within the SLO: {} ({over})",
         r.target_req_s,
-        n(r.replicas),
-        n(r.low),
-        n(r.high)
+        n(r.replicas)
     )
 }
 
@@ -101,7 +104,7 @@ pub fn knee_text(j: &PredictJson) -> String {
     let Some(p) = &j.knee else {
         return s;
     };
-    let _ = writeln!(s, "PREDICTED knee: {} — {}", knee_words(p), j.note);
+    let _ = writeln!(s, "PREDICTED knee: {} — {SIMULATED}", knee_words(p));
     let _ = writeln!(s, "  {}", workload_words(j));
     let _ = writeln!(s, "  {}", engine_words(j));
     if let Some(e) = &p.explain {
@@ -160,8 +163,7 @@ pub fn grid_text(j: &PredictJson) -> String {
     };
     let _ = writeln!(
         s,
-        "PREDICTED knee (req/s, [interval] binding) over the grid — {}",
-        j.note
+        "PREDICTED knee (req/s, [interval] binding) over the grid — {SIMULATED}"
     );
     let _ = writeln!(
         s,

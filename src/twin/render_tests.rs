@@ -65,7 +65,7 @@ fn the_knee_text_says_predicted_with_its_interval_binding_moves_and_cost() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
         lines[0],
-        "PREDICTED knee: 20.0 req/s (interval 18.0–22.0) — PREDICTED: a virtual-time simulation of the engine model, not a measurement"
+        "PREDICTED knee: 20.0 req/s (interval 18.0–22.0) — a virtual-time simulation of the engine model, not a measurement"
     );
     assert_eq!(
         lines[1],

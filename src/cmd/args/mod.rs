@@ -5,6 +5,7 @@
 
 pub mod dataset;
 pub mod live;
+pub mod predict;
 pub mod run;
 pub mod session;
 pub mod sim;

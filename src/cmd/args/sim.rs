@@ -2,27 +2,41 @@
 //! fault rates and the `--explain` shape, each rule naming its flag.
 
 use crate::cli::sim::SimArgs;
-use crate::sim::{self, SimConfig, SimOptions};
+use crate::sim::{self, ModelParams, SimConfig, SimOptions};
 use crate::sweep::slo::Slo;
 use anyhow::{bail, Context as _};
 use std::str::FromStr;
 use std::time::Duration;
 
-/// Validate `kneecap sim`'s flags into [`SimOptions`]; errors name the flag.
-pub fn sim_options(a: SimArgs) -> anyhow::Result<SimOptions> {
-    let mut cfg = SimConfig::from_preset(&a.preset).context("--preset")?;
-    let p = &mut cfg.params;
-    set(&mut p.max_num_seqs, a.max_num_seqs);
-    set(&mut p.max_num_batched_tokens, a.max_num_batched_tokens);
-    set(&mut p.kv_cache_tokens, a.kv_cache_tokens);
-    set(&mut p.max_model_len, a.max_model_len);
-    if let Some(ms) = a.step_base_ms {
+/// The engine flags `kneecap sim` and `kneecap predict` share: a preset and
+/// the overrides of its parameters.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EngineFlags<'a> {
+    /// `--preset`.
+    pub preset: &'a str,
+    pub max_num_seqs: Option<u32>,
+    pub max_num_batched_tokens: Option<u32>,
+    pub kv_cache_tokens: Option<u32>,
+    pub max_model_len: Option<u32>,
+    pub step_base_ms: Option<f64>,
+    pub prefill_token_us: Option<f64>,
+    pub decode_seq_us: Option<f64>,
+}
+
+/// The preset's parameters with the overrides applied; errors name the flag.
+pub fn engine_params(f: &EngineFlags) -> anyhow::Result<ModelParams> {
+    let mut p = SimConfig::from_preset(f.preset).context("--preset")?.params;
+    set(&mut p.max_num_seqs, f.max_num_seqs);
+    set(&mut p.max_num_batched_tokens, f.max_num_batched_tokens);
+    set(&mut p.kv_cache_tokens, f.kv_cache_tokens);
+    set(&mut p.max_model_len, f.max_model_len);
+    if let Some(ms) = f.step_base_ms {
         p.step_base = positive_duration("--step-base-ms", ms / 1e3)?;
     }
-    if let Some(us) = a.prefill_token_us {
+    if let Some(us) = f.prefill_token_us {
         p.per_prefill_token = duration("--prefill-token-us", us / 1e6)?;
     }
-    if let Some(us) = a.decode_seq_us {
+    if let Some(us) = f.decode_seq_us {
         p.per_decode_seq = duration("--decode-seq-us", us / 1e6)?;
     }
     for (flag, v) in [
@@ -40,6 +54,22 @@ pub fn sim_options(a: SimArgs) -> anyhow::Result<SimOptions> {
             p.max_model_len
         );
     }
+    Ok(p)
+}
+
+/// Validate `kneecap sim`'s flags into [`SimOptions`]; errors name the flag.
+pub fn sim_options(a: SimArgs) -> anyhow::Result<SimOptions> {
+    let mut cfg = SimConfig::from_preset(&a.preset).context("--preset")?;
+    cfg.params = engine_params(&EngineFlags {
+        preset: &a.preset,
+        max_num_seqs: a.max_num_seqs,
+        max_num_batched_tokens: a.max_num_batched_tokens,
+        kv_cache_tokens: a.kv_cache_tokens,
+        max_model_len: a.max_model_len,
+        step_base_ms: a.step_base_ms,
+        prefill_token_us: a.prefill_token_us,
+        decode_seq_us: a.decode_seq_us,
+    })?;
     cfg.served_model_name = a.served_model_name;
     cfg.seed = a.seed;
     cfg.trace = a.trace;
