@@ -1,13 +1,16 @@
 //! https targets and proxies, end to end: the simulator serves TLS with a
-//! certificate made in the test (its CA unknown to every root store), and a
-//! tiny proxy on 127.0.0.1:0 counts the CONNECT tunnels and absolute-form
-//! requests it forwards.
+//! certificate made in the test (its CA unknown to every root store, or a
+//! self-signed CA:TRUE one as `openssl req -x509` makes), and a tiny proxy
+//! on 127.0.0.1:0 counts the CONNECT tunnels and absolute-form requests it
+//! forwards.
 
 mod common;
 
 use common::trace::{client_minus_server_ttft_ms, median};
 use kneecap::sim::{self, tls::SimTls, SimConfig, SimHandle};
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType, IsCa, KeyPair,
+};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -50,6 +53,63 @@ fn make_certs(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     std::fs::write(&paths.1, cert.pem()).unwrap();
     std::fs::write(&paths.2, key.serialize_pem()).unwrap();
     paths
+}
+
+/// A certificate shaped as `openssl req -x509 -newkey rsa:2048 -nodes -subj
+/// /CN=localhost -addext subjectAltName=IP:127.0.0.1` makes it (self-signed,
+/// basicConstraints CA:TRUE), with an ECDSA key: (cert.pem, key.pem) named
+/// after `stem`.
+fn make_openssl_like(dir: &Path, stem: &str) -> (PathBuf, PathBuf) {
+    let mut params = CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.distinguished_name = DistinguishedName::new();
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "localhost");
+    let key = KeyPair::generate().unwrap();
+    let cert = params.self_signed(&key).unwrap();
+    let paths = (
+        dir.join(format!("{stem}.pem")),
+        dir.join(format!("{stem}.key")),
+    );
+    std::fs::write(&paths.0, cert.pem()).unwrap();
+    std::fs::write(&paths.1, key.serialize_pem()).unwrap();
+    paths
+}
+
+/// The same made by the real `openssl` command line, when there is one:
+/// None (with a note) when `openssl` is missing or cannot make it.
+fn make_with_openssl(dir: &Path) -> Option<(PathBuf, PathBuf)> {
+    let (cert, key) = (dir.join("openssl.pem"), dir.join("openssl.key"));
+    let out = std::process::Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+        ])
+        .args([
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output();
+    match out {
+        Ok(out) if out.status.success() => Some((cert, key)),
+        Ok(out) => {
+            eprintln!(
+                "note: skipping the openssl-made certificate: `openssl req -x509` failed: {}",
+                stderr(&out)
+            );
+            None
+        }
+        Err(e) => {
+            eprintln!("note: skipping the openssl-made certificate: no openssl binary ({e})");
+            None
+        }
+    }
 }
 
 /// The simulator serving https (and a trace when asked).
@@ -140,6 +200,82 @@ async fn an_unknown_ca_fails_in_one_line_and_ca_cert_or_insecure_fix_it() {
     .await;
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--ca-cert"), "{}", stderr(&out));
+    sim.shutdown().await.unwrap();
+}
+
+/// The line of `out`'s stderr that names the certificate.
+fn certificate_line(out: &std::process::Output) -> String {
+    let text = stderr(out);
+    text.lines()
+        .find(|l| l.contains("certificate"))
+        .unwrap_or_else(|| panic!("no certificate error in:\n{text}"))
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_openssl_req_x509_certificate_works_with_ca_cert() {
+    let _serial = SERIAL.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut made = vec![make_openssl_like(dir.path(), "rcgen")];
+    made.extend(make_with_openssl(dir.path()));
+    for (cert, key) in made {
+        let sim = tls_sim(&cert, &key, None).await;
+        let url = format!("https://{}", sim.addr());
+        let shown = cert.display();
+        // Without --ca-cert: refused, and told to pin it.
+        let out = run(small_run(&url, &[]), vec![]).await;
+        assert_eq!(out.status.code(), Some(2), "{shown}: {}", stderr(&out));
+        let line = certificate_line(&out);
+        for part in ["127.0.0.1", "CA:TRUE", "--ca-cert FILE", "--insecure"] {
+            assert!(
+                line.contains(part),
+                "{shown}: '{part}' missing from: {line}"
+            );
+        }
+        // With it: pinned, the run completes.
+        let out = run(
+            small_run(&url, &["--ca-cert", cert.to_str().unwrap()]),
+            vec![],
+        )
+        .await;
+        assert!(
+            out.status.success(),
+            "{shown} with --ca-cert: {}",
+            stderr(&out)
+        );
+        sim.shutdown().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_different_self_signed_certificate_for_the_same_address_is_refused() {
+    let _serial = SERIAL.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (pinned, _) = make_openssl_like(dir.path(), "pinned");
+    let (served, key) = make_openssl_like(dir.path(), "impostor");
+    let sim = tls_sim(&served, &key, None).await;
+    let url = format!("https://{}", sim.addr());
+    let ca = pinned.to_str().unwrap();
+    let out = run(small_run(&url, &["--ca-cert", ca]), vec![]).await;
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let line = certificate_line(&out);
+    let expected = [
+        "TLS: the certificate of 127.0.0.1 was rejected",
+        "CA certificate",
+        &format!("not one of the certificates in --ca-cert {ca}"),
+    ];
+    for part in expected {
+        assert!(line.contains(part), "'{part}' missing from: {line}");
+    }
+    assert!(
+        !line.contains("--ca-cert FILE"),
+        "advises --ca-cert, given: {line}"
+    );
+    let lines = stderr(&out)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .count();
+    assert_eq!(lines, 1, "one line:\n{}", stderr(&out));
     sim.shutdown().await.unwrap();
 }
 

@@ -3,6 +3,7 @@
 
 pub mod compare;
 pub mod merge;
+pub mod predict;
 pub mod profile;
 pub mod report;
 pub mod run;
@@ -15,6 +16,7 @@ use clap::{Parser, Subcommand};
 
 pub use compare::CompareArgs;
 pub use merge::MergeArgs;
+pub use predict::PredictArgs;
 pub use profile::ProfileArgs;
 pub use report::ReportArgs;
 pub use run::RunArgs;
@@ -51,6 +53,10 @@ pub enum Command {
     /// Serve the built-in simulated continuous-batching LLM server
     /// (completions, chat, responses; embeddings, rerank and pooling).
     Sim(Box<SimArgs>),
+    /// Predict the knee of the simulator's engine model for a workload and
+    /// SLO in virtual time (CPU seconds, no server), say what binds it and
+    /// what moves it; over a grid of shapes with --grid. PREDICTED, not measured.
+    Predict(Box<PredictArgs>),
     /// Re-render a saved sweep JSON (table, charts, --html) or summarize a run JSON.
     Report(Box<ReportArgs>),
     /// Compare two sweeps or two runs (A = baseline, B = candidate); --fail-if for CI.

@@ -120,8 +120,9 @@ pub struct RunArgs {
     #[arg(long, help_heading = "Target")]
     pub insecure: bool,
     /// https: also trust the CA certificate(s) in this PEM file (besides the
-    /// system's and Mozilla's roots). Proxies come from HTTPS_PROXY /
-    /// HTTP_PROXY / NO_PROXY.
+    /// system's and Mozilla's roots); a server certificate that is one of
+    /// them exactly (e.g. made by `openssl req -x509`) is accepted as is.
+    /// Proxies come from HTTPS_PROXY / HTTP_PROXY / NO_PROXY.
     #[arg(long, value_name = "FILE", help_heading = "Target")]
     pub ca_cert: Option<PathBuf>,
     /// Where arrival times come from: `kernel`, the kernel's receive time

@@ -202,7 +202,7 @@ async fn resolve_model(
 ) -> Result<(String, String)> {
     let probe = client.get("/v1/models").await;
     let body = match probe {
-        Err(e) => match crate::client::net::certificate_rejection(&e) {
+        Err(e) => match crate::client::net::handshake_failure(&e) {
             Some(line) => bail!("{line}"),
             None => bail!("cannot reach the server at {base_url} ({e:#}); is it running? Check --base-url / --host / --port"),
         },

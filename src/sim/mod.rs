@@ -62,6 +62,7 @@ pub mod server;
 pub mod stream;
 pub mod tls;
 pub mod trace;
+pub mod usage;
 pub mod virtual_time;
 
 use std::fmt::Write as _;

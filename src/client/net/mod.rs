@@ -11,6 +11,9 @@
 
 pub mod proxy;
 pub mod tls;
+mod tls_refusal;
+mod tls_verify;
+mod x509;
 
 use crate::rxstamp::StampedTcp;
 use base64::Engine as _;
@@ -310,12 +313,13 @@ fn with_context(e: io::Error, what: &str) -> io::Error {
     io::Error::new(e.kind(), format!("{what}: {e}"))
 }
 
-/// The one-line message of a rejected server certificate somewhere in
-/// `err`'s chain, if that is why it failed.
-pub fn certificate_rejection(err: &anyhow::Error) -> Option<String> {
+/// The one-line message of a failed TLS handshake (a refused certificate,
+/// a server that does not speak TLS...) somewhere in `err`'s chain, if that
+/// is why it failed.
+pub fn handshake_failure(err: &anyhow::Error) -> Option<String> {
     err.chain().find_map(|cause| {
         let io = cause.downcast_ref::<io::Error>()?;
-        let inner = io.get_ref()?.downcast_ref::<tls::CertificateRejected>()?;
+        let inner = io.get_ref()?.downcast_ref::<tls::HandshakeFailed>()?;
         Some(inner.0.clone())
     })
 }

@@ -5,6 +5,7 @@
 
 pub mod dataset;
 pub mod live;
+pub mod predict;
 pub mod profile;
 pub mod run;
 pub mod session;

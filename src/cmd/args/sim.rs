@@ -2,7 +2,7 @@
 //! fault rates and the `--explain` shape, each rule naming its flag.
 
 use crate::cli::sim::{SimArgs, SimEngineArgs};
-use crate::sim::{self, SimConfig, SimOptions};
+use crate::sim::{self, ModelParams, SimConfig, SimOptions};
 use crate::sweep::slo::Slo;
 use crate::twin::ServerProfile;
 use anyhow::{bail, Context as _};
@@ -154,6 +154,15 @@ pub fn apply_engine(a: &SimEngineArgs, cfg: &mut SimConfig) -> anyhow::Result<()
         cfg.prefix_caching = false;
     }
     Ok(())
+}
+
+/// The preset's parameters with the overrides applied (`kneecap predict`);
+/// errors name the flag. The prefix cache is the workload's to say, so
+/// `--no-enable-prefix-caching` is read by the caller.
+pub fn engine_params(preset: &str, a: &SimEngineArgs) -> anyhow::Result<ModelParams> {
+    let mut cfg = SimConfig::from_preset(preset).context("--preset")?;
+    apply_engine(a, &mut cfg)?;
+    Ok(cfg.params)
 }
 
 /// Whether any engine override was given.

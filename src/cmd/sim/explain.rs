@@ -1,11 +1,12 @@
 //! `kneecap sim --explain [--slo ...] [--json]`: the capacity explanation and,
-//! with `--slo`, the true knee from [`truth::true_knee`], as text or JSON.
+//! with `--slo`, the true knee from [`crate::twin::knee::true_knee`], as text
+//! or JSON.
 
-use super::truth::{self, KneeKind, SeedKnee, Truth, TruthConfig};
 use crate::cmd::args::sim::TruthArgs;
 use crate::sim::capacity::{capacity, Bottleneck};
 use crate::sim::virtual_time::VirtualLoad;
 use crate::sim::{self, SimConfig};
+use crate::twin::knee::{self as truth, KneeKind, SeedKnee, Truth, TruthConfig};
 use anyhow::Result;
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -94,13 +95,11 @@ fn truth_config(cfg: &SimConfig, input_len: u32, output_len: u32, t: &TruthArgs)
     TruthConfig {
         params: cfg.params.clone(),
         load: VirtualLoad {
-            input_len,
-            output_len,
-            warmup: t.warmup,
-            requests: t.requests,
             token_times: truth::needs_token_times(&t.slos),
+            ..VirtualLoad::fixed(input_len, output_len, t.warmup, t.requests)
         },
         slos: t.slos.clone(),
+        range_ratio: (0.0, 0.0),
         burstiness: t.burstiness,
         seeds: t.seeds.clone(),
         precision: PRECISION,

@@ -1,0 +1,224 @@
+//! Every `kneecap` command shown in the README and in docs/ still parses and
+//! converts to a valid config; the quick ones (against the built-in
+//! simulator, a few seconds each) also run and exit 0.
+
+use clap::Parser;
+use kneecap::cli::{normalize_args, BenchCommand, Cli, Command};
+use std::path::{Path, PathBuf};
+use std::process::Command as Process;
+use std::time::{Duration, Instant};
+
+/// Subcommands a documented command may start with.
+const SUBCOMMANDS: [&str; 7] = ["run", "bench", "sweep", "sim", "report", "compare", "merge"];
+
+/// A command found in a doc: where it was, and its words after `kneecap`.
+#[derive(Debug)]
+struct DocCommand {
+    at: String,
+    words: Vec<String>,
+}
+
+fn doc_files() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![root.join("README.md")];
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
+        .expect("docs/ is readable")
+        .map(|e| e.expect("a docs entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    docs.sort();
+    files.extend(docs);
+    files
+}
+
+/// The commands in a Markdown file's shell code blocks (```sh, ```bash,
+/// ```console or an untyped fence; ```text blocks are output), with `\`
+/// continuations joined and trailing `# comments` dropped.
+fn commands_in(path: &Path) -> Vec<DocCommand> {
+    let text = std::fs::read_to_string(path).expect("doc is readable");
+    let name = path.file_name().unwrap().to_string_lossy().to_string();
+    let mut out = Vec::new();
+    let mut shell = None::<bool>;
+    let mut pending: Option<(usize, String)> = None;
+    for (i, line) in text.lines().enumerate() {
+        if let Some(info) = line.trim_start().strip_prefix("```") {
+            shell = match shell {
+                Some(_) => None,
+                None => Some(matches!(
+                    info.trim(),
+                    "" | "sh" | "bash" | "console" | "shell"
+                )),
+            };
+            continue;
+        }
+        if shell != Some(true) {
+            continue;
+        }
+        let s = line.trim();
+        let (start, joined) = match pending.take() {
+            Some((start, before)) => (start, format!("{before} {s}")),
+            None => (i + 1, s.to_string()),
+        };
+        if let Some(head) = joined.strip_suffix('\\') {
+            pending = Some((start, head.trim_end().to_string()));
+            continue;
+        }
+        let cmd = joined
+            .strip_prefix("cargo run --release -- ")
+            .or_else(|| joined.strip_prefix("kneecap "));
+        let Some(cmd) = cmd else { continue };
+        let words = shell_words(cmd);
+        if words
+            .first()
+            .is_some_and(|w| SUBCOMMANDS.contains(&w.as_str()))
+        {
+            out.push(DocCommand {
+                at: format!("{name}:{start}"),
+                words,
+            });
+        }
+    }
+    out
+}
+
+/// Split a command line as a POSIX shell would for these docs: single and
+/// double quotes, backslash escapes, a `#` comment; `...` (elided flags) dropped.
+fn shell_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                word.extend(chars.by_ref().take_while(|&q| q != '\''));
+            }
+            '"' => {
+                in_word = true;
+                word.extend(chars.by_ref().take_while(|&q| q != '"'));
+            }
+            '\\' => {
+                in_word = true;
+                word.extend(chars.next());
+            }
+            '#' if !in_word => break,
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            c => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    words.retain(|w| w != "...");
+    words
+}
+
+fn all_commands() -> Vec<DocCommand> {
+    let cmds: Vec<DocCommand> = doc_files().iter().flat_map(|f| commands_in(f)).collect();
+    assert!(
+        cmds.len() >= 10,
+        "found only {} documented commands; is the extraction broken?",
+        cmds.len()
+    );
+    cmds
+}
+
+/// Parse as `main` does, then convert to the command's validated config.
+fn check(cmd: &DocCommand) -> Result<(), String> {
+    let argv = std::iter::once("kneecap".to_string()).chain(cmd.words.iter().cloned());
+    let cli = Cli::try_parse_from(normalize_args(argv)).map_err(|e| e.to_string())?;
+    let err = |e: anyhow::Error| format!("{e:#}");
+    match cli.command {
+        Command::Run(a) => kneecap::cmd::args::run::run_config(&a)
+            .map(drop)
+            .map_err(err),
+        Command::Bench {
+            command: BenchCommand::Serve(a),
+        } => kneecap::cmd::args::run::run_config(&a)
+            .map(drop)
+            .map_err(err),
+        Command::Sweep(a) => kneecap::cmd::args::sweep::sweep_config(&a)
+            .map(drop)
+            .map_err(err),
+        Command::Sim(a) => {
+            kneecap::cmd::args::sim::truth_args(&a).map_err(err)?;
+            kneecap::cmd::args::sim::sim_options(*a)
+                .map(drop)
+                .map_err(err)
+        }
+        _ => Ok(()),
+    }
+}
+
+#[test]
+fn every_documented_command_parses_and_makes_a_valid_config() {
+    let bad: Vec<String> = all_commands()
+        .iter()
+        .filter_map(|c| {
+            check(c)
+                .err()
+                .map(|e| format!("{}: kneecap {}\n  {e}", c.at, c.words.join(" ")))
+        })
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "documented commands that no longer work:\n{}",
+        bad.join("\n")
+    );
+}
+
+/// Quick: against the simulator (no target flag) and bounded by design:
+/// `sim --explain` (virtual time, no server), or a `run` of a few hundred
+/// requests at a given rate.
+fn quick(c: &DocCommand) -> bool {
+    let has = |flag: &str| {
+        c.words
+            .iter()
+            .any(|w| w == flag || w.starts_with(&format!("{flag}=")))
+    };
+    let targeted = has("--base-url") || has("--host") || has("--port");
+    match c.words[0].as_str() {
+        "sim" => has("--explain"),
+        "run" => !targeted && has("--num-prompts") && has("--request-rate"),
+        _ => false,
+    }
+}
+
+#[test]
+fn the_quick_documented_commands_run_against_the_simulator() {
+    let dir = tempfile::tempdir().unwrap();
+    let quick: Vec<DocCommand> = all_commands().into_iter().filter(quick).collect();
+    assert!(!quick.is_empty(), "no quick command found in the docs");
+    for c in &quick {
+        let start = Instant::now();
+        let out = Process::new(env!("CARGO_BIN_EXE_kneecap"))
+            .args(&c.words)
+            .args(["--ui", "plain"].iter().filter(|_| c.words[0] == "run"))
+            .current_dir(dir.path())
+            .output()
+            .expect("kneecap runs");
+        assert!(
+            out.status.success(),
+            "{}: kneecap {} exited {:?}\n{}",
+            c.at,
+            c.words.join(" "),
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "{}: a quick command took {:?}",
+            c.at,
+            start.elapsed()
+        );
+    }
+}
