@@ -9,7 +9,9 @@ use std::process::Command as Process;
 use std::time::{Duration, Instant};
 
 /// Subcommands a documented command may start with.
-const SUBCOMMANDS: [&str; 7] = ["run", "bench", "sweep", "sim", "report", "compare", "merge"];
+const SUBCOMMANDS: [&str; 9] = [
+    "run", "bench", "sweep", "sim", "profile", "predict", "report", "compare", "merge",
+];
 
 /// A command found in a doc: where it was, and its words after `kneecap`.
 #[derive(Debug)]
@@ -149,6 +151,12 @@ fn check(cmd: &DocCommand) -> Result<(), String> {
         Command::Sweep(a) => kneecap::cmd::args::sweep::sweep_config(&a)
             .map(drop)
             .map_err(err),
+        Command::Profile(a) => kneecap::cmd::args::profile::profile_config(&a)
+            .map(drop)
+            .map_err(err),
+        Command::Predict(a) => kneecap::cmd::args::predict::predict_options(&a)
+            .map(drop)
+            .map_err(err),
         Command::Sim(a) => {
             kneecap::cmd::args::sim::truth_args(&a).map_err(err)?;
             kneecap::cmd::args::sim::sim_options(*a)
@@ -177,8 +185,9 @@ fn every_documented_command_parses_and_makes_a_valid_config() {
 }
 
 /// Quick: against the simulator (no target flag) and bounded by design:
-/// `sim --explain` (virtual time, no server), or a `run` of a few hundred
-/// requests at a given rate.
+/// `sim --explain` and `predict` (virtual time, no server), a `profile` of
+/// the simulator within a budget of at most 30 s, or a `run` of a few
+/// hundred requests at a given rate.
 fn quick(c: &DocCommand) -> bool {
     let has = |flag: &str| {
         c.words
@@ -188,9 +197,17 @@ fn quick(c: &DocCommand) -> bool {
     let targeted = has("--base-url") || has("--host") || has("--port");
     match c.words[0].as_str() {
         "sim" => has("--explain"),
+        "predict" => true,
+        "profile" => !targeted && budget_s(c).is_some_and(|b| b <= 30.0),
         "run" => !targeted && has("--num-prompts") && has("--request-rate"),
         _ => false,
     }
+}
+
+/// A documented `profile`'s `--budget` in seconds.
+fn budget_s(c: &DocCommand) -> Option<f64> {
+    let i = c.words.iter().position(|w| w == "--budget")?;
+    c.words.get(i + 1)?.parse().ok()
 }
 
 #[test]

@@ -199,3 +199,117 @@ async fn a_server_that_goes_down_mid_run_fails_the_rest_fast_and_the_run_still_s
     let by_kind = json["kneecap"]["errors_by_kind"].as_object().unwrap();
     assert!(by_kind.contains_key("connect"), "{by_kind:?}");
 }
+
+/// A sweep step against a simulator whose successful requests are all fast
+/// but about 2% of whose requests fail (HTTP 500) or time out (a stream
+/// stalled past `--request-timeout`, after its first token): the failed
+/// requests are misses, so `p99_ttft_ms` fails on them, while vLLM's p99
+/// over the successes would pass; the error rate stays within
+/// `--max-error-rate 0.05`, so the SLO is what fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sweep_step_with_2_percent_failures_misses_its_p99_on_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = SimConfig::from_preset("tiny").unwrap();
+    cfg.faults = Faults {
+        http_500: 0.01,
+        stall: Duration::from_secs(4),
+        stall_rate: 0.01,
+        ..Faults::default()
+    };
+    let handle = start(cfg).await;
+    let url = format!("http://{}", handle.addr());
+    let out_path = dir.path().join("sweep.json");
+    let args: Vec<String> = [
+        "sweep",
+        "--base-url",
+        &url,
+        "--random-input-len",
+        "32",
+        "--random-output-len",
+        "16",
+        // Seeded faults (sim seed 0): about 12 of the ~600 requests due in
+        // the window fail, twice the p99's tail of 6.
+        "--rates",
+        "100",
+        "--slo",
+        "p99_ttft_ms<=500",
+        "--max-error-rate",
+        "0.05",
+        "--step-duration",
+        "6s",
+        "--step-warmup",
+        "1s",
+        "--step-min-requests",
+        "100",
+        "--step-drain",
+        "2s",
+        "--request-timeout",
+        "1s",
+        // The SLO, not a loaded test machine, must decide the step.
+        "--max-lateness-ms",
+        "100",
+        "--disable-tqdm",
+        "-o",
+        out_path.to_str().unwrap(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let started = Instant::now();
+    let out = kneecap(args).await;
+    assert!(started.elapsed() < Duration::from_secs(60), "bounded");
+    handle.shutdown().await.unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "no step passes\n{stdout}\n{stderr}"
+    );
+
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&out_path).unwrap()).unwrap();
+    let step = &json["steps"][0];
+    let (n, failed) = (
+        step["n_requests"].as_u64().unwrap(),
+        step["failed"].as_u64().unwrap(),
+    );
+    let rate = step["error_rate"].as_f64().unwrap();
+    assert!(
+        failed > 0 && rate > 0.005 && rate <= 0.05,
+        "about 2% failed: {failed} of {n}"
+    );
+    let slo = &step["slo_outcomes"][0];
+    assert_eq!(slo["slo"], "p99_ttft_ms<=500");
+    assert_eq!(slo["pass"], false, "{slo}");
+    assert_eq!(slo["failures"].as_u64(), Some(failed), "{slo}");
+    // Both percentiles: vLLM's over the successes (fast) and the one judged,
+    // which lands on the failures (no finite value, written as null).
+    let vllm = slo["vllm_observed_ms"].as_f64().expect("vLLM's p99");
+    assert!(vllm < 500.0, "the successes are fast: {slo}");
+    assert!(slo["observed_ms"].is_null(), "{slo}");
+    assert_eq!(slo["failed_in_tail"], slo["tail_samples"], "{slo}");
+    assert_eq!(step["verdict"], "fail");
+    let reasons: Vec<&str> = step["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.starts_with("p99_ttft_ms ∞ (failed) > 500")),
+        "{reasons:?}"
+    );
+    assert!(
+        !reasons.iter().any(|r| r.contains("error rate")),
+        "{reasons:?}"
+    );
+    // The console says both too: the step line and the notes under the table.
+    let console = format!("{stdout}{stderr}");
+    assert!(
+        console.contains("failures as misses: p99_ttft_ms<=500: vLLM ")
+            && console.contains("with failures ∞ (failed)"),
+        "{console}"
+    );
+}

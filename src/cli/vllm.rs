@@ -78,9 +78,14 @@ pub struct VllmArgs {
 impl VllmArgs {
     /// The flags given that have no meaning for kneecap, each with why.
     pub fn without_meaning(&self) -> Vec<(&'static str, &'static str)> {
-        const CHART: &str = "kneecap draws its own charts (kneecap sweep --html, kneecap report)";
-        const DATASET: &str = "an option of a vLLM dataset kneecap does not generate";
-        let strings: [(&'static str, &Option<String>, &'static str); 20] = [
+        let mut given = self.values_given();
+        given.extend(self.switches_given());
+        given
+    }
+
+    /// The value flags given (in vLLM's order), each with why it is ignored.
+    fn values_given(&self) -> Vec<(&'static str, &'static str)> {
+        let own: [(&'static str, &Option<String>, &'static str); 2] = [
             (
                 "--chat-template-kwargs",
                 &self.chat_template_kwargs,
@@ -91,74 +96,54 @@ impl VllmArgs {
                 &self.timeline_itl_thresholds,
                 CHART,
             ),
-            (
-                "--spec-bench-output-len",
-                &self.spec_bench_output_len,
-                DATASET,
-            ),
-            ("--spec-bench-category", &self.spec_bench_category, DATASET),
-            (
-                "--blazedit-min-distance",
-                &self.blazedit_min_distance,
-                DATASET,
-            ),
-            (
-                "--blazedit-max-distance",
-                &self.blazedit_max_distance,
-                DATASET,
-            ),
-            (
-                "--asr-max-audio-len-sec",
-                &self.asr_max_audio_len_sec,
-                DATASET,
-            ),
-            (
-                "--asr-min-audio-len-sec",
-                &self.asr_min_audio_len_sec,
-                DATASET,
-            ),
-            ("--hf-subset", &self.hf_subset, DATASET),
-            ("--hf-split", &self.hf_split, DATASET),
-            ("--hf-name", &self.hf_name, DATASET),
-            ("--hf-output-len", &self.hf_output_len, DATASET),
-            ("--bfcl-categories", &self.bfcl_categories, DATASET),
+        ];
+        let datasets = self.dataset_options().map(|(flag, v)| (flag, v, DATASET));
+        own.into_iter()
+            .chain(datasets)
+            .filter(|(_, v, _)| v.is_some())
+            .map(|(flag, _, why)| (flag, why))
+            .collect()
+    }
+
+    /// The options of vLLM datasets kneecap does not generate.
+    fn dataset_options(&self) -> [(&'static str, &Option<String>); 18] {
+        [
+            ("--spec-bench-output-len", &self.spec_bench_output_len),
+            ("--spec-bench-category", &self.spec_bench_category),
+            ("--blazedit-min-distance", &self.blazedit_min_distance),
+            ("--blazedit-max-distance", &self.blazedit_max_distance),
+            ("--asr-max-audio-len-sec", &self.asr_max_audio_len_sec),
+            ("--asr-min-audio-len-sec", &self.asr_min_audio_len_sec),
+            ("--hf-subset", &self.hf_subset),
+            ("--hf-split", &self.hf_split),
+            ("--hf-name", &self.hf_name),
+            ("--hf-output-len", &self.hf_output_len),
+            ("--bfcl-categories", &self.bfcl_categories),
             (
                 "--speed-bench-dataset-subset",
                 &self.speed_bench_dataset_subset,
-                DATASET,
             ),
-            (
-                "--speed-bench-output-len",
-                &self.speed_bench_output_len,
-                DATASET,
-            ),
-            (
-                "--speed-bench-category",
-                &self.speed_bench_category,
-                DATASET,
-            ),
+            ("--speed-bench-output-len", &self.speed_bench_output_len),
+            ("--speed-bench-category", &self.speed_bench_category),
             (
                 "--random-mm-base-items-per-request",
                 &self.random_mm_base_items_per_request,
-                DATASET,
             ),
             (
                 "--random-mm-num-mm-items-range-ratio",
                 &self.random_mm_num_mm_items_range_ratio,
-                DATASET,
             ),
             (
                 "--random-mm-limit-mm-per-prompt",
                 &self.random_mm_limit_mm_per_prompt,
-                DATASET,
             ),
-            (
-                "--random-mm-bucket-config",
-                &self.random_mm_bucket_config,
-                DATASET,
-            ),
-        ];
-        let flags: [(&'static str, bool, &'static str); 5] = [
+            ("--random-mm-bucket-config", &self.random_mm_bucket_config),
+        ]
+    }
+
+    /// The switches (and the side-probe rate) given, each with why.
+    fn switches_given(&self) -> Vec<(&'static str, &'static str)> {
+        let switches: [(&'static str, bool, &'static str); 5] = [
             (
                 "--probe-request-rate",
                 self.probe_request_rate.is_some_and(|r| r > 0.0),
@@ -177,16 +162,15 @@ impl VllmArgs {
                 DATASET,
             ),
         ];
-        strings
+        switches
             .into_iter()
-            .filter(|(_, v, _)| v.is_some())
-            .map(|(f, _, why)| (f, why))
-            .chain(
-                flags
-                    .into_iter()
-                    .filter(|(_, on, _)| *on)
-                    .map(|(f, _, why)| (f, why)),
-            )
+            .filter(|(_, on, _)| *on)
+            .map(|(flag, _, why)| (flag, why))
             .collect()
     }
 }
+
+/// Why a chart flag is ignored.
+const CHART: &str = "kneecap draws its own charts (kneecap sweep --html, kneecap report)";
+/// Why a vLLM dataset's option is ignored.
+const DATASET: &str = "an option of a vLLM dataset kneecap does not generate";

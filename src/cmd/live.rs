@@ -7,8 +7,8 @@
 
 use crate::config::{LiveConfig, UiMode};
 use crate::engine::{self, probe};
-use crate::live::state::{Latency, LiveState, Phase, SloLine, View};
-use crate::live::{prom, Aggregator, Tee};
+use crate::live::state::{Latency, LiveState, Phase, SloLine};
+use crate::live::{Aggregator, Tee};
 use crate::sweep::slo::{Slo, SloMetric, SloStat};
 use anyhow::{Context, Result};
 use std::io::IsTerminal;
@@ -17,12 +17,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
-/// How often the dashboard is redrawn.
-const FRAME_EVERY: Duration = Duration::from_millis(250);
 /// How often the server's gauges and kneecap's CPU are read.
 const TICK_EVERY: Duration = Duration::from_secs(1);
-/// Redraw everything this often (stderr lines may have landed on the screen).
-const FULL_REDRAW_EVERY: u32 = 20;
 
 /// The UI a run gets: `--ui`, else the dashboard when stdout is a terminal.
 pub fn resolve_ui(cfg: &LiveConfig) -> UiMode {
@@ -249,33 +245,4 @@ async fn tick(agg: Arc<Aggregator>, metrics: Option<String>, mut stop: watch::Re
             agg.post(move |s| s.gauge(sample.1));
         }
     }
-}
-
-/// What the next frame shows: the phase's step (a new one wants a full
-/// redraw) and the view, from a fresh snapshot.
-pub(super) fn next_frame(agg: &Aggregator, origin: Instant) -> (Option<usize>, View) {
-    let now = origin.elapsed();
-    // Drawn from the state in place: a copy of a busy step's window (every
-    // token gap of the last seconds) would cost more than the frame.
-    agg.with(|s| {
-        s.prune(now);
-        (s.phase.step, s.view(now))
-    })
-}
-
-/// Redraw everything when the step changes and every few seconds: lines
-/// written to stderr (a step's verdict, a warning) may have landed on the screen.
-pub(super) fn full_redraw(n: u32, step: Option<usize>, last: Option<Option<usize>>) -> bool {
-    last != Some(step) || n % FULL_REDRAW_EVERY == 0
-}
-
-/// The frame period, for the dashboard thread.
-pub(super) fn frame_every() -> Duration {
-    FRAME_EVERY
-}
-
-/// Render the exposition from a fresh snapshot.
-pub(super) fn exposition(agg: &Aggregator, origin: Instant) -> String {
-    let now = origin.elapsed();
-    prom::render(&agg.snapshot(now), now)
 }

@@ -2,9 +2,8 @@
 //! (hyper, `GET /metrics`) and the dashboard's drawing thread (crossterm,
 //! the alternate screen, no raw mode so Ctrl-C stays a signal).
 
-use super::live::{exposition, frame_every, full_redraw, next_frame};
-use crate::live::dashboard;
-use crate::live::Aggregator;
+use crate::live::state::View;
+use crate::live::{dashboard, prom, Aggregator};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::server::conn::http1;
@@ -19,9 +18,14 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+
+/// How often the dashboard is redrawn.
+const FRAME_EVERY: Duration = Duration::from_millis(250);
+/// Redraw everything this often (stderr lines may have landed on the screen).
+const FULL_REDRAW_EVERY: u32 = 20;
 
 /// Bind `addr` and serve the exposition until `stop`; returns the bound
 /// address (port 0 picks a free one).
@@ -65,7 +69,7 @@ async fn answer(
     let (status, kind, body) = match (req.method(), req.uri().path()) {
         (&Method::GET, "/metrics") => (
             StatusCode::OK,
-            crate::live::prom::CONTENT_TYPE,
+            prom::CONTENT_TYPE,
             // On a blocking thread: the state's lock may be held by the
             // drawing thread, which runs at the lowest priority.
             tokio::task::spawn_blocking(move || exposition(&agg, origin))
@@ -84,6 +88,30 @@ async fn answer(
         resp.headers_mut().insert(http::header::CONTENT_TYPE, v);
     }
     resp
+}
+
+/// What the next frame shows: the phase's step (a new one wants a full
+/// redraw) and the view, from a fresh snapshot.
+fn next_frame(agg: &Aggregator, origin: Instant) -> (Option<usize>, View) {
+    let now = origin.elapsed();
+    // Drawn from the state in place: a copy of a busy step's window (every
+    // token gap of the last seconds) would cost more than the frame.
+    agg.with(|s| {
+        s.prune(now);
+        (s.phase.step, s.view(now))
+    })
+}
+
+/// Redraw everything when the step changes and every few seconds: lines
+/// written to stderr (a step's verdict, a warning) may have landed on the screen.
+fn full_redraw(n: u32, step: Option<usize>, last: Option<Option<usize>>) -> bool {
+    last != Some(step) || n % FULL_REDRAW_EVERY == 0
+}
+
+/// Render the exposition from a fresh snapshot.
+fn exposition(agg: &Aggregator, origin: Instant) -> String {
+    let now = origin.elapsed();
+    prom::render(&agg.snapshot(now), now)
 }
 
 /// Set while the dashboard holds the terminal, for the exit hook.
@@ -138,7 +166,7 @@ fn draw_until(stop: &AtomicBool, agg: &Aggregator, origin: Instant) -> std::io::
         }
         term.draw(|f| dashboard::draw(f, &view))?;
         n = n.wrapping_add(1);
-        std::thread::park_timeout(frame_every());
+        std::thread::park_timeout(FRAME_EVERY);
     }
     Ok(())
 }

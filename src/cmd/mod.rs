@@ -13,6 +13,7 @@ mod merge;
 mod predict;
 mod prepare;
 mod profile;
+mod refused;
 mod report;
 mod run;
 mod sessions;

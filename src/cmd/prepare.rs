@@ -8,7 +8,7 @@ use crate::client::http::{ClientConfig, HttpClient};
 use crate::client::openai::{self, BodyOptions};
 use crate::config::{RunConfig, Target};
 use crate::engine::{self, LoadPlan, Releases};
-use crate::metrics::RequestRecord;
+use crate::metrics::{refusal, RequestRecord};
 use crate::workload::session::SessionSpec;
 use crate::workload::{dataset, tokenizer::TokenCounter, RequestSpec};
 use anyhow::{bail, Context, Result};
@@ -139,12 +139,14 @@ pub struct Level {
 }
 
 /// Run one load level with prepared state; output counts resolved (vLLM §2.3).
+/// An error when the level's first requests were all refused the same way
+/// (the engine stopped it): the run or sweep stops with the server's message.
 pub async fn run_level(
     p: &Prepared,
     level: Level,
     progress: ProgressBar,
     interrupt: watch::Receiver<bool>,
-) -> engine::EngineOutput {
+) -> Result<engine::EngineOutput> {
     let Level {
         releases,
         specs,
@@ -165,10 +167,13 @@ pub async fn run_level(
         sessions: p.sessions.clone(),
     };
     let mut out = engine::run_level(p.client.clone(), plan, progress, interrupt).await;
+    if let Some(r) = &out.refused {
+        bail!("{}", super::refused::level_refused(r));
+    }
     if !p.pooling {
         resolve_output_counts(&mut out.records, p.tokenizer.as_ref());
     }
-    out
+    Ok(out)
 }
 
 pub fn client_config(cfg: &RunConfig, base_url: &str) -> ClientConfig {
@@ -244,7 +249,10 @@ fn request_id_prefix(cfg: &RunConfig) -> String {
     }
 }
 
-/// vLLM's `--ready-check-timeout-sec`: retry the first request every 5 s.
+/// vLLM's `--ready-check-timeout-sec`: retry the first request every 5 s
+/// while the server starts (connection errors, 5xx, 408, 429). A refusal of
+/// the request itself (any other 4xx) will not change by waiting: it stops
+/// the check at once, with the server's message.
 async fn ready_check(
     client: &Arc<HttpClient>,
     spec: &RequestSpec,
@@ -265,6 +273,10 @@ async fn ready_check(
                 "--ready-check-timeout-sec {}: the server accepted the first request but did not finish answering it in time",
                 timeout.as_secs()
             );
+        }
+        let refused = rec.error.as_ref().and_then(refusal::refusal);
+        if let Some((status, message)) = refused {
+            bail!("{}", super::refused::ready_check_refused(status, &message));
         }
         match rec.error {
             None => return Ok(()),

@@ -11,6 +11,7 @@ use super::target::{self, Server};
 use crate::cli::run::RunArgs;
 use crate::config::{self, LoadConfig, RunConfig, UiMode};
 use crate::engine::{self, Releases};
+use crate::metrics::fold::summarize_folded;
 use crate::metrics::hist::RunHists;
 use crate::metrics::stats::{self, Summary};
 use crate::metrics::KNEECAP_PERCENTILES;
@@ -103,7 +104,8 @@ async fn run_against(
     }
     let cache = CacheProbe::start(&server.base_url).await;
     let level = run_level(&p, level, progress, interrupt);
-    let (mut out, check) = engine::probe::self_checked(level, LAG_PROBE_EVERY).await;
+    let (out, check) = engine::probe::self_checked(level, LAG_PROBE_EVERY).await;
+    let mut out = out?;
     if let Some(live) = live {
         live.close_dashboard();
     }
@@ -119,7 +121,8 @@ async fn run_against(
         .sessions
         .as_ref()
         .map(|_| crate::metrics::session::summarize(&out.records, &out.sessions));
-    let generator = generator_verdict(&summary, offered, scheduled, &check);
+    let lateness = crate::metrics::health::judged_lateness(&out.records);
+    let generator = generator_verdict(&summary, &lateness, offered, scheduled, &check);
     let outcome = RunOutcome {
         started: Some(out.started_at.into()),
         interrupted: out.interrupted,
@@ -238,9 +241,11 @@ fn offered_rate(cfg: &RunConfig, releases: &Releases) -> f64 {
 
 /// Did kneecap keep to its schedule? Dispatch lateness is judged only for a
 /// finite-rate schedule: with `--request-rate inf` every request is due at
-/// t0 and lateness measures the burst, not the generator.
+/// t0 and lateness measures the burst, not the generator. `lateness` is
+/// [`crate::metrics::health::judged_lateness`] of the run's records.
 fn generator_verdict(
     s: &Summary,
+    lateness: &stats::Distribution,
     rate: f64,
     scheduled: bool,
     check: &engine::probe::SelfCheck,
@@ -248,7 +253,7 @@ fn generator_verdict(
     use crate::metrics::health;
     let lag_p99 = check.lag_p99_ms();
     let health = if scheduled {
-        health::generator_health(&s.lateness, rate, check.cpu_busy_fraction, lag_p99)
+        health::generator_health(lateness, rate, check.cpu_busy_fraction, lag_p99)
     } else {
         let unjudged = stats::Distribution::default();
         health::generator_health_with_bound(
@@ -319,7 +324,7 @@ fn announce(cfg: &RunConfig, server: &Server, model_id: &str, releases: &Release
 fn summarize(out: &engine::EngineOutput, cfg: &RunConfig) -> Summary {
     let (records, duration) = (&out.records, out.duration);
     let mut s = match &out.fold {
-        Some(fold) => stats::summarize_folded(records, duration, &cfg.stats, fold),
+        Some(fold) => summarize_folded(records, duration, &cfg.stats, fold),
         None => stats::summarize(records, duration, &cfg.stats),
     };
     // kneecap's own block always carries p50/p90/p99/p99.9, whatever --metric-percentiles says.

@@ -8,11 +8,8 @@ fn config(line: &str) -> RunConfig {
     run_config(&run_args(&argv(line))).expect("a valid command line")
 }
 
-fn late_by(ms: f64) -> Summary {
-    Summary {
-        lateness: stats::distribution(&vec![ms / 1e3; 100], &KNEECAP_PERCENTILES),
-        ..Summary::default()
-    }
+fn late_by(ms: f64) -> stats::Distribution {
+    stats::distribution(&vec![ms / 1e3; 100], &KNEECAP_PERCENTILES)
 }
 
 #[test]
@@ -78,21 +75,27 @@ fn a_duration_with_an_infinite_rate_is_a_closed_loop_for_that_time() {
 #[test]
 fn lateness_is_judged_only_for_a_finite_rate_schedule() {
     let check = engine::probe::SelfCheck::default();
-    let judged = generator_verdict(&late_by(500.0), 10.0, true, &check);
+    let judged = generator_verdict(&Summary::default(), &late_by(500.0), 10.0, true, &check);
     assert!(judged.lateness_judged);
     assert!(judged.health.limited, "500 ms late at 10 req/s");
     // 2 ms late: over the 1 ms bound at 200 req/s, under the 10 ms one at 10 req/s.
     assert!(
-        generator_verdict(&late_by(2.0), 200.0, true, &check)
+        generator_verdict(&Summary::default(), &late_by(2.0), 200.0, true, &check)
             .health
             .limited
     );
     assert!(
-        !generator_verdict(&late_by(2.0), 10.0, true, &check)
+        !generator_verdict(&Summary::default(), &late_by(2.0), 10.0, true, &check)
             .health
             .limited
     );
-    let unjudged = generator_verdict(&late_by(500.0), f64::INFINITY, false, &check);
+    let unjudged = generator_verdict(
+        &Summary::default(),
+        &late_by(500.0),
+        f64::INFINITY,
+        false,
+        &check,
+    );
     assert!(!unjudged.lateness_judged);
     assert!(!unjudged.health.limited, "{:?}", unjudged.health.reasons);
 }

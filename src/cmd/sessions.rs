@@ -4,7 +4,8 @@
 //! of conversations (read here, parsed by `workload::session_files`).
 
 use crate::config::{RunConfig, SessionConfig};
-use crate::workload::dataset::{self, dataset_rng, estimate_tokens, DatasetConfig, DatasetKind};
+use crate::workload::dataset::{self, dataset_rng, DatasetConfig, DatasetKind};
+use crate::workload::sample::estimate_tokens;
 use crate::workload::session::{self, SessionSpec};
 use crate::workload::session_files::{self, FileSessionOptions};
 use crate::workload::tokenizer::TokenCounter;

@@ -7,6 +7,7 @@
 mod fingerprint;
 pub mod sweep;
 
+pub use crate::client::openai::Backend;
 pub use fingerprint::run_fingerprint;
 
 use crate::client::net::proxy::ProxyEnv;
@@ -20,57 +21,6 @@ use crate::workload::dataset::DatasetConfig;
 use crate::workload::session::SessionParams;
 use std::path::PathBuf;
 use std::time::Duration;
-
-/// Which API family a run speaks (vLLM's `--backend`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    /// vLLM's own name for its completions backend.
-    Vllm,
-    /// OpenAI completions (`/v1/completions`).
-    Openai,
-    /// OpenAI chat completions (`/v1/chat/completions`).
-    OpenaiChat,
-    /// OpenAI Responses API (`/v1/responses`).
-    OpenaiResponses,
-    /// OpenAI embeddings (`/v1/embeddings`), not streamed.
-    OpenaiEmbeddings,
-    /// vLLM's rerank API (`/v1/rerank`), not streamed.
-    VllmRerank,
-    /// vLLM's pooling API (`/pooling`), not streamed.
-    VllmPooling,
-}
-
-impl Backend {
-    /// The name vLLM writes in its result JSON (`backend`, `endpoint_type`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Backend::Vllm => "vllm",
-            Backend::Openai => "openai",
-            Backend::OpenaiChat => "openai-chat",
-            Backend::OpenaiResponses => "openai-responses",
-            Backend::OpenaiEmbeddings => "openai-embeddings",
-            Backend::VllmRerank => "vllm-rerank",
-            Backend::VllmPooling => "vllm-pooling",
-        }
-    }
-
-    /// The wire API this backend speaks.
-    pub fn api(self) -> Api {
-        match self {
-            Backend::OpenaiChat => Api::Chat,
-            Backend::OpenaiResponses => Api::Responses,
-            Backend::Vllm | Backend::Openai => Api::Completions,
-            Backend::OpenaiEmbeddings => Api::Embeddings,
-            Backend::VllmRerank => Api::Rerank,
-            Backend::VllmPooling => Api::Pooling,
-        }
-    }
-
-    /// A pooling backend (one JSON answer per request: E2EL only).
-    pub fn is_pooling(self) -> bool {
-        self.api().is_pooling()
-    }
-}
 
 /// Where requests go.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,6 +1,8 @@
 //! Engine: runs one load level. Releases requests on schedule (open loop) or
 //! under a concurrency cap (closed loop), drives the HTTP client, and collects
-//! one [`RequestRecord`] per request. No statistics here.
+//! one [`RequestRecord`] per request. No statistics here. A level whose
+//! first requests the server all refuses the same way stops at once
+//! ([`crate::metrics::refusal`]).
 
 pub mod alarm;
 pub mod dispatch;
@@ -9,6 +11,7 @@ mod session;
 
 use crate::client::http::HttpClient;
 use crate::metrics::fold::ItlFold;
+use crate::metrics::refusal::{Refusal, RefusalWatch};
 use crate::metrics::session::SessionRecord;
 use crate::metrics::{ErrorKind, RequestError, RequestRecord};
 use crate::workload::session::SessionSpec;
@@ -90,6 +93,9 @@ pub struct EngineOutput {
     pub releases_ended_at: Option<Duration>,
     /// How each session ended (empty without sessions).
     pub sessions: Vec<SessionRecord>,
+    /// The level's first requests were all refused the same way: it
+    /// stopped releasing and cancelled what was in flight.
+    pub refused: Option<Refusal>,
 }
 
 /// Finished records, and the fold that keeps a long run's memory bounded.
@@ -97,13 +103,24 @@ struct Finished {
     records: Vec<RequestRecord>,
     fold: Option<ItlFold>,
     observer: Option<Arc<dyn Observer>>,
+    refusals: RefusalWatch,
 }
 
 impl Finished {
+    fn new(fold: bool, watch: Option<&Watch>) -> Self {
+        Finished {
+            records: Vec::new(),
+            fold: fold.then(ItlFold::default),
+            observer: watch.map(|w| w.observer.clone()),
+            refusals: RefusalWatch::default(),
+        }
+    }
+
     fn push(&mut self, mut rec: RequestRecord) {
         if let Some(o) = &self.observer {
             o.finished(&rec);
         }
+        self.refusals.see(&rec);
         if let Some(fold) = self.fold.as_mut() {
             fold.admit(&mut rec, &mut self.records);
         }
@@ -113,6 +130,21 @@ impl Finished {
     fn released(&self, index: usize, due: Duration) {
         if let Some(o) = &self.observer {
             o.released(index, due);
+        }
+    }
+
+    /// The first requests were all refused the same way: stop the level.
+    fn refused(&self) -> bool {
+        self.refusals.tripped().is_some()
+    }
+
+    /// Push a record; once the level is refused, signal each of `stop`.
+    fn push_or_stop(&mut self, rec: RequestRecord, stop: &[&watch::Sender<bool>]) {
+        self.push(rec);
+        if self.refused() {
+            for s in stop {
+                let _ = s.send(true);
+            }
         }
     }
 }
@@ -151,11 +183,8 @@ pub async fn run_level(
     });
     let stop_dispatch = Arc::new(AtomicBool::new(false));
     let mut tasks = JoinSet::new();
-    let mut records = Finished {
-        records: Vec::with_capacity(ctx.specs.len()),
-        fold: plan.fold_itl.then(ItlFold::default),
-        observer: plan.watch.as_ref().map(|w| w.observer.clone()),
-    };
+    let mut records = Finished::new(plan.fold_itl, plan.watch.as_ref());
+    records.records.reserve(ctx.specs.len());
     let mut interrupted = false;
     let mut releases_ended_at = None;
     {
@@ -194,6 +223,7 @@ pub async fn run_level(
     )
     .await;
     let duration = ctx.t0.elapsed();
+    let refused = records.refusals.tripped().cloned();
     let Finished {
         mut records, fold, ..
     } = records;
@@ -207,6 +237,7 @@ pub async fn run_level(
         fold,
         releases_ended_at,
         sessions: Vec::new(),
+        refused,
     }
 }
 
@@ -261,6 +292,10 @@ async fn release_all(
                 tasks.spawn(one_request(ctx.clone(), release, None));
                 records.released(index, due);
                 reap(tasks, records);
+                if records.refused() {
+                    stop.store(true, Ordering::Relaxed);
+                    return;
+                }
             }
         }
         Releases::ClosedFor(limit) => {
@@ -289,6 +324,9 @@ async fn release_all(
                 tasks.spawn(one_request(ctx.clone(), release, Some(permit)));
                 records.released(index, now);
                 reap(tasks, records);
+                if records.refused() {
+                    return;
+                }
                 tokio::task::yield_now().await;
             }
         }
@@ -316,6 +354,9 @@ async fn drain(
     mut interrupt: watch::Receiver<bool>,
     cancel: &watch::Sender<bool>,
 ) -> bool {
+    if records.refused() {
+        let _ = cancel.send(true); // what is still in flight
+    }
     let grace_end = interrupted.then(|| tokio::time::Instant::now() + grace);
     let mut deadline = earliest(grace_end, cancel_at);
     loop {
@@ -324,7 +365,7 @@ async fn drain(
         tokio::select! {
             next = tasks.join_next() => match next {
                 None => break,
-                Some(Ok(rec)) => records.push(rec),
+                Some(Ok(rec)) => records.push_or_stop(rec, &[cancel]),
                 Some(Err(_)) => {} // a panicked task: nothing to record (should not happen)
             },
             _ = wait_true(&mut interrupt), if !interrupted => {

@@ -18,16 +18,15 @@ use super::{
     Releases,
 };
 use crate::client::http::HttpClient;
-use crate::metrics::fold::ItlFold;
 use crate::metrics::session::SessionRecord;
 use crate::metrics::{ErrorKind, RequestError, RequestRecord, SessionTurn};
-use crate::workload::dataset::estimate_tokens;
+use crate::workload::sample::estimate_tokens;
 use crate::workload::session::{History, SessionSpec};
 use indicatif::ProgressBar;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
-use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
 
@@ -72,9 +71,9 @@ pub(super) async fn run_sessions(
     progress: ProgressBar,
     interrupt: watch::Receiver<bool>,
 ) -> EngineOutput {
-    let (cancel_tx, cancel_rx) = watch::channel(false);
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let (events, mut rx) = unbounded_channel();
+    let (cancel, cancel_rx) = watch::channel(false);
+    let (stop, stop_rx) = watch::channel(false);
+    let (events, rx) = unbounded_channel();
     let started_at = SystemTime::now();
     let sh = Arc::new(Shared {
         client,
@@ -89,73 +88,117 @@ pub(super) async fn run_sessions(
         alarms: Alarms::start(),
         events,
     });
-    let mut finished = Finished {
-        records: Vec::new(),
-        fold: plan.fold_itl.then(ItlFold::default),
-        observer: plan.watch.as_ref().map(|w| w.observer.clone()),
+    let mut collector = Collector {
+        rx,
+        stop,
+        cancel,
+        progress,
+        finished: Finished::new(plan.fold_itl, plan.watch.as_ref()),
+        started: None,
+        ended: Vec::new(),
+        interrupted: false,
+        releases_ended_at: None,
     };
     let starter = tokio::spawn(start_sessions(sh.clone(), plan.releases.clone()));
-    let mut interrupt = interrupt;
-    let mut end = plan.watch.as_ref().map(|w| w.end_releases.clone());
-    let mut deadline = plan
-        .cancel_at
-        .map(|d| tokio::time::Instant::from_std(sh.t0 + d));
-    let (mut interrupted, mut releases_ended_at) = (false, None);
-    let (mut started, mut ended) = (None, Vec::new());
-    // A closed loop sends no new turn once its time is up.
-    let mut stop_at = match plan.releases {
-        Releases::ClosedFor(limit) => Some(tokio::time::Instant::from_std(sh.t0 + limit)),
-        Releases::Scheduled(_) => None,
-    };
-    while started != Some(ended.len()) {
-        let sleep_until = deadline.unwrap_or_else(far_future);
-        tokio::select! {
-            _ = tokio::time::sleep_until(stop_at.unwrap_or_else(far_future)), if stop_at.is_some() => {
-                let _ = stop_tx.send(true);
-                stop_at = None;
-            }
-            ev = rx.recv() => match ev {
-                Some(Event::Released(i, due)) => finished.released(i, due),
-                Some(Event::Finished(rec)) => finished.push(rec),
-                Some(Event::Ended(s)) => { progress.inc(1); ended.push(s); }
-                Some(Event::StartsDone(n)) => started = Some(n),
-                None => break,
-            },
-            _ = wait_true(&mut interrupt), if !interrupted => {
-                interrupted = true;
-                let _ = stop_tx.send(true);
-                deadline = earliest(Some(tokio::time::Instant::now() + plan.grace), deadline);
-            }
-            _ = wait_some_true(end.as_mut()), if releases_ended_at.is_none() => {
-                let at = sh.t0.elapsed();
-                releases_ended_at = Some(at);
-                let _ = stop_tx.send(true);
-                let drain = plan.watch.as_ref().map(|w| at + w.drain);
-                deadline = earliest(earliest_offset(None, drain).map(|d| tokio::time::Instant::from_std(sh.t0 + d)), deadline);
-            }
-            _ = tokio::time::sleep_until(sleep_until), if deadline.is_some() => {
-                let _ = stop_tx.send(true);
-                let _ = cancel_tx.send(true);
-                deadline = None;
+    collector.run(&sh, &plan, interrupt).await;
+    starter.abort();
+    collector.output(sh.t0.elapsed(), started_at)
+}
+
+/// The level's collecting loop: what the session tasks report, and when to
+/// stop new turns (time up, interrupt, the watch's early end) or cancel the
+/// ones in flight.
+struct Collector {
+    rx: UnboundedReceiver<Event>,
+    /// No new session or turn.
+    stop: watch::Sender<bool>,
+    /// Cancel whatever is in flight.
+    cancel: watch::Sender<bool>,
+    progress: ProgressBar,
+    finished: Finished,
+    /// How many sessions started, once no more will.
+    started: Option<usize>,
+    ended: Vec<SessionRecord>,
+    interrupted: bool,
+    releases_ended_at: Option<Duration>,
+}
+
+impl Collector {
+    /// Collects until every started session has ended.
+    async fn run(&mut self, sh: &Shared, plan: &LoadPlan, mut interrupt: watch::Receiver<bool>) {
+        let mut end = plan.watch.as_ref().map(|w| w.end_releases.clone());
+        let mut deadline = plan
+            .cancel_at
+            .map(|d| tokio::time::Instant::from_std(sh.t0 + d));
+        // A closed loop sends no new turn once its time is up.
+        let mut stop_at = match plan.releases {
+            Releases::ClosedFor(limit) => Some(tokio::time::Instant::from_std(sh.t0 + limit)),
+            Releases::Scheduled(_) => None,
+        };
+        while self.started != Some(self.ended.len()) {
+            let sleep_until = deadline.unwrap_or_else(far_future);
+            tokio::select! {
+                _ = tokio::time::sleep_until(stop_at.unwrap_or_else(far_future)), if stop_at.is_some() => {
+                    let _ = self.stop.send(true);
+                    stop_at = None;
+                }
+                ev = self.rx.recv() => match ev {
+                    Some(ev) => self.on_event(ev),
+                    None => break,
+                },
+                _ = wait_true(&mut interrupt), if !self.interrupted => {
+                    self.interrupted = true;
+                    let _ = self.stop.send(true);
+                    deadline = earliest(Some(tokio::time::Instant::now() + plan.grace), deadline);
+                }
+                _ = wait_some_true(end.as_mut()), if self.releases_ended_at.is_none() => {
+                    let at = sh.t0.elapsed();
+                    self.releases_ended_at = Some(at);
+                    let _ = self.stop.send(true);
+                    let drain = plan.watch.as_ref().map(|w| at + w.drain);
+                    deadline = earliest(earliest_offset(None, drain).map(|d| tokio::time::Instant::from_std(sh.t0 + d)), deadline);
+                }
+                _ = tokio::time::sleep_until(sleep_until), if deadline.is_some() => {
+                    let _ = self.stop.send(true);
+                    let _ = self.cancel.send(true);
+                    deadline = None;
+                }
             }
         }
     }
-    starter.abort();
-    let duration = sh.t0.elapsed();
-    let Finished {
-        mut records, fold, ..
-    } = finished;
-    records.sort_by_key(|r| r.index);
-    ended.sort_by_key(|s| s.session);
-    progress.finish_and_clear();
-    EngineOutput {
-        records,
-        duration,
-        started_at,
-        interrupted,
-        fold,
-        releases_ended_at,
-        sessions: ended,
+
+    fn on_event(&mut self, ev: Event) {
+        match ev {
+            Event::Released(i, due) => self.finished.released(i, due),
+            Event::Finished(rec) => self.finished.push_or_stop(rec, &[&self.stop, &self.cancel]),
+            Event::Ended(s) => {
+                self.progress.inc(1);
+                self.ended.push(s);
+            }
+            Event::StartsDone(n) => self.started = Some(n),
+        }
+    }
+
+    /// The level's output: records and sessions in order.
+    fn output(self, duration: Duration, started_at: SystemTime) -> EngineOutput {
+        let refused = self.finished.refusals.tripped().cloned();
+        let Finished {
+            mut records, fold, ..
+        } = self.finished;
+        let mut ended = self.ended;
+        records.sort_by_key(|r| r.index);
+        ended.sort_by_key(|s| s.session);
+        self.progress.finish_and_clear();
+        EngineOutput {
+            records,
+            duration,
+            started_at,
+            interrupted: self.interrupted,
+            fold,
+            releases_ended_at: self.releases_ended_at,
+            sessions: ended,
+            refused,
+        }
     }
 }
 

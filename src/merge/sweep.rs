@@ -5,6 +5,8 @@
 //!
 //! Per step: counters and histograms add ([`super::combine`]); every SLO is
 //! re-evaluated on the merged histograms ([`crate::sweep::slo_hist`]); the
+//! failed requests the shards counted in their windows are +∞ samples, as in
+//! a single process (a failed request is a miss); the
 //! steady-state check is the single-process one applied to the summed flows
 //! ([`crate::sweep::combine_steadiness`]) plus the server's queue trend (the
 //! gauge is the server's, the same on every shard: the lowest shard with a
@@ -178,7 +180,7 @@ fn evidence(
             Duration::from_secs_f64(first.window_end_s.max(0.0)),
         ),
         counts: counts(steps, total, span),
-        slo_outcomes: outcomes(slos, blocks, h),
+        slo_outcomes: outcomes(slos, blocks, h, total.counters.failed),
         steadiness,
         queue: with_queue.map(|st| st.queue.clone()).unwrap_or_default(),
         queue_source: with_queue.and_then(|st| st.queue_source.clone()),
@@ -209,8 +211,10 @@ fn evidence(
 }
 
 /// Every SLO re-evaluated on the merged histograms; goodput-form SLOs from
-/// the shards' exact attainment counts when every shard has them.
-fn outcomes(slos: &[Slo], blocks: &[StepBlock], h: &RunHists) -> Vec<SloOutcome> {
+/// the shards' exact attainment counts when every shard has them. The
+/// window's failed requests (summed over the shards) are +∞ samples, as in
+/// a single process.
+fn outcomes(slos: &[Slo], blocks: &[StepBlock], h: &RunHists, failures: u64) -> Vec<SloOutcome> {
     slos.iter()
         .enumerate()
         .map(|(i, slo)| {
@@ -218,7 +222,7 @@ fn outcomes(slos: &[Slo], blocks: &[StepBlock], h: &RunHists) -> Vec<SloOutcome>
                 acc.add(b.attainment.get(i).copied().flatten().as_ref()?);
                 Some(acc)
             });
-            evaluate_hist(slo, h, counts)
+            evaluate_hist(slo, h, counts, failures)
         })
         .collect()
 }
@@ -315,3 +319,7 @@ fn merged_block(shards: &[SweepShard], steps: Vec<Value>) -> Value {
         ],
     })
 }
+
+#[cfg(test)]
+#[path = "sweep_tests.rs"]
+mod tests;

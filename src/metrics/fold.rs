@@ -2,10 +2,14 @@
 //! (and only when per-request detail was not asked for), each finished
 //! record's ITL gaps move into one run-wide histogram and its output events
 //! into 10 ms slots, and the record keeps only its fixed-size fields. Small
-//! runs never fold, so their statistics stay exact and equal vLLM's.
+//! runs never fold, so their statistics stay exact and equal vLLM's. The
+//! statistics and histograms of a folded run are made here too, from those
+//! of [`super::stats`] and [`super::hist`].
 //! PURE: no clock, no I/O.
 
-use super::hist::LatencyHist;
+use super::hist::{LatencyHist, RunHists};
+use super::stats::peak::output_event_times;
+use super::stats::{successful, summarize, StatsOptions, Summary};
 use super::RequestRecord;
 use std::time::Duration;
 
@@ -98,6 +102,57 @@ impl ItlFold {
     }
 }
 
+/// [`summarize`] for a run whose long tail of ITL gaps was folded: ITL
+/// statistics come from the folded histogram plus the records not folded (percentiles then to the histogram's
+/// precision, means and std exact), the peak output rate from its 10 ms slots.
+pub fn summarize_folded(
+    records: &[RequestRecord],
+    duration: Duration,
+    opts: &StatsOptions,
+    fold: &ItlFold,
+) -> Summary {
+    let mut s = summarize(records, duration, opts);
+    if fold.is_active() {
+        let mut itl = fold.itl.clone();
+        for r in successful(records).filter(|r| !r.itl_folded) {
+            r.itl.iter().for_each(|gap| itl.record_duration(*gap));
+        }
+        s.itl = itl.distribution(&opts.percentiles);
+        s.max_output_tokens_per_s = max_output_tokens_per_s_folded(records, fold);
+    }
+    s
+}
+
+/// [`super::stats::max_output_tokens_per_s`] when part of the run was folded: the folded
+/// events come from `fold`'s slots, the rest from the records not folded.
+pub fn max_output_tokens_per_s_folded(records: &[RequestRecord], fold: &ItlFold) -> f64 {
+    let Some(origin) = successful(records).map(|r| r.sent).min() else {
+        return 0.0;
+    };
+    let mut buckets = fold.bucket_counts(origin);
+    let unfolded = successful(records).filter(|r| !r.itl_folded);
+    for t in unfolded.flat_map(output_event_times) {
+        let b = t.saturating_sub(origin).as_secs() as usize;
+        if b >= buckets.len() {
+            buckets.resize(b + 1, 0);
+        }
+        buckets[b] += 1;
+    }
+    buckets.into_iter().max().unwrap_or(0) as f64
+}
+
+impl RunHists {
+    /// Histograms over `records` plus the ITL gaps folded out of them.
+    pub fn from_records_and_fold(records: &[RequestRecord], fold: Option<&ItlFold>) -> Self {
+        let mut h = Self::from_records(records);
+        if let Some(fold) = fold {
+            // One fixed configuration on both sides: adding cannot fail.
+            let _ = h.itl.merge(&fold.itl);
+        }
+        h
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,7 +199,8 @@ mod tests {
 
     #[test]
     fn folded_summary_matches_the_exact_one() {
-        use crate::metrics::stats::{summarize, summarize_folded, StatsOptions};
+        use crate::metrics::stats::{summarize, StatsOptions};
+
         // 400 requests, 1 per 25 ms, with gaps of 7..37 ms.
         let records: Vec<RequestRecord> = (0..400u64)
             .map(|i| {

@@ -6,8 +6,12 @@
 //! The generator is **limited** when dispatch lateness p99 exceeds the bound,
 //! when the process's CPU busy fraction (CPU time / (wall · cores)) is at least
 //! [`CPU_LIMITED`], or when the event-loop lag p99 exceeds the same bound. A CPU
-//! busy fraction of at least [`CPU_WARN`] is only a warning.
-use crate::metrics::stats::Distribution;
+//! busy fraction of at least [`CPU_WARN`] is only a warning. The lateness
+//! judged is that of the requests the server did not turn away at once
+//! ([`judged_lateness`]).
+use crate::metrics::refusal::failed_at_once;
+use crate::metrics::stats::{self, request, Distribution};
+use crate::metrics::RequestRecord;
 use serde::{Deserialize, Serialize};
 
 /// CPU busy fraction (of the available cores) that marks a step limited.
@@ -62,6 +66,21 @@ pub fn lateness_bound_ms(offered_rate: f64) -> f64 {
     } else {
         LATENESS_FLOOR_MS
     }
+}
+
+/// The dispatch lateness the generator is judged on (ms; median and p99):
+/// every request that was sent, except those the server turned away at once
+/// ([`failed_at_once`]). Such a request measured nothing, and it frees its
+/// slot at once: a closed loop whose requests are all refused releases
+/// thousands a second, and each waits behind the others for the runtime, so
+/// its lateness measures the refusals, not the schedule the server saw.
+pub fn judged_lateness(records: &[RequestRecord]) -> Distribution {
+    let late: Vec<f64> = records
+        .iter()
+        .filter(|r| request::was_sent(r) && !failed_at_once(r))
+        .map(request::lateness_seconds)
+        .collect();
+    stats::distribution(&late, &[50.0, 99.0])
 }
 
 /// p99 of `d` from its percentile list, or its max when p99 was not requested.
@@ -201,6 +220,37 @@ mod tests {
         assert!(fine.warnings.is_empty());
         let none = generator_health(&quiet, 10.0, None, None).with_scheduling_delay(None);
         assert_eq!(none.scheduling_delay_p99_ms, None);
+    }
+
+    #[test]
+    fn lateness_is_judged_without_the_requests_turned_away_at_once() {
+        use crate::metrics::stats::testing::{failed, ms, ok};
+        use crate::metrics::ErrorKind;
+        let late = |mut r: RequestRecord, by: u64| {
+            r.sent += ms(by);
+            r
+        };
+        let mut refused = failed(0, ErrorKind::Status);
+        refused.error.as_mut().unwrap().status = Some(400);
+        let mut server_error = failed(0, ErrorKind::Status);
+        server_error.error.as_mut().unwrap().status = Some(500);
+        let records = vec![
+            late(ok(0, 10, &[], 1), 2),
+            late(ok(0, 10, &[], 1), 2),
+            late(refused.clone(), 300),
+            late(failed(0, ErrorKind::RateLimited), 300),
+            late(failed(0, ErrorKind::Connect), 300),
+            late(server_error, 40),
+        ];
+        let d = judged_lateness(&records);
+        assert_eq!(
+            d.count, 3,
+            "two answers and a 5xx (it may come after the work)"
+        );
+        assert!((d.max_ms - 40.0).abs() < 1e-9, "{d:?}");
+        let all_refused = judged_lateness(&[late(refused, 300)]);
+        assert_eq!((all_refused.count, p99_ms(&all_refused)), (0, 0.0));
+        assert!(!generator_health(&all_refused, 1.0, None, None).limited);
     }
 
     #[test]

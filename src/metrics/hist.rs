@@ -324,19 +324,6 @@ pub const HIST_NAMES: [&str; 9] = [
 ];
 
 impl RunHists {
-    /// Histograms over `records` plus the ITL gaps folded out of them.
-    pub fn from_records_and_fold(
-        records: &[RequestRecord],
-        fold: Option<&crate::metrics::fold::ItlFold>,
-    ) -> Self {
-        let mut h = Self::from_records(records);
-        if let Some(fold) = fold {
-            // One fixed configuration on both sides: adding cannot fail.
-            let _ = h.itl.merge(&fold.itl);
-        }
-        h
-    }
-
     /// Histograms of `records` (see the field docs for which requests count).
     pub fn from_records(records: &[RequestRecord]) -> Self {
         let mut h = RunHists::default();

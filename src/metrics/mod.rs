@@ -2,8 +2,9 @@
 //! module that turns them into vLLM-defined numbers, the mergeable
 //! histograms of [`hist`], [`fold`], which bounds a long run's memory, and
 //! the shared vocabulary every layer above uses: metric names and the
-//! percentile set ([`name`]), the generator's health verdict ([`health`]) and
-//! the multi-turn session summary ([`session`]).
+//! percentile set ([`name`]), the generator's health verdict ([`health`]),
+//! the multi-turn session summary ([`session`]) and which failures are the
+//! server refusing a request's shape ([`refusal`]).
 //! Nothing here does I/O.
 
 pub mod fold;
@@ -11,6 +12,7 @@ pub mod health;
 pub mod hist;
 pub mod name;
 pub mod record;
+pub mod refusal;
 pub mod session;
 pub mod stats;
 

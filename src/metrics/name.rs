@@ -1,6 +1,6 @@
 //! Names: the shared vocabulary of metrics — the metric names that get a
 //! stats block (vLLM's `--percentile-metrics`) and the percentile set kneecap
-//! always computes for its own numbers, and which backends are pooling ones.
+//! always computes for its own numbers.
 //! No logic beyond naming.
 
 /// Percentiles kneecap always computes for its own block and for every sweep
@@ -48,14 +48,4 @@ impl MetricName {
             other => return Err(UnknownMetric(other.to_string())),
         })
     }
-}
-
-/// vLLM's `--backend` names of the pooling backends kneecap speaks: their
-/// requests answer with one JSON body, so a run has E2EL only and vLLM's
-/// result file has its pooling shape (no output tokens, input sequences).
-pub const POOLING_BACKENDS: [&str; 3] = ["openai-embeddings", "vllm-rerank", "vllm-pooling"];
-
-/// Whether `backend` (a result's `backend` key) is a pooling backend.
-pub fn is_pooling_backend(backend: &str) -> bool {
-    POOLING_BACKENDS.contains(&backend)
 }

@@ -92,7 +92,8 @@ fn panel(r: &SweepResult, metric: &str, stat: &str, slo: Option<Slo>) -> Latency
 /// The step's value for an SLO (its recorded outcome) or a stat of a metric.
 fn observed(s: &StepResult, metric: &str, stat: &str, slo: Option<&Slo>) -> Option<f64> {
     if let Some(o) = slo.and_then(|slo| s.slo_outcomes.iter().find(|o| o.slo == slo.text)) {
-        return Some(o.observed_ms);
+        // None without samples, or +∞ (on a failed request): no point.
+        return o.observed_ms;
     }
     let d: &Dist = match metric {
         "ttft" => &s.ttft_ms,

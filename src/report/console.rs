@@ -2,6 +2,7 @@
 //! followed by kneecap's own block. Pure: returns a String.
 
 use super::RunResult;
+use crate::client::openai::Backend;
 use crate::metrics::stats::Distribution;
 use crate::metrics::MetricName;
 use std::fmt::Write;
@@ -53,7 +54,7 @@ fn vllm_block(out: &mut String, r: &RunResult) {
     }
     fline(out, "Benchmark duration (s):", s.duration_s);
     line(out, "Total input tokens:", s.total_input_tokens);
-    if crate::metrics::name::is_pooling_backend(&r.header.backend) {
+    if Backend::from_name(&r.header.backend).is_some_and(Backend::is_pooling) {
         // vLLM's pooling summary: no output tokens, no peaks.
         fline(out, "Request throughput (req/s):", s.request_throughput);
         fline(
@@ -136,9 +137,23 @@ fn p_word(p: f64) -> String {
 }
 
 fn kneecap_block(out: &mut String, r: &RunResult) {
-    let k = &r.kneecap;
-    let s = &r.summary;
     banner(out, " kneecap ", '-');
+    setup_lines(out, r);
+    timing_lines(out, r);
+    let s = &r.summary;
+    if s.reasoning.reasoning_requests > 0 {
+        reasoning_lines(out, s);
+    }
+    error_lines(out, r);
+    if r.kneecap.interrupted {
+        let _ = writeln!(out, "INTERRUPTED: partial result (stopped by signal)");
+    }
+    let _ = writeln!(out, "{}", "=".repeat(50));
+}
+
+/// What was measured: the target, the load, the server's prefix cache and
+/// the sessions.
+fn setup_lines(out: &mut String, r: &RunResult) {
     let h = &r.header;
     if h.simulated {
         let preset = h.sim_preset.as_deref().unwrap_or("?");
@@ -152,6 +167,7 @@ fn kneecap_block(out: &mut String, r: &RunResult) {
         "Load: {} | dataset {} | seed {}",
         h.arrival, h.dataset, h.seed
     );
+    let k = &r.kneecap;
     if let Some(pc) = &k.prefix_cache {
         let rate = pc
             .hit_rate
@@ -165,6 +181,12 @@ fn kneecap_block(out: &mut String, r: &RunResult) {
     if let Some(sessions) = &k.sessions {
         super::sessions::console_lines(out, sessions);
     }
+}
+
+/// How well the generator kept time, and the latencies counted from each
+/// request's due time.
+fn timing_lines(out: &mut String, r: &RunResult) {
+    let s = &r.summary;
     let l = &s.lateness;
     let _ = writeln!(
         out,
@@ -174,11 +196,11 @@ fn kneecap_block(out: &mut String, r: &RunResult) {
         pct(l, 99.0),
         l.max_ms
     );
-    if let Some(g) = &k.generator {
+    if let Some(g) = &r.kneecap.generator {
         generator_line(out, g);
     }
     stamps_line(out, &s.stamps);
-    if crate::metrics::name::is_pooling_backend(&r.header.backend) {
+    if Backend::from_name(&r.header.backend).is_some_and(Backend::is_pooling) {
         // Nothing is streamed: the answer's time is its E2EL.
         fline(
             out,
@@ -202,9 +224,11 @@ fn kneecap_block(out: &mut String, r: &RunResult) {
         "P99 E2EL from due time (ms):",
         pct(&s.e2el_from_due, 99.0),
     );
-    if s.reasoning.reasoning_requests > 0 {
-        reasoning_lines(out, s);
-    }
+}
+
+/// The error rate, the failures by kind and the first error messages.
+fn error_lines(out: &mut String, r: &RunResult) {
+    let s = &r.summary;
     let sent = s.completed + s.failed;
     if sent > 0 {
         let rate = 100.0 * s.failed as f64 / sent as f64;
@@ -221,14 +245,10 @@ fn kneecap_block(out: &mut String, r: &RunResult) {
             .map(|(k, n)| format!("{k} {n}"))
             .collect();
         let _ = writeln!(out, "{:<40} {}", "Failures by kind:", kinds.join(", "));
-        for e in &k.first_errors {
+        for e in &r.kneecap.first_errors {
             let _ = writeln!(out, "  error: {e}");
         }
     }
-    if k.interrupted {
-        let _ = writeln!(out, "INTERRUPTED: partial result (stopped by signal)");
-    }
-    let _ = writeln!(out, "{}", "=".repeat(50));
 }
 
 /// "Generator: healthy (...)" or "GENERATOR-LIMITED: reasons".

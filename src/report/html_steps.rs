@@ -185,7 +185,31 @@ pub(super) fn step_table(out: &mut String, r: &SweepResult) {
             "<tr><td class=\"l\" colspan=\"{n}\">no steps ran</td></tr>"
         );
     }
-    out.push_str("</tbody></table></section>\n");
+    out.push_str("</tbody></table>\n");
+    misses_table(out, r);
+    out.push_str("</section>\n");
+}
+
+/// Where failed requests (each a +∞ sample) changed an SLO's statistic:
+/// vLLM's over successes beside the one judged. Nothing when none failed.
+fn misses_table(out: &mut String, r: &SweepResult) {
+    let (heads, rows) = crate::report::misses::table(r);
+    if rows.is_empty() {
+        return;
+    }
+    out.push_str("<table class=\"misses\">\n<caption>failed requests counted as misses (+∞): vLLM's statistic is over successes only</caption>\n<thead><tr>");
+    for h in &heads {
+        let _ = write!(out, "<th>{}</th>", escape(h));
+    }
+    out.push_str("</tr></thead><tbody>\n");
+    for cells in rows {
+        out.push_str("<tr>");
+        for c in cells {
+            let _ = write!(out, "<td>{}</td>", escape(&c));
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</tbody></table>\n");
 }
 
 fn verdict_class(v: Verdict) -> &'static str {

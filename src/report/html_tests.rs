@@ -227,3 +227,42 @@ fn a_cache_hit_column_appears_only_when_a_step_has_the_servers_hit_rate() {
     assert!(html.contains("<th>cache hit</th>"), "{html}");
     assert!(html.contains(">67.6%</td>"), "{html}");
 }
+
+#[test]
+fn a_step_whose_failures_decided_an_slo_shows_both_percentiles() {
+    use crate::report::sweep::SloOutcomeRow;
+    let plain = sweep();
+    assert!(!table::render(&plain).contains("misses"));
+    assert!(!render(&plain).contains("class=\"misses\""));
+    let mut r = sweep();
+    let step = r
+        .steps
+        .iter_mut()
+        .min_by(|a, b| a.load.total_cmp(&b.load))
+        .unwrap();
+    step.slo_outcomes = vec![SloOutcomeRow {
+        slo: "p99_ttft_ms<=500".into(),
+        observed_ms: None,
+        pass: false,
+        samples: 400,
+        tail_samples: 4,
+        failures: 8,
+        failed_in_tail: 4,
+        vllm_observed_ms: Some(46.04),
+        ..SloOutcomeRow::default()
+    }];
+    let console = table::render(&r);
+    assert!(
+        console.contains(
+            "p99_ttft_ms<=500: vLLM 46.0 ms (successes only), with failures ∞ (failed) \
+             (8 failed, 4 of 4 tail samples) → FAIL"
+        ),
+        "{console}"
+    );
+    let html = render(&r);
+    assert!(html.contains("<table class=\"misses\">"), "{html}");
+    assert!(
+        html.contains("<td>46.0</td><td>∞ (failed)</td><td>8</td><td>4 of 4</td><td>fail</td>"),
+        "{html}"
+    );
+}

@@ -4,12 +4,14 @@
 //! `kneecap run` and `kneecap merge` write it; `kneecap merge`, `report` and
 //! `compare` read it back — vLLM's own files too (see [`lenient`]). Pure.
 
+pub mod dist;
 pub mod kneecap;
 pub mod lenient;
 mod pooling;
 
 use super::assemble::RunHeader;
 use super::RunResult;
+use crate::client::openai::Backend;
 use crate::metrics::stats::percentile_key;
 use crate::metrics::{MetricName, RequestRecord};
 use kneecap::KneecapJson;
@@ -146,7 +148,7 @@ impl RunJson {
         let s = &r.summary;
         let recs = &r.records;
         let stats = stats(r);
-        let pooling = crate::metrics::name::is_pooling_backend(&r.header.backend);
+        let pooling = Backend::from_name(&r.header.backend).is_some_and(Backend::is_pooling);
         let (strategy, start, end) = match &r.header.ramp_up {
             Some((s, a, b)) => (Some(s.clone()), Some(*a), Some(*b)),
             None => (None, None, None),
@@ -197,7 +199,7 @@ impl RunJson {
     /// writes for one (see `pooling`).
     pub fn to_value(&self) -> Value {
         let v = serde_json::to_value(self).unwrap_or_default();
-        if crate::metrics::name::is_pooling_backend(&self.backend) {
+        if Backend::from_name(&self.backend).is_some_and(Backend::is_pooling) {
             pooling::shape(v)
         } else {
             v

@@ -11,6 +11,7 @@ pub mod explain;
 pub mod html;
 pub mod json;
 pub mod knee_text;
+pub mod misses;
 pub mod save;
 pub mod series;
 pub mod sessions;
@@ -18,6 +19,7 @@ pub mod shard;
 pub mod sweep;
 pub mod table;
 
+use crate::client::openai::Backend;
 use crate::metrics::stats::Summary;
 use crate::metrics::MetricName;
 use crate::metrics::RequestRecord;
@@ -103,7 +105,7 @@ impl RunResult {
     /// only with a concurrency cap; queue-inclusive E2EL only with a cap and
     /// a finite rate; no TTFT, TPOT or ITL for a pooling backend.
     pub fn shown_metrics(&self) -> Vec<MetricName> {
-        let pooling = crate::metrics::name::is_pooling_backend(&self.header.backend);
+        let pooling = Backend::from_name(&self.header.backend).is_some_and(Backend::is_pooling);
         self.header
             .percentile_metrics
             .iter()

@@ -2,7 +2,7 @@
 //! and the console lines (sessions by outcome, duration, think time kept,
 //! TTFT by turn number: turn 1 against later turns shows the prefix cache).
 
-use super::json::kneecap::DistJson;
+use super::json::dist::DistJson;
 use crate::metrics::session::SessionSummary;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;

@@ -5,6 +5,10 @@
 use crate::client::scrape::QueueSample;
 use serde::{Deserialize, Serialize};
 
+/// How a statistic with no finite value is written: it lands on a failed
+/// request, counted as +∞ (`sweep::slo`).
+pub const INFINITE: &str = "∞ (failed)";
+
 /// Schema version of the sweep JSON.
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -255,13 +259,29 @@ pub struct Dist {
     pub max: f64,
 }
 
+/// One SLO's verdict on a step. A failed or timed-out request is a sample
+/// of +∞ (a miss): `observed_ms`, `samples` and `tail_samples` count them,
+/// and `vllm_observed_ms` keeps vLLM's statistic over successes only.
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 pub struct SloOutcomeRow {
     pub slo: String,
-    pub observed_ms: f64,
+    /// The statistic judged, failures counted, ms; `null` without samples,
+    /// or when it is +∞: it lands on failed requests (`failures` > 0).
+    pub observed_ms: Option<f64>,
     pub pass: bool,
+    /// Samples, failed requests included.
     pub samples: usize,
     pub tail_samples: usize,
+    /// Failed requests of the window, each a +∞ sample (absent: none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub failures: usize,
+    /// How many of the tail samples are failed requests.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub failed_in_tail: usize,
+    /// vLLM's statistic, over the successful requests only, ms (what
+    /// `vllm bench serve` prints); present when some request failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vllm_observed_ms: Option<f64>,
     pub warning: Option<String>,
     /// The exact binomial confidence of this SLO's verdict (percentile and
     /// goodput-form SLOs of an adaptive step).
@@ -331,7 +351,7 @@ pub struct DecisionRow {
     pub decision: String,
     /// How sure that decision is, 0–1.
     pub confidence: f64,
-    /// Successful requests the SLO tests rest on.
+    /// Requests the SLO tests rest on, failed ones included (each a miss).
     pub samples: usize,
     /// The fewest effective samples of any SLO test.
     pub effective_samples: usize,
@@ -360,6 +380,10 @@ pub struct GeneratorRow {
     pub cpu_busy_fraction: Option<f64>,
     pub event_loop_lag_p99_ms: Option<f64>,
     pub reasons: Vec<String>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl StepResult {

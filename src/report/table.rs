@@ -27,6 +27,10 @@ pub fn render(r: &SweepResult) -> String {
         out.push('\n');
         out.push_str(&layout(&heads, &rows));
     }
+    for line in super::misses::lines(r) {
+        out.push_str(&line);
+        out.push('\n');
+    }
     out.push('\n');
     for line in summary_lines(r) {
         out.push_str(&line);

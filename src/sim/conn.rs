@@ -10,9 +10,13 @@
 //! request was in the kernel: the server-side arrival, free of the
 //! simulator's own wait to be scheduled (the trace's `arrival_rx_s`).
 
+use std::convert::Infallible;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use http::{Request, Response};
+use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -22,17 +26,37 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 
-use super::server::{handle, Shared};
+use super::shared::Shared;
+use super::stream::SimBody;
 use crate::rxstamp::{RxCell, StampedTcp};
 
 /// How long shutdown waits for in-flight responses before cutting them.
 const DRAIN: Duration = Duration::from_secs(2);
 
+/// What answers one request: the server's router.
+pub(super) trait Handler:
+    Fn(Request<Incoming>, Arc<Shared>) -> Self::Answer + Copy + Send + Sync + 'static
+{
+    /// The router's future.
+    type Answer: Future<Output = Result<Response<SimBody>, Infallible>> + Send + 'static;
+}
+
+impl<H, F> Handler for H
+where
+    H: Fn(Request<Incoming>, Arc<Shared>) -> F + Copy + Send + Sync + 'static,
+    F: Future<Output = Result<Response<SimBody>, Infallible>> + Send + 'static,
+{
+    type Answer = F;
+}
+
+/// Accepts connections until `stop`, serving each request with `handle`;
+/// then drains the open connections for up to [`DRAIN`].
 pub(super) async fn accept_loop(
     listener: TcpListener,
     tls: Option<TlsAcceptor>,
     shared: Arc<Shared>,
     mut stop: watch::Receiver<bool>,
+    handle: impl Handler,
 ) {
     let mut conns = JoinSet::new();
     loop {
@@ -44,8 +68,8 @@ pub(super) async fn accept_loop(
                     let (stream, rx) = StampedTcp::publishing(stream);
                     let (shared, stop) = (shared.clone(), stop.clone());
                     match &tls {
-                        None => conns.spawn(serve_conn(stream, rx, shared, stop)),
-                        Some(tls) => conns.spawn(serve_tls(tls.clone(), stream, rx, shared, stop)),
+                        None => conns.spawn(serve_conn(stream, rx, shared, stop, handle)),
+                        Some(tls) => conns.spawn(serve_tls(tls.clone(), stream, rx, shared, stop, handle)),
                     };
                 }
                 // Out of file descriptors and the like: back off, keep serving.
@@ -69,21 +93,27 @@ async fn serve_tls(
     rx: RxCell,
     shared: Arc<Shared>,
     stop: watch::Receiver<bool>,
+    handle: impl Handler,
 ) {
     let read_timeout = shared.cfg.read_timeout;
     if let Ok(Ok(stream)) = tokio::time::timeout(read_timeout, tls.accept(stream)).await {
-        serve_conn(stream, rx, shared, stop).await;
+        serve_conn(stream, rx, shared, stop, handle).await;
     }
 }
 
 /// HTTP/1.1 on one connection; each request carries the connection's
 /// [`RxCell`] in its extensions.
-async fn serve_conn<S>(stream: S, rx: RxCell, shared: Arc<Shared>, mut stop: watch::Receiver<bool>)
-where
+async fn serve_conn<S>(
+    stream: S,
+    rx: RxCell,
+    shared: Arc<Shared>,
+    mut stop: watch::Receiver<bool>,
+    handle: impl Handler,
+) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let read_timeout = shared.cfg.read_timeout;
-    let svc = service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+    let svc = service_fn(move |mut req: Request<Incoming>| {
         req.extensions_mut().insert(rx.clone());
         handle(req, shared.clone())
     });

@@ -108,83 +108,19 @@ impl Default for SimMetrics {
     }
 }
 
+/// One gauge or counter: name, type, help, value.
+type Sample = (&'static str, &'static str, &'static str, String);
+
 impl SimMetrics {
     /// Prometheus text exposition (format 0.0.4).
     pub fn render(&self, model_name: &str) -> String {
         let escaped = model_name.replace('\\', "\\\\").replace('"', "\\\"");
         let labels = format!("model_name=\"{escaped}\",engine=\"0\"");
         let mut out = String::with_capacity(4096);
-        let mut metric = |name: &str, kind: &str, help: &str, value: String| {
+        for (name, kind, help, value) in self.vllm_samples().into_iter().chain(self.sim_samples()) {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
             let _ = writeln!(out, "{name}{{{labels}}} {value}");
-        };
-        let c = &self.counters;
-        metric(
-            "vllm:num_requests_running",
-            "gauge",
-            "Number of requests in model execution batches.",
-            self.running.to_string(),
-        );
-        metric(
-            "vllm:num_requests_waiting",
-            "gauge",
-            "Number of requests waiting to be processed.",
-            self.waiting.to_string(),
-        );
-        metric(
-            "vllm:kv_cache_usage_perc",
-            "gauge",
-            "KV-cache usage. 1 means 100 percent usage.",
-            self.kv_usage.to_string(),
-        );
-        metric(
-            "vllm:num_preemptions_total",
-            "counter",
-            "Cumulative number of preemption from the engine.",
-            c.n_preemptions.to_string(),
-        );
-        metric(
-            "vllm:prompt_tokens_total",
-            "counter",
-            "Number of prefill tokens processed.",
-            c.prompt_tokens.to_string(),
-        );
-        metric(
-            "vllm:generation_tokens_total",
-            "counter",
-            "Number of generation tokens processed.",
-            c.generation_tokens.to_string(),
-        );
-        metric(
-            "vllm:prefix_cache_queries_total",
-            "counter",
-            "Prefix cache queries, in terms of number of queried tokens.",
-            c.prefix_cache_queries.to_string(),
-        );
-        metric(
-            "vllm:prefix_cache_hits_total",
-            "counter",
-            "Prefix cache hits, in terms of number of cached tokens.",
-            c.prefix_cache_hits.to_string(),
-        );
-        metric(
-            "kneecap_sim_steps_total",
-            "counter",
-            "Engine steps run by the simulator.",
-            c.n_steps.to_string(),
-        );
-        metric(
-            "kneecap_sim_step_lag_max_seconds",
-            "gauge",
-            "Largest delay of a step end behind the model's step clock.",
-            self.step_lag_max.to_string(),
-        );
-        metric(
-            "kneecap_sim_engine_realtime",
-            "gauge",
-            "1 if the engine thread runs with SCHED_FIFO priority, else 0.",
-            u8::from(self.engine_realtime).to_string(),
-        );
+        }
         let _ = writeln!(out, "# HELP vllm:time_to_first_token_seconds Histogram of time to first token in seconds.\n# TYPE vllm:time_to_first_token_seconds histogram");
         self.ttft
             .render(&mut out, "vllm:time_to_first_token_seconds", &labels);
@@ -192,6 +128,85 @@ impl SimMetrics {
         self.step_lag
             .render(&mut out, "kneecap_sim_step_lag_seconds", &labels);
         out
+    }
+
+    /// The gauges and counters vLLM exports, under vLLM's names.
+    fn vllm_samples(&self) -> [Sample; 8] {
+        let c = &self.counters;
+        [
+            (
+                "vllm:num_requests_running",
+                "gauge",
+                "Number of requests in model execution batches.",
+                self.running.to_string(),
+            ),
+            (
+                "vllm:num_requests_waiting",
+                "gauge",
+                "Number of requests waiting to be processed.",
+                self.waiting.to_string(),
+            ),
+            (
+                "vllm:kv_cache_usage_perc",
+                "gauge",
+                "KV-cache usage. 1 means 100 percent usage.",
+                self.kv_usage.to_string(),
+            ),
+            (
+                "vllm:num_preemptions_total",
+                "counter",
+                "Cumulative number of preemption from the engine.",
+                c.n_preemptions.to_string(),
+            ),
+            (
+                "vllm:prompt_tokens_total",
+                "counter",
+                "Number of prefill tokens processed.",
+                c.prompt_tokens.to_string(),
+            ),
+            (
+                "vllm:generation_tokens_total",
+                "counter",
+                "Number of generation tokens processed.",
+                c.generation_tokens.to_string(),
+            ),
+            (
+                "vllm:prefix_cache_queries_total",
+                "counter",
+                "Prefix cache queries, in terms of number of queried tokens.",
+                c.prefix_cache_queries.to_string(),
+            ),
+            (
+                "vllm:prefix_cache_hits_total",
+                "counter",
+                "Prefix cache hits, in terms of number of cached tokens.",
+                c.prefix_cache_hits.to_string(),
+            ),
+        ]
+    }
+
+    /// The simulator's own gauges and counters (`kneecap_sim_*`).
+    fn sim_samples(&self) -> [Sample; 3] {
+        [
+            (
+                "kneecap_sim_steps_total",
+                "counter",
+                "Engine steps run by the simulator.",
+                self.counters.n_steps.to_string(),
+            ),
+            (
+                "kneecap_sim_step_lag_max_seconds",
+                "gauge",
+                "Largest delay of a step end behind the model's step clock.",
+                self.step_lag_max.to_string(),
+            ),
+            (
+                "kneecap_sim_engine_realtime",
+                "gauge",
+                "1 if the engine thread runs with SCHED_FIFO priority, else 0.",
+                u8::from(self.engine_realtime).to_string(),
+            ),
+        ]
     }
 }
 

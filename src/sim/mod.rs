@@ -21,7 +21,8 @@
 //! - [`pooling`]: the pooling APIs' requests, cost model and answers. Pure.
 //! - [`fault`]: seeded fault injection plans. Pure.
 //! - [`driver`]: the engine thread that runs the model on the wall clock.
-//! - [`stream`], [`server`], `pool_serve`, `conn`, [`tls`], [`trace`], [`metrics`]: the I/O edge.
+//! - [`server`], `conn`, `pool_serve`, `reply`, [`stream`], [`shared`], [`tls`],
+//!   [`trace`], [`metrics`]: the I/O edge; none imports one listed before it.
 //!
 //! # Entry points for the CLI and the embedding code
 //! - [`SimConfig::from_preset`], then adjust fields; [`SimConfig::validate`].
@@ -57,8 +58,10 @@ mod pool_serve;
 pub mod pooling;
 pub mod prefix;
 pub mod preset;
+mod reply;
 pub mod responses;
 pub mod server;
+pub mod shared;
 pub mod stream;
 pub mod tls;
 pub mod trace;

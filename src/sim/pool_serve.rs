@@ -11,12 +11,12 @@ use std::sync::Arc;
 
 use http::{Request, Response, StatusCode};
 use hyper::body::Incoming;
+use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::driver::{Command, Delivery, DispatchMsg, Submission};
 use super::pooling::{parse_pool_request, pool_response, PoolEndpoint};
-use super::server::{
-    error, json, read_body, refusal_error, refuse, shutting_down, unix_now, Shared,
-};
+use super::reply::{error, json, read_body, refusal_error, refuse, shutting_down, unix_now};
+use super::shared::Shared;
 use super::stream::SimBody;
 use super::trace::TraceRecord;
 use crate::rxstamp::RxCell;
@@ -62,14 +62,39 @@ pub(super) async fn pool(
         let (err, outcome) = refusal_error(refusal);
         return refuse(shared, rec, &err, outcome);
     }
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let mut guard = Guard {
         shared: shared.clone(),
         ids: first..first + n,
         rec,
         done: false,
     };
-    for (k, &tokens) in preq.inputs.iter().enumerate() {
+    let Some(rx) = submit_inputs(shared, &preq.inputs, first, &mut guard) else {
+        return error(&shutting_down());
+    };
+    if !await_inputs(rx, n, &mut guard).await {
+        return error(&shutting_down());
+    }
+    let answer = pool_response(
+        &preq,
+        first,
+        unix_now(),
+        &model_json(&cfg.served_model_name),
+    );
+    guard.rec.first_token = Some(shared.now());
+    guard.finish("ok", 200);
+    json(StatusCode::OK, answer)
+}
+
+/// Submits each input as a prefill-only sequence (ids from `first`), all
+/// answering on one channel; `None` (traced) when the engine has stopped.
+fn submit_inputs(
+    shared: &Shared,
+    inputs: &[u32],
+    first: u64,
+    guard: &mut Guard,
+) -> Option<UnboundedReceiver<Delivery>> {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    for (k, &tokens) in inputs.iter().enumerate() {
         let id = first + k as u64;
         let submission = Submission {
             id,
@@ -84,10 +109,15 @@ pub(super) async fn pool(
             .is_ok();
         if !registered || shared.engine_tx.send(Command::Submit(submission)).is_err() {
             guard.finish("engine_stopped", 503);
-            return error(&shutting_down());
+            return None;
         }
     }
-    drop(tx);
+    Some(rx)
+}
+
+/// Waits until all `n` inputs are done, tracing the first admission and the
+/// preemptions; false (traced) when the engine stopped first.
+async fn await_inputs(mut rx: UnboundedReceiver<Delivery>, n: u64, guard: &mut Guard) -> bool {
     let mut left = n;
     while left > 0 {
         match rx.recv().await {
@@ -103,19 +133,11 @@ pub(super) async fn pool(
             Some(_) => {}
             None => {
                 guard.finish("engine_stopped", 503);
-                return error(&shutting_down());
+                return false;
             }
         }
     }
-    let answer = pool_response(
-        &preq,
-        first,
-        unix_now(),
-        &model_json(&cfg.served_model_name),
-    );
-    guard.rec.first_token = Some(shared.now());
-    guard.finish("ok", 200);
-    json(StatusCode::OK, answer)
+    true
 }
 
 fn model_json(name: &str) -> String {

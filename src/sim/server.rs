@@ -1,24 +1,25 @@
 //! The HTTP server around the engine: hyper 1 (HTTP/1.1, keep-alive), routing,
 //! request admission, and graceful shutdown.
 //!
-//! Owns the accept loop, one task per connection, and the [`Shared`] state
-//! those tasks read. It does no scheduling itself: generation requests are
-//! parsed ([`super::api`]), checked for injected refusals ([`super::fault`]),
-//! submitted to the engine thread ([`super::driver`]) and answered by a body
-//! from [`super::stream`]; pooling requests (embeddings, rerank, pooling) are
-//! served by `super::pool_serve`. Robustness: headers, and then the body, must each
-//! arrive within [`SimConfig::read_timeout`] (default [`READ_TIMEOUT`]),
-//! bodies are capped at [`MAX_BODY`], and a bad request only ever costs that
-//! request a 4xx.
+//! Starts the engine thread, the dispatcher and the accept loop
+//! (`super::conn`), and routes each request. It does no scheduling itself:
+//! generation requests are parsed ([`super::api`]), checked for injected
+//! refusals ([`super::fault`]), submitted to the engine thread
+//! ([`super::driver`]) and answered by a body from [`super::stream`];
+//! pooling requests (embeddings, rerank, pooling) are served by
+//! `super::pool_serve`. The state the connection tasks share is
+//! [`super::shared::Shared`]; answers are built from `super::reply`.
+//! Robustness: headers, and then the body, must each arrive within
+//! [`SimConfig::read_timeout`] (default [`READ_TIMEOUT`]), bodies are capped
+//! at `reply::MAX_BODY`, and a bad request only ever costs that request a 4xx.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use http::{header, HeaderValue, Method, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -26,51 +27,20 @@ use tokio::sync::watch;
 
 use super::api::{parse_request, ApiError, Endpoint, GenRequest, ResponseIds};
 use super::driver::{dispatch, Command, Delivery, DispatchMsg, EngineThread, Submission};
-use super::fault::{Refusal, StreamFault};
+use super::fault::StreamFault;
 use super::metrics::SimMetrics;
 use super::model::sampled_output_len;
 use super::pool_serve::pool;
 use super::pooling::PoolEndpoint;
+use super::reply::{error, json, plain, read_body, refusal_error, refuse, shutting_down, unix_now};
+use super::shared::Shared;
 use super::stream::{collect_tokens, finish_reason, SimBody, SseBody, Tracker};
-use super::trace::{TraceRecord, TraceSink, TraceWriter};
+use super::trace::{TraceRecord, TraceWriter};
 use super::SimConfig;
 use crate::rxstamp::RxCell;
 
-/// Largest accepted request body.
-pub const MAX_BODY: usize = 8 * 1024 * 1024;
 /// Default time a client has to send a request's headers, and then its body.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// State every connection task shares.
-#[derive(Debug)]
-pub struct Shared {
-    /// The configuration the sim was started with.
-    pub cfg: SimConfig,
-    /// Time zero of the sim clock (model time and trace times count from it).
-    pub epoch: Instant,
-    /// Commands to the engine thread.
-    pub engine_tx: std::sync::mpsc::Sender<Command>,
-    /// Registrations of per-request channels with the dispatcher.
-    pub dispatch_tx: tokio::sync::mpsc::UnboundedSender<DispatchMsg>,
-    /// Source of engine request ids (also the fault and output-length index).
-    pub next_id: AtomicU64,
-    /// What `/metrics` shows.
-    pub metrics: Arc<Mutex<SimMetrics>>,
-    /// Where trace lines go, with `--trace`.
-    pub trace: Option<TraceSink>,
-}
-
-impl Shared {
-    /// Sim-clock time now.
-    pub fn now(&self) -> Duration {
-        self.epoch.elapsed()
-    }
-
-    /// Sim-clock time of the kernel's receive stamp in `rx`, if any.
-    pub fn rx_time(&self, rx: Option<&RxCell>) -> Option<Duration> {
-        Some(rx?.instant()?.saturating_duration_since(self.epoch))
-    }
-}
 
 /// A running simulator; dropping it without [`SimHandle::shutdown`] leaves
 /// the threads to die with the process.
@@ -180,6 +150,7 @@ pub async fn start(cfg: SimConfig, listener: TcpListener) -> anyhow::Result<SimH
         acceptor,
         shared.clone(),
         stop_rx,
+        handle,
     ));
     Ok(SimHandle {
         addr,
@@ -192,7 +163,8 @@ pub async fn start(cfg: SimConfig, listener: TcpListener) -> anyhow::Result<SimH
     })
 }
 
-pub(super) async fn handle(
+/// Answers one request, echoing its `x-request-id`.
+async fn handle(
     req: Request<Incoming>,
     shared: Arc<Shared>,
 ) -> Result<Response<SimBody>, Infallible> {
@@ -346,68 +318,6 @@ fn new_record(req: &Request<Incoming>, id: u64, endpoint: Endpoint) -> TraceReco
     }
 }
 
-/// Reads the whole body, at most [`MAX_BODY`] bytes within `timeout` (a
-/// stalled upload would otherwise hold its connection forever).
-pub(super) async fn read_body(
-    req: Request<Incoming>,
-    timeout: Duration,
-) -> Result<bytes::Bytes, ApiError> {
-    let collect = Limited::new(req.into_body(), MAX_BODY).collect();
-    let Ok(collected) = tokio::time::timeout(timeout, collect).await else {
-        return Err(ApiError {
-            status: 408,
-            kind: "RequestTimeout",
-            message: format!("request body not received within {timeout:?}"),
-        });
-    };
-    match collected {
-        Ok(b) => Ok(b.to_bytes()),
-        Err(e)
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some() =>
-        {
-            Err(ApiError {
-                status: 413,
-                kind: "BadRequestError",
-                message: format!("request body larger than {MAX_BODY} bytes"),
-            })
-        }
-        Err(e) => Err(ApiError::bad_request(format!(
-            "reading the request body: {e}"
-        ))),
-    }
-}
-
-/// The error body and trace outcome of an injected refusal.
-pub(super) fn refusal_error(refusal: Refusal) -> (ApiError, &'static str) {
-    match refusal {
-        Refusal::Http500 => (
-            ApiError {
-                status: 500,
-                kind: "InternalServerError",
-                message: "simulated internal error".into(),
-            },
-            "fault_http_500",
-        ),
-        Refusal::Http429 => (
-            ApiError {
-                status: 429,
-                kind: "RateLimitError",
-                message: "simulated rate limit".into(),
-            },
-            "fault_http_429",
-        ),
-    }
-}
-
-pub(super) fn shutting_down() -> ApiError {
-    ApiError {
-        status: 503,
-        kind: "ServiceUnavailable",
-        message: "the simulator is shutting down".into(),
-    }
-}
-
 /// Registers the request's channel with the dispatcher and queues it in the
 /// engine; `None` when the simulator is shutting down.
 fn submit(
@@ -435,48 +345,4 @@ fn submit(
         return None;
     }
     Some((rx, tracker))
-}
-
-/// Answers with `err` and traces the request as `outcome`.
-pub(super) fn refuse(
-    shared: &Shared,
-    mut rec: TraceRecord,
-    err: &ApiError,
-    outcome: &'static str,
-) -> Response<SimBody> {
-    if let Some(sink) = &shared.trace {
-        rec.outcome = outcome;
-        rec.status = err.status;
-        rec.finish = shared.now();
-        if rec.arrival.is_zero() {
-            rec.arrival = rec.finish;
-        }
-        sink.record(&rec);
-    }
-    error(err)
-}
-
-pub(super) fn error(err: &ApiError) -> Response<SimBody> {
-    json(
-        StatusCode::from_u16(err.status).unwrap_or(StatusCode::BAD_REQUEST),
-        err.body(),
-    )
-}
-
-pub(super) fn json(status: StatusCode, body: String) -> Response<SimBody> {
-    plain(status, "application/json", body)
-}
-
-fn plain(status: StatusCode, content_type: &'static str, body: String) -> Response<SimBody> {
-    let mut resp = Response::new(SimBody::full(body));
-    *resp.status_mut() = status;
-    resp.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    resp
-}
-
-pub(super) fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }

@@ -19,7 +19,7 @@ use tokio::time::Sleep;
 use super::api::{token_text, Endpoint, GenRequest, ResponseIds, DONE_EVENT};
 use super::driver::{Command, Delivery};
 use super::fault::StreamFault;
-use super::server::Shared;
+use super::shared::Shared;
 use super::trace::TraceRecord;
 
 /// Largest write a stream coalesces before yielding a frame.

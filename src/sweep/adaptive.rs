@@ -10,7 +10,9 @@
 //! step whose percentile interval straddles the bound runs on, gathering
 //! samples, until it is decided or capped. Only requests that have finished
 //! count, and only those due before the oldest one still in flight, so a slow
-//! request is never left out because it is slow.
+//! request is never left out because it is slow; a request that failed or
+//! timed out counts as over every bound ([`super::slo`]), so a failing one
+//! is never left out either.
 //!
 //! **Looks.** Testing the growing sample every 250 ms and stopping at the
 //! first look that clears the bar would make "90% confident" a much weaker

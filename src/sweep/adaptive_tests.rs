@@ -91,6 +91,24 @@ fn a_clear_fail_ends_at_the_minimum() {
 }
 
 #[test]
+fn fast_successes_do_not_hide_the_failures_of_a_step() {
+    // The clear pass above, with every 30th request failed (3.3%): each
+    // failure is a miss, so the step fails at its minimum.
+    let mut records = stream(0.0, 1);
+    for r in records.iter_mut().filter(|r| r.index % 30 == 7) {
+        r.error = Some(crate::metrics::RequestError {
+            kind: crate::metrics::ErrorKind::Timeout,
+            status: None,
+            message: "timeout".into(),
+        });
+    }
+    let (t, look) = run(&records, "p99_ttft_ms<=300");
+    assert_eq!(look.decision, Decision::Fail);
+    assert!(look.confidence >= 0.9);
+    assert!(t <= Duration::from_secs(9), "ended at {t:?}");
+}
+
+#[test]
 fn a_step_straddling_the_bound_runs_on_instead_of_deciding_on_a_noisy_sample() {
     // Exactly 1% over 300 ms: the true p99 sits on the bound. With 90%
     // confidence asked, the rule may decide only when chance makes the

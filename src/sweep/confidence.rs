@@ -41,8 +41,13 @@
 //!
 //! ITL gaps of one request are dependent too: their effective count is at
 //! most the number of requests.
+//!
+//! **Failures.** A request that failed or timed out is a sample over every
+//! bound (+∞, [`super::slo`]), in its place in due order: it counts against
+//! `W`, and failures that come together (a server refusing for a while)
+//! form a burst like any other excursion.
 
-use super::slo::{sample_seconds, Slo, SloMetric, SloOp, SloStat};
+use super::slo::{sample_sequence, Slo, SloMetric, SloOp, SloStat};
 use crate::metrics::stats;
 use crate::metrics::RequestRecord;
 use serde::{Deserialize, Serialize};
@@ -70,7 +75,8 @@ pub struct SloConfidence {
     /// Confidence that the SLO is missed (0–1).
     pub fail: f64,
     /// Two-sided order-statistic interval of the percentile at the level
-    /// asked, ms; `None` at an end the samples cannot bound.
+    /// asked, ms; `None` at an end the samples cannot bound (or that lands
+    /// on a failed request: no finite bound).
     pub interval_low_ms: Option<f64>,
     pub interval_high_ms: Option<f64>,
 }
@@ -203,12 +209,13 @@ fn quantile_of(stat: SloStat) -> Option<f64> {
     }
 }
 
-/// How sure `slo`'s verdict is over `records` (successful ones are sampled),
-/// which must be in due order; `level` sets the interval's coverage.
-/// `None` for means, or without samples.
+/// How sure `slo`'s verdict is over `records` (successful ones give their
+/// samples, failed ones a sample over the bound), which must be in due
+/// order; `level` sets the interval's coverage. `None` for means, or
+/// without samples.
 pub fn slo_confidence(slo: &Slo, records: &[RequestRecord], level: f64) -> Option<SloConfidence> {
     let q = quantile_of(slo.stat)?;
-    let values = sample_seconds(slo, records);
+    let values = sample_sequence(slo, records);
     if values.is_empty() {
         return None;
     }
@@ -229,7 +236,12 @@ pub fn slo_confidence(slo: &Slo, records: &[RequestRecord], level: f64) -> Optio
         .min(effective_fraction(&top))
         .min(1.0 / burst);
     if slo.metric == SloMetric::Itl {
-        let requests = records.iter().filter(|r| !r.itl.is_empty()).count().max(1);
+        // Each request that gave samples: its gaps, or its one failure.
+        let requests = records
+            .iter()
+            .filter(|r| !r.is_ok() || !r.itl.is_empty())
+            .count()
+            .max(1);
         fraction = fraction.min(requests as f64 / values.len() as f64);
     }
     let n = values.len();
@@ -256,9 +268,12 @@ pub fn slo_confidence(slo: &Slo, records: &[RequestRecord], level: f64) -> Optio
 fn order_interval(sorted: &[f64], q: f64, level: f64, n_eff: usize) -> (Option<f64>, Option<f64>) {
     let alpha = (1.0 - level.clamp(0.0, 1.0)) / 2.0;
     let scale = sorted.len() as f64 / n_eff as f64;
+    // An end on a failed request (+∞) is not bounded either.
     let rank = |j: usize| -> Option<f64> {
         let i = ((j as f64 * scale).round() as usize).clamp(1, sorted.len());
-        (j >= 1 && j <= n_eff).then(|| sorted[i - 1] * 1000.0)
+        (j >= 1 && j <= n_eff)
+            .then(|| sorted[i - 1] * 1000.0)
+            .filter(|v| v.is_finite())
     };
     // Lower: the largest l with P(B ≤ l − 1) ≤ α; upper: the smallest u with
     // P(B ≤ u − 1) ≥ 1 − α. One pass over the cumulative distribution.

@@ -1,7 +1,8 @@
 //! Tests of the binomial confidence: exact values against hand computations,
 //! the dependence correction, and the decision rule.
 use super::*;
-use crate::sweep::testing::ok;
+use crate::metrics::ErrorKind;
+use crate::sweep::testing::{failed, ms, ok};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -191,4 +192,39 @@ fn a_window_whose_slowest_one_percent_is_one_burst_cannot_vouch_for_a_p99() {
     let spread = (0..3000).map(|i| if i % 100 == 1 { 250 } else { 40 + (i % 2) * 20 });
     let c = slo_confidence(&s, &records_with_ttft(spread), 0.9).unwrap();
     assert!(c.effective_samples >= 2900 && c.pass > 0.999, "{c:?}");
+}
+
+#[test]
+fn failed_requests_count_against_the_bound_in_their_place() {
+    // 300 fast requests pass p99 ≤ 300 with 1 − 0.99³⁰⁰ ≈ 95%.
+    let s = slo("p99_ttft_ms<=300");
+    let fast = records_with_ttft(vec![50; 300]);
+    let clean = slo_confidence(&s, &fast, 0.9).unwrap();
+    assert!(
+        (clean.pass - (1.0 - 0.99f64.powi(300))).abs() < 1e-9,
+        "{clean:?}"
+    );
+    assert_eq!(decide(&[Some(clean)], 0.9).0, Decision::Pass);
+    // The same with 9 failures (2.9%), one every 34 requests: isolated
+    // misses, so no burst or AR(1) deflation: 309 samples, 300 within.
+    let mut records = fast;
+    for k in 0..9 {
+        let mut f = failed(0, ErrorKind::Timeout);
+        f.due = ms(k * 340 + 5);
+        records.insert(k as usize * 34 + 17, f);
+    }
+    let c = slo_confidence(&s, &records, 0.9).unwrap();
+    assert_eq!(
+        (c.samples, c.effective_samples, c.effective_within),
+        (309, 309, 300)
+    );
+    assert!(
+        (c.fail - (1.0 - binomial_cdf(309, 0.99, 300))).abs() < 1e-12,
+        "{c:?}"
+    );
+    assert!(c.fail > 0.99, "{c:?}");
+    assert_eq!(decide(&[Some(c)], 0.9).0, Decision::Fail);
+    // The p99's interval lands on failures: no finite bound, never ∞ or NaN.
+    assert_eq!(c.interval_high_ms, None);
+    assert!(c.interval_low_ms.is_none_or(f64::is_finite));
 }

@@ -14,6 +14,8 @@
 //! explain ([`EXPLAINED_BY_GENERATOR`]): a step that failed only because the
 //! generator fell behind is never the server's knee, but a server that
 //! misses its SLO by seconds while the client is a few ms late has failed.
+//! A step where most requests failed is judged on its failures alone
+//! ([`failures`]), never as generator-limited.
 //! The mirror rule holds for a pass: a step that met every latency SLO with
 //! a margin of more than that many times the generator's delay, and passed
 //! everything else, passes (a few ms of client delay cannot have moved its
@@ -23,12 +25,14 @@
 pub mod adaptive;
 pub mod calibrate;
 pub mod confidence;
+pub mod failures;
 pub mod knee;
 mod moves;
 pub mod plateau;
 pub mod pooled;
 pub mod rows;
 pub mod slo;
+mod slo_eval;
 pub mod slo_hist;
 pub mod steady;
 pub mod step;
@@ -183,6 +187,9 @@ mod tests {
             tail_samples: 100,
             attained: None,
             warning: None,
+            failures: 0,
+            failed_in_tail: 0,
+            vllm_observed_ms: None,
         }
     }
 

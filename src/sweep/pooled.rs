@@ -8,7 +8,8 @@
 //! confidence `c` vouches for `L` with at least `c`. Every step measured in
 //! `[L, F)` is pooled, whatever its own verdict (`F` is the lowest decided
 //! failure), so no step is picked for looking good. Each step adds its
-//! *effective* samples ([`super::confidence`]: bursts already counted once).
+//! *effective* samples ([`super::confidence`]: bursts already counted once,
+//! failed requests counted as over the bound).
 //!
 //! **Multiplicity.** Each candidate `L` (a load whose point estimate passed,
 //! above the highest pass decided alone) is one more test; with `m`

@@ -99,3 +99,45 @@ fn without_a_level_or_evidence_nothing_is_pooled() {
     b.evidence = vec![];
     assert_eq!(pass_end(&[a.clone(), b.clone()], &[a, b], None, None), None);
 }
+
+#[test]
+fn failed_requests_are_misses_in_the_pooled_evidence() {
+    use crate::metrics::ErrorKind;
+    use crate::sweep::adaptive::{window_point, AdaptiveRule};
+    use crate::sweep::testing::{failed, ok};
+    use std::time::Duration;
+    let rule = AdaptiveRule {
+        window_start: Duration::ZERO,
+        min_length: Duration::from_secs(10),
+        min_requests: 0,
+        cap: Duration::from_secs(40),
+        level: 0.9,
+    };
+    let slos = ["p99_ttft_ms<=300".parse().expect("valid SLO")];
+    let fast = |n: u64| (0..n).map(|i| ok(i * 10, 50, &[], 1)).collect::<Vec<_>>();
+    // Two fast steps of 300: pooled, 600 samples, none over (module docs).
+    let low = window_point(10.0, &slos, &fast(300), &rule);
+    let clean = window_point(12.0, &slos, &fast(300), &rule);
+    let both = [low.clone(), clean];
+    let pooled = pass_end(&both, &both, None, None).expect("pooled pass");
+    assert_eq!(pooled.load, 10.0);
+    // The step above with 2 failed requests: its p99 (tail 4) still passes,
+    // but its evidence holds 302 samples, 300 within, and the pool falls
+    // to P(Bin(602, 0.99) ≤ 599) ≈ 94%, 82% after the correction: no pass.
+    let mut window = fast(300);
+    for k in [100, 200] {
+        window.insert(k, failed(k as u64 * 10, ErrorKind::Timeout));
+    }
+    let failing = window_point(12.0, &slos, &window, &rule);
+    assert_eq!(failing.verdict, StepVerdict::Pass);
+    let want = Evidence {
+        effective_samples: 302,
+        effective_within: 300,
+        quantile: 0.99,
+    };
+    assert_eq!(failing.evidence, vec![Some(want)]);
+    let both = [low, failing];
+    assert_eq!(pass_end(&both, &both, None, None), None);
+    let pooled = crate::sweep::confidence::binomial_cdf(602, 0.99, 599);
+    assert!(union_bound(pooled, 3) < 0.9, "{pooled}");
+}

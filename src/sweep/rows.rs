@@ -81,10 +81,13 @@ pub fn dist(d: &Distribution) -> Dist {
 pub fn slo_row(o: &slo::SloOutcome) -> model::SloOutcomeRow {
     model::SloOutcomeRow {
         slo: o.slo.to_string(),
-        observed_ms: o.observed_ms.unwrap_or(f64::NAN),
+        observed_ms: o.observed_ms,
         pass: o.pass,
         samples: o.samples,
         tail_samples: o.tail_samples,
+        failures: o.failures,
+        failed_in_tail: o.failed_in_tail,
+        vllm_observed_ms: o.vllm_observed_ms,
         warning: o.warning.clone(),
         confidence: None,
     }
@@ -230,10 +233,16 @@ pub fn step_line(s: &StepResult, unit: &str) -> String {
         Some(rate) => format!(", cache hit {:.1}%", rate * 100.0),
         None => String::new(),
     };
-    format!(
+    let mut line = format!(
         "  step {:>8.2} {unit}: achieved {:>7.2} req/s, p99 TTFT {:>8.1} ms, {} requests{cache} → {verdict}{why}",
         s.load, s.achieved_rate, s.ttft_ms.p99, s.n_requests
-    )
+    );
+    // Where failed requests (misses) changed an SLO's statistic: both values.
+    for note in crate::report::misses::step_notes(s) {
+        line.push_str("\n      failures as misses: ");
+        line.push_str(&note);
+    }
+    line
 }
 
 pub fn exit_code(r: &SweepResult) -> ExitCode {

@@ -11,16 +11,22 @@
 //! - vLLM's goodput items: `ttft:500`, `tpot:30`, `e2el:2000`, optionally with an
 //!   attainment ratio `ttft:500@0.95` (default [`DEFAULT_GOODPUT_RATIO`]). Such an
 //!   SLO is judged per request, as vLLM's goodput is: it holds when at least
-//!   `ratio` of the step's successful requests have a value ≤ the bound (inclusive,
+//!   `ratio` of the step's requests have a value ≤ the bound (inclusive,
 //!   compared in seconds as vLLM does; TPOT of a request with ≤ 1 output token
 //!   counts as 0). Exactly: with `n` samples and `k = ⌈ratio·n⌉`, it holds iff the
 //!   `k`-th smallest value is within the bound, i.e. the "inverted CDF" percentile
 //!   at `ratio` — not the NumPy-linear one, which interpolates. The reported
 //!   `observed_ms` is that `k`-th smallest value.
-use crate::metrics::stats::reasoning::ttfo_seconds;
-use crate::metrics::stats::request::{e2el_seconds, goodput_tpot_seconds, ttft_seconds};
-use crate::metrics::stats::{distribution, percentile_key, successful, Samples};
-use crate::metrics::RequestRecord;
+//!
+//! Evaluation ([`evaluate`], in `slo_eval`) counts every failed
+//! request of the window as a sample of +∞: a failed request is a miss, not
+//! a missing sample.
+pub use super::slo_eval::evaluate;
+pub(crate) use super::slo_eval::{
+    judge, needed, percentile_with_failures, sample_seconds, sample_sequence, Sampled,
+};
+use crate::metrics::stats::percentile_key;
+use crate::report::sweep::INFINITE;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 use std::str::FromStr;
@@ -86,16 +92,18 @@ pub struct Slo {
     pub threshold_ms: f64,
 }
 
-/// The verdict of one SLO over one step.
+/// The verdict of one SLO over one step (failed requests counted as +∞
+/// samples: see the module docs).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SloOutcome {
     /// The SLO judged (serialized as its canonical string).
     pub slo: Slo,
-    /// The statistic in ms; `None` when there were no samples.
+    /// The statistic in ms, failures counted; `None` when there were no
+    /// samples, or when it is +∞ (it lands on a failure: `samples > 0`).
     pub observed_ms: Option<f64>,
     /// Whether the SLO held (never true without samples).
     pub pass: bool,
-    /// Samples the statistic was computed from.
+    /// Samples the statistic was computed from, failures included.
     pub samples: usize,
     /// Samples at or above the statistic's rank: what a tail rests on.
     pub tail_samples: usize,
@@ -103,6 +111,20 @@ pub struct SloOutcome {
     pub attained: Option<f64>,
     /// No samples, or a tail resting on fewer than [`MIN_TAIL_SAMPLES`].
     pub warning: Option<String>,
+    /// Failed requests, each one +∞ sample.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub failures: usize,
+    /// How many of the tail samples are failures (`failures` at most).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub failed_in_tail: usize,
+    /// vLLM's statistic, over the successful requests only, in ms; only
+    /// when some request failed (else it is `observed_ms`) and some succeeded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vllm_observed_ms: Option<f64>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl SloMetric {
@@ -247,7 +269,7 @@ fn parse_ratio(text: &str) -> Result<f64, String> {
 }
 
 /// Parse one vLLM `--goodput` item (`ttft:500`, `tpot:30`, `e2el:2000`) into a
-/// per-request SLO that holds when at least `goodput_ratio` of the successful
+/// per-request SLO that holds when at least `goodput_ratio` of the
 /// requests meet it (see the module docs for the exact rule).
 pub fn from_goodput(item: &str, goodput_ratio: f64) -> Result<Slo, String> {
     let compact: String = item
@@ -309,88 +331,6 @@ pub fn tail_samples(n: usize, p: f64) -> usize {
     n - rank.min(n - 1)
 }
 
-/// Evaluate `slo` over the successful records among `records`. The caller
-/// passes only the records of the step's measurement window (e.g. those due
-/// in it). Without samples the SLO fails, with a warning saying so.
-pub fn evaluate(slo: &Slo, records: &[RequestRecord]) -> SloOutcome {
-    let values = sample_seconds(slo, records);
-    let n = values.len();
-    let mut outcome = SloOutcome {
-        slo: *slo,
-        observed_ms: None,
-        pass: false,
-        samples: n,
-        tail_samples: 0,
-        attained: None,
-        warning: None,
-    };
-    if n == 0 {
-        outcome.warning = Some(format!("{slo}: no {} samples", slo.metric.as_str()));
-        return outcome;
-    }
-    match slo.stat {
-        SloStat::Attainment(ratio) => judge_attainment(&mut outcome, values, ratio),
-        stat => judge_statistic(&mut outcome, &values, stat),
-    }
-    outcome
-}
-
-pub(crate) fn sample_seconds(slo: &Slo, records: &[RequestRecord]) -> Vec<f64> {
-    if let SloStat::Attainment(_) = slo.stat {
-        let ok = || successful(records);
-        return match slo.metric {
-            SloMetric::Ttft => ok().filter_map(ttft_seconds).collect(),
-            SloMetric::Tpot => ok().filter_map(goodput_tpot_seconds).collect(),
-            SloMetric::E2el => ok().filter_map(e2el_seconds).collect(),
-            SloMetric::Ttfo => ok().filter_map(ttfo_seconds).collect(),
-            SloMetric::Itl => Samples::from_records(records).itl,
-        };
-    }
-    let samples = Samples::from_records(records);
-    match slo.metric {
-        SloMetric::Ttft => samples.ttft,
-        SloMetric::Tpot => samples.tpot,
-        SloMetric::Itl => samples.itl,
-        SloMetric::E2el => samples.e2el,
-        SloMetric::Ttfo => samples.ttfo,
-    }
-}
-
-fn judge_statistic(outcome: &mut SloOutcome, values: &[f64], stat: SloStat) {
-    let n = values.len();
-    let (observed, tail) = match stat {
-        SloStat::Mean => (distribution(values, &[]).mean_ms, n),
-        SloStat::Median => (distribution(values, &[]).median_ms, tail_samples(n, 50.0)),
-        SloStat::Percentile(p) | SloStat::Attainment(p) => {
-            let d = distribution(values, &[p]);
-            let value = d.percentiles_ms.first().map_or(d.max_ms, |&(_, v)| v);
-            (value, tail_samples(n, p))
-        }
-    };
-    outcome.observed_ms = Some(observed);
-    outcome.pass = outcome.slo.op.holds(observed, outcome.slo.threshold_ms);
-    outcome.tail_samples = tail;
-    if matches!(stat, SloStat::Percentile(_)) && tail < MIN_TAIL_SAMPLES {
-        outcome.warning = Some(low_tail_warning(&outcome.slo, tail, n));
-    }
-}
-
-fn judge_attainment(outcome: &mut SloOutcome, mut values: Vec<f64>, ratio: f64) {
-    let n = values.len();
-    values.sort_by(f64::total_cmp);
-    let bound_s = outcome.slo.threshold_ms / 1000.0;
-    let op = outcome.slo.op;
-    let met = values.iter().filter(|&&v| op.holds(v, bound_s)).count();
-    let needed = ((ratio * n as f64 - RANK_EPSILON).ceil().max(1.0) as usize).min(n);
-    outcome.observed_ms = Some(values[needed - 1] * 1000.0);
-    outcome.pass = met >= needed;
-    outcome.attained = Some(met as f64 / n as f64);
-    outcome.tail_samples = n - needed + 1;
-    if outcome.tail_samples < MIN_TAIL_SAMPLES {
-        outcome.warning = Some(low_tail_warning(&outcome.slo, outcome.tail_samples, n));
-    }
-}
-
 pub(crate) fn low_tail_warning(slo: &Slo, tail: usize, n: usize) -> String {
     format!(
         "{slo}: the tail rests on {tail} of {n} samples (fewer than {MIN_TAIL_SAMPLES}); \
@@ -399,32 +339,56 @@ pub(crate) fn low_tail_warning(slo: &Slo, tail: usize, n: usize) -> String {
 }
 
 impl SloOutcome {
-    /// One line for a failure list, e.g. `p99_ttft_ms 812.3 > 500`.
+    /// One line for a failure list, e.g. `p99_ttft_ms 812.3 > 500`, or
+    /// `p99_ttft_ms ∞ (failed) > 500; …` when failed requests decided it.
     pub fn describe(&self) -> String {
         let slo = &self.slo;
-        let Some(observed) = self.observed_ms else {
+        if self.samples == 0 {
             return format!("{slo}: no samples");
-        };
+        }
         let verb = match (self.pass, slo.op) {
             (true, op) => op.as_str(),
             (false, SloOp::Le) => ">",
             (false, SloOp::Lt) => ">=",
         };
+        let observed = self
+            .observed_ms
+            .map_or_else(|| INFINITE.to_string(), |v| format!("{v:.1}"));
         let name = match slo.stat {
             SloStat::Attainment(r) => {
                 let met = self.attained.unwrap_or(0.0) * 100.0;
-                return format!(
+                let line = format!(
                     "{slo}: {met:.1}% of {} within {} ms (need {}%)",
                     slo.metric.as_str(),
                     slo.threshold_ms,
                     r * 100.0
                 );
+                return self.with_failures(line);
             }
             SloStat::Mean => format!("mean_{}_ms", slo.metric.as_str()),
             SloStat::Median => format!("median_{}_ms", slo.metric.as_str()),
             SloStat::Percentile(p) => format!("{}_{}_ms", percentile_key(p), slo.metric.as_str()),
         };
-        format!("{name} {observed:.1} {verb} {}", slo.threshold_ms)
+        self.with_failures(format!("{name} {observed} {verb} {}", slo.threshold_ms))
+    }
+
+    /// `line`, then what the failed requests did when there were some:
+    /// `6 failed requests counted as misses (3 of 3 tail samples); 45.2 ms over successes`.
+    fn with_failures(&self, line: String) -> String {
+        let failures = self.failures;
+        if failures == 0 {
+            return line;
+        }
+        let vllm = match self.vllm_observed_ms {
+            Some(v) => format!("; {v:.1} ms over successes"),
+            None => String::new(),
+        };
+        format!(
+            "{line}; {failures} failed request{} counted as misses ({} of {} tail samples){vllm}",
+            if failures == 1 { "" } else { "s" },
+            self.failed_in_tail,
+            self.tail_samples
+        )
     }
 }
 

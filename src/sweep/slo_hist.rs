@@ -11,7 +11,12 @@
 //! shard computes from its own records ([`Attainment`]: samples and how many
 //! met the bound); only the value reported beside the verdict (the k-th
 //! smallest sample) comes from the histogram.
-use super::slo::{self, Slo, SloMetric, SloOutcome, SloStat, MIN_TAIL_SAMPLES, RANK_EPSILON};
+//!
+//! Failed requests are +∞ samples here as in a single process: each shard's
+//! block counts the failures due in its window, the merge sums them, and
+//! they are ranked after the histogram's samples (a goodput-form SLO's
+//! exact counts gain them as samples never within the bound).
+use super::slo::{self, Sampled, Slo, SloMetric, SloOutcome, SloStat};
 use crate::metrics::hist::{LatencyHist, RunHists};
 use crate::metrics::RequestRecord;
 use serde::{Deserialize, Serialize};
@@ -58,80 +63,98 @@ fn hist_of(metric: SloMetric, h: &RunHists) -> Option<&LatencyHist> {
 }
 
 /// Evaluate `slo` over merged histograms; `attainment` carries the summed
-/// counts of a goodput-form SLO (without them such an SLO fails, saying why).
-pub fn evaluate_hist(slo: &Slo, hists: &RunHists, attainment: Option<Attainment>) -> SloOutcome {
+/// counts of a goodput-form SLO (without them such an SLO fails, saying why),
+/// `failures` the summed failed requests of the window, each one +∞ sample
+/// as in [`super::slo::evaluate`].
+pub fn evaluate_hist(
+    slo: &Slo,
+    hists: &RunHists,
+    attainment: Option<Attainment>,
+    failures: u64,
+) -> SloOutcome {
     let Some(h) = hist_of(slo.metric, hists) else {
-        return SloOutcome {
-            slo: *slo,
-            observed_ms: None,
-            pass: false,
-            samples: 0,
-            tail_samples: 0,
-            attained: None,
-            warning: Some(format!(
+        return unjudged(
+            slo,
+            format!(
                 "{slo}: shard files carry no {} histogram; judge it in one process",
                 slo.metric.as_str()
-            )),
+            ),
+        );
+    };
+    let failures = failures as usize;
+    let count = h.count() as usize;
+    let SloStat::Attainment(ratio) = slo.stat else {
+        let sampled = Sampled {
+            successes: count,
+            failures,
+            met: None,
+        };
+        return slo::judge(slo, sampled, |f| statistic_ms(slo.stat, h, f));
+    };
+    let Some(a) = attainment else {
+        let why = format!("{slo}: the shards' files carry no attainment counts");
+        return SloOutcome {
+            samples: count,
+            ..unjudged(slo, why)
         };
     };
-    let mut o = SloOutcome {
+    let successes = a.samples as usize;
+    // Goodput TPOT counts a request with ≤ 1 output token as 0; those
+    // requests are not in the TPOT histogram.
+    let zeros = successes.saturating_sub(count);
+    let kth = |f: usize| {
+        let k = slo::needed(ratio, successes + f);
+        (k <= successes).then(|| {
+            if k <= zeros {
+                0.0
+            } else {
+                h.nth_ms((k - 1 - zeros) as u64)
+            }
+        })
+    };
+    let sampled = Sampled {
+        successes,
+        failures,
+        met: Some(a.met as usize),
+    };
+    slo::judge(slo, sampled, kth)
+}
+
+/// A failed outcome without a statistic, saying why.
+fn unjudged(slo: &Slo, why: String) -> SloOutcome {
+    SloOutcome {
         slo: *slo,
         observed_ms: None,
         pass: false,
-        samples: h.count() as usize,
+        samples: 0,
         tail_samples: 0,
         attained: None,
-        warning: None,
-    };
-    if let SloStat::Attainment(ratio) = slo.stat {
-        let Some(a) = attainment else {
-            o.warning = Some(format!(
-                "{slo}: the shards' files carry no attainment counts"
-            ));
-            return o;
-        };
-        o.samples = a.samples as usize;
-        if a.samples == 0 {
-            o.warning = Some(format!("{slo}: no {} samples", slo.metric.as_str()));
-            return o;
-        }
-        let n = a.samples;
-        let needed = ((ratio * n as f64 - RANK_EPSILON).ceil().max(1.0) as u64).min(n);
-        // Goodput TPOT counts a request with ≤ 1 output token as 0; those
-        // requests are not in the TPOT histogram.
-        let zeros = n.saturating_sub(h.count());
-        o.observed_ms = Some(if needed <= zeros {
-            0.0
-        } else {
-            h.nth_ms(needed - 1 - zeros)
-        });
-        o.pass = a.met >= needed;
-        o.attained = Some(a.met as f64 / n as f64);
-        o.tail_samples = (n - needed + 1) as usize;
-        if o.tail_samples < MIN_TAIL_SAMPLES {
-            o.warning = Some(slo::low_tail_warning(slo, o.tail_samples, o.samples));
-        }
-        return o;
+        warning: Some(why),
+        failures: 0,
+        failed_in_tail: 0,
+        vllm_observed_ms: None,
     }
-    let n = o.samples;
-    if n == 0 {
-        o.warning = Some(format!("{slo}: no {} samples", slo.metric.as_str()));
-        return o;
+}
+
+/// `stat` over the histogram's samples and `failures` samples of +∞ after
+/// them, in ms (`None` when +∞ or without samples); without failures the
+/// histogram's own statistics.
+fn statistic_ms(stat: SloStat, h: &LatencyHist, failures: usize) -> Option<f64> {
+    let n = h.count() as usize;
+    if n + failures == 0 {
+        return None;
     }
-    let (observed, tail) = match slo.stat {
-        SloStat::Mean => (h.mean_ms(), n),
-        SloStat::Median => (h.percentile_ms(50.0), slo::tail_samples(n, 50.0)),
-        SloStat::Percentile(p) | SloStat::Attainment(p) => {
-            (h.percentile_ms(p), slo::tail_samples(n, p))
-        }
-    };
-    o.observed_ms = Some(observed);
-    o.pass = slo.op.holds(observed, slo.threshold_ms);
-    o.tail_samples = tail;
-    if matches!(slo.stat, SloStat::Percentile(_)) && tail < MIN_TAIL_SAMPLES {
-        o.warning = Some(slo::low_tail_warning(slo, tail, n));
+    let nth = |k: usize| h.nth_ms(k as u64);
+    match (stat, failures) {
+        (SloStat::Mean, 0) => Some(h.mean_ms()),
+        (SloStat::Mean, _) => None,
+        (SloStat::Median, 0) => Some(h.percentile_ms(50.0)),
+        (SloStat::Percentile(p), 0) => Some(h.percentile_ms(p)),
+        (SloStat::Median, f) => slo::percentile_with_failures(n, f, 50.0, nth),
+        (SloStat::Percentile(p), f) => slo::percentile_with_failures(n, f, p, nth),
+        // Decided from the counts (`evaluate_hist`), never from here.
+        (SloStat::Attainment(_), _) => None,
     }
-    o
 }
 
 #[cfg(test)]
@@ -196,7 +219,7 @@ mod tests {
         ] {
             let slo: Slo = text.parse().unwrap();
             let exact = slo::evaluate(&slo, &union);
-            let got = evaluate_hist(&slo, &h, None);
+            let got = evaluate_hist(&slo, &h, None, 0);
             let (e, g) = (exact.observed_ms.unwrap(), got.observed_ms.unwrap());
             assert!(
                 (g - e).abs() <= e * 0.0005 + 0.001,
@@ -210,7 +233,7 @@ mod tests {
         let mean: Slo = "mean_ttft_ms<=100".parse().unwrap();
         let (e, g) = (
             slo::evaluate(&mean, &union).observed_ms.unwrap(),
-            evaluate_hist(&mean, &h, None).observed_ms.unwrap(),
+            evaluate_hist(&mean, &h, None, 0).observed_ms.unwrap(),
         );
         assert!((g - e).abs() < 1e-9 * e, "mean: {g} vs {e}");
     }
@@ -223,7 +246,7 @@ mod tests {
         mixed.extend((0..50).map(|_| rec(5_000_000, 5_010_000, 2)));
         let h = merged(&[fast, mixed]);
         let slo: Slo = "p99_ttft_ms<=1000".parse().unwrap();
-        let o = evaluate_hist(&slo, &h, None);
+        let o = evaluate_hist(&slo, &h, None, 0);
         assert!(
             (o.observed_ms.unwrap() - 5000.0).abs() < 5000.0 * 0.0005,
             "{o:?}"
@@ -247,7 +270,7 @@ mod tests {
                 sum.add(&Attainment::of(&slo, p).unwrap());
             }
             let exact = slo::evaluate(&slo, &union);
-            let got = evaluate_hist(&slo, &h, Some(sum));
+            let got = evaluate_hist(&slo, &h, Some(sum), 0);
             assert_eq!(got.pass, exact.pass, "{text}");
             assert_eq!(got.attained, exact.attained, "{text}");
             assert_eq!(got.samples, exact.samples, "{text}");
@@ -255,14 +278,89 @@ mod tests {
             assert!((g - e).abs() <= e * 0.0005 + 0.001, "{text}: {g} vs {e}");
         }
         let slo: Slo = "ttft:20".parse().unwrap();
-        let missing = evaluate_hist(&slo, &h, None);
+        let missing = evaluate_hist(&slo, &h, None, 0);
         assert!(!missing.pass && missing.warning.is_some());
+    }
+
+    /// [`shards`] with every `every`-th request of each part failed.
+    fn shards_with_failures(every: usize) -> (Vec<Vec<RequestRecord>>, Vec<RequestRecord>) {
+        let (mut parts, _) = shards();
+        for p in &mut parts {
+            for r in p.iter_mut().step_by(every) {
+                r.error = Some(crate::metrics::RequestError {
+                    kind: crate::metrics::ErrorKind::Timeout,
+                    status: None,
+                    message: "timeout".into(),
+                });
+            }
+        }
+        let union = parts.concat();
+        (parts, union)
+    }
+
+    #[test]
+    fn failures_summed_over_shards_give_the_single_process_verdict() {
+        // 1 failure in 50 (2%) and in 500 (0.2%): p99s land on them or not.
+        for every in [50, 500] {
+            let (parts, union) = shards_with_failures(every);
+            let h = merged(&parts);
+            let failures = union.iter().filter(|r| !r.is_ok()).count() as u64;
+            for text in [
+                "p99_ttft_ms<=1000",
+                "p99.9_itl_ms<=1000",
+                "p90_e2el_ms<=1000",
+                "median_tpot_ms<=100",
+                "mean_ttft_ms<=1000",
+                "ttft:1000@0.99",
+                "tpot:100@0.995",
+            ] {
+                let slo: Slo = text.parse().unwrap();
+                let mut sum = Attainment::default();
+                for p in &parts {
+                    sum.add(&Attainment::of(&slo, p).unwrap_or_default());
+                }
+                let exact = slo::evaluate(&slo, &union);
+                let got = evaluate_hist(&slo, &h, Some(sum), failures);
+                let what = format!("{text}, 1 in {every} failed: {got:?} vs {exact:?}");
+                assert_eq!(got.pass, exact.pass, "{what}");
+                assert_eq!(
+                    (
+                        got.samples,
+                        got.tail_samples,
+                        got.failures,
+                        got.failed_in_tail
+                    ),
+                    (
+                        exact.samples,
+                        exact.tail_samples,
+                        exact.failures,
+                        exact.failed_in_tail
+                    ),
+                    "{what}"
+                );
+                assert_eq!(got.attained, exact.attained, "{what}");
+                let close = |a: Option<f64>, b: Option<f64>| match (a, b) {
+                    (Some(g), Some(e)) => (g - e).abs() <= e * 0.0005 + 0.001,
+                    (a, b) => a.is_none() && b.is_none(),
+                };
+                assert!(close(got.observed_ms, exact.observed_ms), "{what}");
+                assert!(
+                    close(got.vllm_observed_ms, exact.vllm_observed_ms),
+                    "{what}"
+                );
+            }
+        }
+        // The rows differ from vLLM's where they should: at 2% the p99 is +∞.
+        let (_, union) = shards_with_failures(50);
+        let p99 = slo::evaluate(&"p99_ttft_ms<=1000".parse().unwrap(), &union);
+        assert_eq!(p99.observed_ms, None);
+        assert!(p99.vllm_observed_ms.is_some_and(|v| v < 1000.0), "{p99:?}");
     }
 
     #[test]
     fn no_samples_fail_with_a_warning() {
         let slo: Slo = "p99_itl_ms<=10".parse().unwrap();
-        let o = evaluate_hist(&slo, &RunHists::default(), None);
+        let o = evaluate_hist(&slo, &RunHists::default(), None, 0);
         assert!(!o.pass && o.observed_ms.is_none());
         assert!(o.warning.unwrap().contains("no itl samples"));
     }

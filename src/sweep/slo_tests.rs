@@ -1,6 +1,6 @@
 //! Tests for `slo.rs` (kept apart to keep the module short).
 use super::*;
-use crate::metrics::ErrorKind;
+use crate::metrics::{ErrorKind, RequestRecord};
 use crate::sweep::testing::{failed, ms, ok};
 
 fn slo(text: &str) -> Slo {
@@ -159,19 +159,33 @@ fn mean_tpot_ignores_single_token_requests_and_itl_is_flattened() {
 }
 
 #[test]
-fn failed_requests_are_not_samples() {
+fn a_failed_request_is_a_sample_over_every_bound_whatever_it_received() {
     let mut records = with_ttfts(&[100, 200]);
     let mut broken = failed(0, ErrorKind::Reset);
-    broken.first_token = Some(ms(5000));
+    broken.first_token = Some(ms(5)); // a fast first token, then the stream broke
     records.push(broken);
     let o = evaluate(&slo("p100_ttft_ms<=200"), &records);
-    assert_eq!(o.samples, 2);
-    assert!(o.pass);
+    assert_eq!(
+        (o.samples, o.failures, o.tail_samples, o.failed_in_tail),
+        (3, 1, 1, 1)
+    );
+    assert_eq!(o.observed_ms, None, "the maximum is the failure: +∞");
+    assert!(!o.pass);
+    assert_eq!(
+        o.vllm_observed_ms,
+        Some(200.0),
+        "vLLM's p100 over the successes"
+    );
+    assert_eq!(
+        o.describe(),
+        "p100_ttft_ms ∞ (failed) > 200; 1 failed request counted as misses \
+         (1 of 1 tail samples); 200.0 ms over successes"
+    );
 }
 
 #[test]
 fn with_no_samples_the_slo_fails_and_says_why() {
-    let o = evaluate(&slo("p99_ttft_ms<=500"), &[failed(0, ErrorKind::Connect)]);
+    let o = evaluate(&slo("p99_ttft_ms<=500"), &[]);
     assert!(!o.pass);
     assert_eq!(o.observed_ms, None);
     assert!(o
@@ -180,6 +194,116 @@ fn with_no_samples_the_slo_fails_and_says_why() {
         .unwrap_or("")
         .contains("no ttft samples"));
     assert_eq!(o.describe(), "p99_ttft_ms<=500: no samples");
+}
+
+#[test]
+fn a_step_whose_every_request_failed_misses_its_slo_at_infinity() {
+    let all_failed = [failed(0, ErrorKind::Connect), failed(5, ErrorKind::Timeout)];
+    let o = evaluate(&slo("p50_ttft_ms<=500"), &all_failed);
+    assert_eq!((o.samples, o.failures, o.observed_ms), (2, 2, None));
+    assert!(!o.pass);
+    assert_eq!(o.vllm_observed_ms, None, "no success: vLLM has no value");
+    assert!(o
+        .describe()
+        .starts_with("p50_ttft_ms ∞ (failed) > 500; 2 failed requests"));
+}
+
+/// TTFTs 1, 2, …, `n` ms (successes) and `failures` failed requests.
+fn ramp_with_failures(n: u64, failures: u64) -> Vec<RequestRecord> {
+    let mut records = with_ttfts(&(1..=n).collect::<Vec<_>>());
+    records.extend((0..failures).map(|i| failed(i, ErrorKind::Timeout)));
+    records
+}
+
+#[test]
+fn a_percentile_ranks_failures_last_and_is_infinite_once_its_tail_is_all_failures() {
+    // 98 successes (1..98 ms) and 2 failures: 100 samples.
+    let records = ramp_with_failures(98, 2);
+    // p99: rank 99·0.99 = 98.01, between sample 98 (a failure) and 99: +∞.
+    // vLLM's p99 over the 98: rank 97·0.99 = 96.03 → 97 + 0.03 = 97.03 ms.
+    let p99 = evaluate(&slo("p99_ttft_ms<=500"), &records);
+    assert_eq!(p99.observed_ms, None);
+    assert!(!p99.pass);
+    assert_eq!((p99.tail_samples, p99.failed_in_tail), (1, 1));
+    assert!(
+        (p99.vllm_observed_ms.unwrap() - 97.03).abs() < 1e-9,
+        "{p99:?}"
+    );
+    // p90: rank 99·0.9 = 89.1 → 90 + 0.1·(91 − 90) = 90.1 ms, where vLLM's
+    // over the 98 is rank 97·0.9 = 87.3 → 88.3 ms. Its tail (10) holds both failures.
+    let p90 = evaluate(&slo("p90_ttft_ms<=90.05"), &records);
+    assert!((p90.observed_ms.unwrap() - 90.1).abs() < 1e-9, "{p90:?}");
+    assert!(
+        (p90.vllm_observed_ms.unwrap() - 88.3).abs() < 1e-9,
+        "{p90:?}"
+    );
+    assert_eq!(
+        (p90.samples, p90.tail_samples, p90.failed_in_tail),
+        (100, 10, 2)
+    );
+    assert!(
+        !p90.pass,
+        "90.1 ms > 90.05 ms with the failures; vLLM's 88.3 would pass"
+    );
+    // The same successes without failures: exactly vLLM's value, nothing extra.
+    let clean = evaluate(&slo("p90_ttft_ms<=90.05"), &ramp_with_failures(98, 0));
+    assert_eq!(clean.observed_ms, p90.vllm_observed_ms);
+    assert_eq!((clean.failures, clean.vllm_observed_ms), (0, None));
+    assert!(clean.pass);
+}
+
+#[test]
+fn a_median_is_infinite_only_when_at_least_half_the_tail_failed() {
+    // 3 successes and 2 failures: the median is the third success.
+    let o = evaluate(&slo("median_ttft_ms<=100"), &ramp_with_failures(3, 2));
+    assert_eq!(
+        (o.observed_ms, o.tail_samples, o.failed_in_tail),
+        (Some(3.0), 3, 2)
+    );
+    assert_eq!(o.vllm_observed_ms, Some(2.0));
+    // 2 successes and 3 failures: the median is a failure.
+    let o = evaluate(&slo("median_ttft_ms<=100"), &ramp_with_failures(2, 3));
+    assert_eq!(o.observed_ms, None);
+    assert!(!o.pass);
+}
+
+#[test]
+fn a_mean_has_no_finite_value_once_one_request_failed() {
+    let o = evaluate(&slo("mean_ttft_ms<=500"), &ramp_with_failures(3, 1));
+    assert_eq!((o.observed_ms, o.vllm_observed_ms), (None, Some(2.0)));
+    assert_eq!((o.samples, o.tail_samples, o.failed_in_tail), (4, 4, 1));
+    assert!(!o.pass);
+}
+
+#[test]
+fn attainment_counts_failures_as_requests_never_within_the_bound() {
+    // 9 fast and 1 failure: 9 of 10 within 500 ms, ⌈0.9·10⌉ = 9 needed.
+    let o = evaluate(&slo("ttft:500@0.9"), &ramp_with_failures(9, 1));
+    assert!(o.pass);
+    assert_eq!((o.attained, o.observed_ms), (Some(0.9), Some(9.0)));
+    assert_eq!((o.tail_samples, o.failed_in_tail), (2, 1));
+    // 8 fast and 2 failures: 8 of 10, the 9th smallest is a failure.
+    let o = evaluate(&slo("ttft:500@0.9"), &ramp_with_failures(8, 2));
+    assert!(!o.pass);
+    assert_eq!((o.attained, o.observed_ms), (Some(0.8), None));
+    // vLLM's: ⌈0.9·8⌉ = 8th of the 8 successes.
+    assert_eq!(o.vllm_observed_ms, Some(8.0));
+    assert!(o
+        .describe()
+        .starts_with("ttft:500@0.9: 80.0% of ttft within 500 ms (need 90%); 2 failed"));
+}
+
+#[test]
+fn itl_and_tpot_take_one_infinite_sample_per_failed_request() {
+    let mut records = vec![ok(0, 50, &[10, 10, 10], 4), ok(0, 50, &[20, 20, 20], 4)];
+    records.push(failed(0, ErrorKind::Reset));
+    let itl = evaluate(&slo("p100_itl_ms<=100"), &records);
+    assert_eq!((itl.samples, itl.failures, itl.observed_ms), (7, 1, None));
+    assert_eq!(itl.vllm_observed_ms, Some(20.0));
+    let p50 = evaluate(&slo("p50_itl_ms<=100"), &records);
+    assert_eq!(p50.observed_ms, Some(20.0), "rank 3 of 7: the fourth gap");
+    let tpot = evaluate(&slo("p50_tpot_ms<=100"), &records);
+    assert_eq!((tpot.samples, tpot.failures), (3, 1));
 }
 
 #[test]

@@ -6,6 +6,7 @@
 //! write. PURE: no clock, no I/O.
 
 use super::confidence::{self, Decision, SloConfidence};
+use super::failures::judge_failures;
 use super::rows::{dist, queue_stats, slo_row, steady_row, verdict_of};
 use super::slo::SloOutcome;
 use super::steady::{self, Steadiness};
@@ -79,7 +80,8 @@ pub struct StepEvidence {
 }
 
 /// Judge one step and assemble its row of the sweep result.
-pub fn judge_step(e: StepEvidence, max_error_rate: f64) -> StepResult {
+pub fn judge_step(mut e: StepEvidence, max_error_rate: f64) -> StepResult {
+    let failed = judge_failures(&e.counts, max_error_rate, &mut e.generator);
     let (w0, w1) = e.window;
     let slo_rows = slo_rows(&e);
     let steadiness = with_queue_trend(e.steadiness, &e.queue, e.window);
@@ -96,7 +98,7 @@ pub fn judge_step(e: StepEvidence, max_error_rate: f64) -> StepResult {
         steadiness: &steadiness,
         generator: &e.generator,
     };
-    let (verdict, reasons) = judge(&input);
+    let (verdict, reasons) = failed.unwrap_or_else(|| judge(&input));
     // An SLO with a binomial confidence states how sure it is; its
     // few-tail-samples warning would only repeat that less precisely.
     let has_confidence = |i: usize| {
@@ -146,7 +148,7 @@ pub fn judge_step(e: StepEvidence, max_error_rate: f64) -> StepResult {
         decision: e
             .confidence
             .as_ref()
-            .map(|(level, each)| decision_row(*level, each, e.ended_early, c.completed)),
+            .map(|(level, each)| decision_row(*level, each, e.ended_early, c.completed + c.failed)),
         steady: steady_row(&steadiness),
         generator: GeneratorRow {
             limited: e.generator.limited,
@@ -315,6 +317,46 @@ mod tests {
         let step = judge_step(e, 0.01);
         assert_eq!(step.error_rate, 0.03);
         assert_eq!(step.verdict, Verdict::Fail);
+    }
+
+    #[test]
+    fn a_step_where_most_requests_failed_is_judged_on_them_not_on_the_generator() {
+        let mut e = steady_evidence();
+        e.counts.failed = 100;
+        e.counts.completed = 0;
+        e.counts.errors_by_kind.insert("http_status".into(), 100);
+        e.counts.first_errors = vec![r#"HTTP 400 Bad Request: {"message":"too long"}"#.into()];
+        e.generator = health::generator_health(
+            &Distribution {
+                max_ms: 655.0,
+                percentiles_ms: vec![(99.0, 655.0)],
+                ..Distribution::default()
+            },
+            1.0,
+            None,
+            None,
+        );
+        assert!(
+            e.generator.limited,
+            "the self-check alone would blame the generator"
+        );
+        let step = judge_step(e, 0.01);
+        assert_eq!(step.verdict, Verdict::Fail);
+        assert_eq!(
+            step.reasons,
+            vec![
+                "most requests failed: 100 of 100 (100%, 1% allowed; http_status 100); \
+                  first: HTTP 400 Bad Request: \"too long\""
+            ]
+        );
+        assert!(!step.generator.limited && step.generator.reasons.is_empty());
+        assert!(
+            step.warnings
+                .iter()
+                .any(|w| w.contains("self-check is not weighed")),
+            "{:?}",
+            step.warnings
+        );
     }
 
     #[test]

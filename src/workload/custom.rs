@@ -10,7 +10,7 @@ use anyhow::bail;
 use rand::rngs::StdRng;
 use serde_json::Value;
 
-use super::dataset::{finish, maybe_shuffle, prompt_tokens, text_request, SampleOptions};
+use super::sample::{finish, maybe_shuffle, prompt_tokens, text_request, SampleOptions};
 use super::tokenizer::TokenCounter;
 use super::RequestSpec;
 
@@ -83,7 +83,7 @@ pub fn parse(origin: &str, contents: &str) -> anyhow::Result<Vec<CustomRow>> {
 /// count, or [`OUTPUT_LEN_FROM_FILE`] to use each row's `output_tokens`.
 ///
 /// `prompt_len` counts the raw prompt like vLLM (`len(tokenizer(prompt).input_ids)`),
-/// or is an estimate ([`super::dataset::estimate_tokens`]) without a tokenizer.
+/// or is an estimate ([`super::sample::estimate_tokens`]) without a tokenizer.
 pub fn sample(
     origin: &str,
     mut rows: Vec<CustomRow>,

@@ -2,21 +2,22 @@
 //! prefix_repetition, timed_trace → [`RequestSpec`]s (seeded).
 //!
 //! This file owns the configuration ([`DatasetConfig`]), the one function that
-//! touches the filesystem ([`load`]), and the helpers the generators share
-//! (seeding, shuffling, oversampling, token estimates). The generators
-//! themselves live in [`super::random`], [`super::sharegpt`] and
-//! [`super::custom`]; they take file *contents* and a seeded RNG and do no I/O.
+//! touches the filesystem ([`load`]), and the dataset's seeding
+//! ([`dataset_rng`]). The generators themselves live in [`super::random`],
+//! [`super::sharegpt`], [`super::custom`] and the others; they take file
+//! *contents* and a seeded RNG and do no I/O. What they share (shuffling,
+//! oversampling, token estimates) is in [`super::sample`], below them all.
 use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
 use rand::rngs::StdRng;
-use rand::seq::SliceRandom;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 
+use super::sample::SampleOptions;
 use super::tokenizer::TokenCounter;
 use super::trace::{TraceLabels, TraceRow};
 use super::trace_expand::{self, ExpandParams, ShortRows};
-use super::{burstgpt, custom, prefix, random, rerank, sharegpt, trace, Prompt, RequestSpec};
+use super::{burstgpt, custom, prefix, random, rerank, sharegpt, trace, RequestSpec};
 
 /// Which dataset, with its own options (vLLM flag names in the docs).
 #[derive(Debug, Clone, PartialEq)]
@@ -153,17 +154,6 @@ impl DatasetConfig {
     }
 }
 
-/// The sampling options shared by the file-based datasets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SampleOptions {
-    /// How many requests to produce (`custom`: 0 = all rows).
-    pub num_prompts: usize,
-    /// Keep file order instead of shuffling with the seed.
-    pub disable_shuffle: bool,
-    /// Return fewer than `num_prompts` requests rather than duplicating samples.
-    pub no_oversample: bool,
-}
-
 impl From<&DatasetConfig> for SampleOptions {
     fn from(cfg: &DatasetConfig) -> Self {
         Self {
@@ -281,68 +271,6 @@ fn read_dataset(path: &Path, expected: &str) -> anyhow::Result<String> {
         Some(rest) => rest.to_owned(),
         None => text,
     })
-}
-
-/// Client-side token estimate used when no tokenizer is given: one token per
-/// 4 characters (Unicode scalar values), rounded up — the usual rule of thumb
-/// for English text with GPT-style BPE tokenizers.
-///
-/// It is only an estimate (code, numbers and non-Latin scripts tokenize
-/// denser); the server's `usage.prompt_tokens` overrides it in the results.
-pub fn estimate_tokens(text: &str) -> u32 {
-    let chars = text.chars().count();
-    u32::try_from(chars.div_ceil(4)).unwrap_or(u32::MAX)
-}
-
-/// Tokens in `text` as vLLM counts a dataset prompt: `len(tokenizer(text).input_ids)`,
-/// i.e. including the specials the post-processor adds (BOS, …). Without a
-/// tokenizer: [`estimate_tokens`].
-pub(crate) fn prompt_tokens(text: &str, tokenizer: Option<&TokenCounter>) -> u32 {
-    match tokenizer {
-        Some(tok) => tok
-            .count(text)
-            .saturating_add(tok.num_special_tokens_to_add()),
-        None => estimate_tokens(text),
-    }
-}
-
-/// Shuffle with the dataset RNG unless `--disable-shuffle`.
-pub(crate) fn maybe_shuffle<T>(items: &mut [T], opts: &SampleOptions, rng: &mut StdRng) {
-    if !opts.disable_shuffle {
-        items.shuffle(rng);
-    }
-}
-
-/// Like vLLM: when fewer than `num_prompts` samples were taken, append copies
-/// of randomly chosen ones (seeded) until there are `num_prompts`, unless
-/// `--no-oversample`. Then number the requests in order.
-pub(crate) fn finish(
-    mut requests: Vec<RequestSpec>,
-    num_prompts: usize,
-    no_oversample: bool,
-    rng: &mut StdRng,
-) -> Vec<RequestSpec> {
-    let n_original = requests.len();
-    if !no_oversample && n_original > 0 && n_original < num_prompts {
-        for _ in n_original..num_prompts {
-            let pick = requests[rng.random_range(0..n_original)].clone();
-            requests.push(pick);
-        }
-    }
-    for (index, request) in requests.iter_mut().enumerate() {
-        request.index = index;
-    }
-    requests
-}
-
-/// A text request (index assigned later by [`finish`]).
-pub(crate) fn text_request(prompt: String, prompt_len: u32, output_len: u32) -> RequestSpec {
-    RequestSpec {
-        index: 0,
-        prompt: Prompt::Text(prompt),
-        prompt_len,
-        output_len,
-    }
 }
 
 #[cfg(test)]

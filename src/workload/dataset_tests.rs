@@ -1,6 +1,8 @@
 //! Tests of dataset loading: seeding, files, errors.
 
 use super::*;
+use crate::workload::sample::{estimate_tokens, finish, text_request};
+use rand::Rng;
 
 fn random_cfg(seed: u64) -> DatasetConfig {
     DatasetConfig {

@@ -12,6 +12,7 @@ pub mod mt19937;
 pub mod prefix;
 pub mod random;
 pub mod rerank;
+pub mod sample;
 pub mod session;
 pub mod session_files;
 pub mod sharegpt;

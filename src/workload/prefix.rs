@@ -21,8 +21,8 @@ use anyhow::bail;
 use rand::rngs::StdRng;
 use rand::Rng;
 
-use super::dataset::{finish, maybe_shuffle, text_request, SampleOptions};
 use super::random::{COMMON_WORDS, SAFE_TOKEN_IDS};
+use super::sample::{finish, maybe_shuffle, text_request, SampleOptions};
 use super::tokenizer::TokenCounter;
 use super::{Prompt, RequestSpec};
 

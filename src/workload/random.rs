@@ -21,7 +21,7 @@ use anyhow::bail;
 use rand::rngs::StdRng;
 use rand::Rng;
 
-use super::dataset::{finish, text_request};
+use super::sample::{finish, text_request};
 use super::tokenizer::TokenCounter;
 use super::{Prompt, RequestSpec};
 

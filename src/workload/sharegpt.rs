@@ -8,7 +8,7 @@ use anyhow::{anyhow, bail};
 use rand::rngs::StdRng;
 use serde::Deserialize;
 
-use super::dataset::{finish, maybe_shuffle, prompt_tokens, text_request, SampleOptions};
+use super::sample::{finish, maybe_shuffle, prompt_tokens, text_request, SampleOptions};
 use super::tokenizer::TokenCounter;
 use super::RequestSpec;
 
@@ -101,7 +101,7 @@ pub fn is_valid(prompt_len: u32, output_len: u32, output_overridden: bool) -> bo
 ///
 /// Lengths count tokens like vLLM (`len(tokenizer(text).input_ids)`, specials
 /// included). Without a tokenizer they are estimates
-/// ([`super::dataset::estimate_tokens`]) used for the filters and
+/// ([`super::sample::estimate_tokens`]) used for the filters and
 /// `max_tokens`; the server's usage overrides the prompt count in results.
 /// `output_len` is `--sharegpt-output-len` (None: the reference's length).
 pub fn sample(

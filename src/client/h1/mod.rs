@@ -197,72 +197,127 @@ where
     let mut dec = ResponseDecoder::new();
     let mut buf = vec![0u8; READ_BUF];
     let (mut filled, mut seen_bytes) = (0usize, false);
-    let (mut ok_status, mut keep_alive) = (true, false);
+    let mut head = HeadSeen {
+        ok_status: true,
+        keep_alive: false,
+    };
     loop {
-        if filled == buf.len() {
-            if buf.len() >= wire::MAX_HEAD_BYTES {
-                return Err(H1Error::Wire(wire::WireError(
-                    "response head does not fit the read buffer".into(),
-                )));
-            }
-            buf.resize(buf.len() * 2, 0);
-        }
-        let read = conn.read(&mut buf[filled..]);
-        let n = if ok_status {
-            read.await
-        } else {
-            match tokio::time::timeout(ERROR_BODY_WAIT, read).await {
-                Ok(r) => r,
-                Err(_) => return Ok(Attempt::Done(None)),
-            }
+        make_room(&mut buf, filled)?;
+        let Some((n, at)) = read_stamped(&mut conn, &mut buf[filled..], head.ok_status).await
+        else {
+            return Ok(Attempt::Done(None));
         };
-        let task = Instant::now();
-        let kernel = conn
-            .last_rx()
-            .map(|rx| crate::rxstamp::kernel_instant(rx, task, SystemTime::now()));
-        let at = Stamp { task, kernel };
         let n = match n {
             Ok(n) => n,
             Err(e) if !seen_bytes => return stale_or(reused, H1Error::Io(e)),
             Err(e) => return Err(H1Error::Io(e)),
         };
         if n == 0 {
-            if !seen_bytes {
-                return stale_or(reused, closed("before a response head"));
-            }
-            return match dec.eof() {
-                Ok(()) => Ok(Attempt::Done(None)),
-                Err(e) => Err(closed(&e.0.replace("connection closed ", ""))),
-            };
+            return closed_early(&mut dec, seen_bytes, reused);
         }
         seen_bytes = true;
         filled += n;
-        let mut pos = 0;
-        while !dec.is_done() {
-            let (used, piece) = dec.next(&buf[pos..filled]).map_err(H1Error::Wire)?;
-            pos += used;
-            let flow = match piece {
-                Piece::NeedMore if used == 0 => break,
-                Piece::NeedMore | Piece::End => ControlFlow::Continue(()),
-                Piece::Head(h) => {
-                    ok_status = h.status == 200;
-                    keep_alive = h.keep_alive;
-                    on(Event::Status(h.status))
-                }
-                Piece::Data(d) => on(Event::Data(d, at)),
-            };
-            if flow.is_break() {
-                return Ok(Attempt::Done(None));
-            }
-        }
+        let ControlFlow::Continue(pos) = feed(&mut dec, &buf[..filled], at, &mut head, on)? else {
+            return Ok(Attempt::Done(None));
+        };
         if dec.is_done() {
             // Bytes past the response end mean the connection is out of step.
-            let reusable = keep_alive && pos == filled;
+            let reusable = head.keep_alive && pos == filled;
             return Ok(Attempt::Done(reusable.then_some(conn)));
         }
         buf.copy_within(pos..filled, 0);
         filled -= pos;
     }
+}
+
+/// What the response head said, as far as the exchange cares.
+struct HeadSeen {
+    /// 200 (an error body gets a bounded wait per read).
+    ok_status: bool,
+    keep_alive: bool,
+}
+
+/// Grows a full read buffer (a long response head), up to the head limit.
+fn make_room(buf: &mut Vec<u8>, filled: usize) -> Result<(), H1Error> {
+    if filled == buf.len() {
+        if buf.len() >= wire::MAX_HEAD_BYTES {
+            return Err(H1Error::Wire(wire::WireError(
+                "response head does not fit the read buffer".into(),
+            )));
+        }
+        buf.resize(buf.len() * 2, 0);
+    }
+    Ok(())
+}
+
+/// One read, stamped the moment it returns (the task's clock and the
+/// kernel's receive time). `None` when an error body's read waited past
+/// [`ERROR_BODY_WAIT`].
+async fn read_stamped(
+    conn: &mut Conn,
+    buf: &mut [u8],
+    ok_status: bool,
+) -> Option<(io::Result<usize>, Stamp)> {
+    let read = conn.read(buf);
+    let n = if ok_status {
+        read.await
+    } else {
+        tokio::time::timeout(ERROR_BODY_WAIT, read).await.ok()?
+    };
+    let task = Instant::now();
+    let kernel = conn
+        .last_rx()
+        .map(|rx| crate::rxstamp::kernel_instant(rx, task, SystemTime::now()));
+    Some((n, Stamp { task, kernel }))
+}
+
+/// The server closed the connection: stale before any byte, else the end of
+/// a body that runs until close, or a response cut short.
+fn closed_early(
+    dec: &mut ResponseDecoder,
+    seen_bytes: bool,
+    reused: bool,
+) -> Result<Attempt, H1Error> {
+    if !seen_bytes {
+        return stale_or(reused, closed("before a response head"));
+    }
+    match dec.eof() {
+        Ok(()) => Ok(Attempt::Done(None)),
+        Err(e) => Err(closed(&e.0.replace("connection closed ", ""))),
+    }
+}
+
+/// Decodes what `bytes` holds and tells `on` each piece (read at `at`).
+/// Returns how many bytes were used, or `Break` when `on` stopped.
+fn feed<F>(
+    dec: &mut ResponseDecoder,
+    bytes: &[u8],
+    at: Stamp,
+    head: &mut HeadSeen,
+    on: &mut F,
+) -> Result<ControlFlow<(), usize>, H1Error>
+where
+    F: FnMut(Event<'_>) -> ControlFlow<()>,
+{
+    let mut pos = 0;
+    while !dec.is_done() {
+        let (used, piece) = dec.next(&bytes[pos..]).map_err(H1Error::Wire)?;
+        pos += used;
+        let flow = match piece {
+            Piece::NeedMore if used == 0 => break,
+            Piece::NeedMore | Piece::End => ControlFlow::Continue(()),
+            Piece::Head(h) => {
+                head.ok_status = h.status == 200;
+                head.keep_alive = h.keep_alive;
+                on(Event::Status(h.status))
+            }
+            Piece::Data(d) => on(Event::Data(d, at)),
+        };
+        if flow.is_break() {
+            return Ok(ControlFlow::Break(()));
+        }
+    }
+    Ok(ControlFlow::Continue(pos))
 }
 
 async fn write_request(conn: &mut Conn, request: &[u8]) -> io::Result<()> {

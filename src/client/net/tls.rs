@@ -1,6 +1,6 @@
 //! TLS for `https://` targets: rustls with the `ring` provider, trusting the
 //! platform's root store, Mozilla's bundled roots (webpki-roots) and any
-//! `--ca-cert FILE` (whose certificates are also pinned: [`super::tls_verify`]);
+//! `--ca-cert FILE` (whose certificates are also pinned: `tls_verify`);
 //! or, with `--insecure`, trusting any certificate at all. Also turns
 //! handshake failures into one line that says what was wrong and the fix.
 

@@ -8,33 +8,9 @@ use serde::Serialize;
 use serde_json::Value;
 use std::borrow::Cow;
 
+use super::Api;
 use crate::workload::session::ChatMessage;
 use crate::workload::Prompt;
-
-/// Which API the requests use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Api {
-    /// `/v1/completions` (`--backend vllm|openai`).
-    Completions,
-    /// `/v1/chat/completions` (`--backend openai-chat`).
-    Chat,
-    /// `/v1/responses` (`--backend openai-responses`): typed SSE events.
-    Responses,
-    /// `/v1/embeddings` (`--backend openai-embeddings`): one JSON answer, no stream.
-    Embeddings,
-    /// vLLM's `/v1/rerank` (`--backend vllm-rerank`): a query and documents, one JSON answer.
-    Rerank,
-    /// vLLM's `/pooling` (`--backend vllm-pooling`): one JSON answer, no stream.
-    Pooling,
-}
-
-impl Api {
-    /// A pooling API (embeddings, rerank, pooling): the answer is one JSON
-    /// body, so a request has an end-to-end latency and nothing streamed.
-    pub fn is_pooling(self) -> bool {
-        matches!(self, Api::Embeddings | Api::Rerank | Api::Pooling)
-    }
-}
 
 /// Per-run body settings (everything but prompt and length).
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -28,82 +28,9 @@ pub fn dataset_name(name: DatasetName) -> &'static str {
 
 /// The validated dataset of a run speaking `api`.
 pub fn dataset_config(a: &RunArgs, api: Api) -> Result<DatasetConfig> {
-    let need_path = |name: &str| -> Result<PathBuf> {
-        let p = a
-            .dataset_path
-            .clone()
-            .with_context(|| format!("--dataset-name {name} needs --dataset-path FILE"))?;
-        if !p.exists() {
-            bail!("--dataset-path: '{}' does not exist", p.display());
-        }
-        Ok(p)
-    };
-    let synthetic = |name: &str| -> Result<()> {
-        if a.dataset_path.is_some() {
-            bail!("--dataset-path cannot be used with --dataset-name {name} (it is synthetic)");
-        }
-        Ok(())
-    };
     pooling_rules(a, api)?;
     trace_speed(a)?;
-    let kind = match a.dataset_name {
-        DatasetName::Random => {
-            synthetic("random")?;
-            let (ri, ro) = parse_range_ratio(&a.random_range_ratio)?;
-            DatasetKind::Random {
-                input_len: a.input_len.unwrap_or(a.random_input_len),
-                output_len: a.output_len.unwrap_or(a.random_output_len),
-                range_ratio_input: ri,
-                range_ratio_output: ro,
-                prefix_len: a.random_prefix_len,
-            }
-        }
-        DatasetName::Sharegpt => DatasetKind::ShareGpt {
-            path: need_path("sharegpt")?,
-            output_len: a.output_len.or(a.sharegpt_output_len),
-        },
-        DatasetName::Custom => DatasetKind::Custom {
-            path: need_path("custom")?,
-            output_len: a.output_len.map(i64::from).unwrap_or(a.custom_output_len),
-        },
-        DatasetName::PrefixRepetition => {
-            synthetic("prefix_repetition")?;
-            DatasetKind::PrefixRepetition(PrefixParams {
-                prefix_len: a.prefix_repetition_prefix_len,
-                suffix_len: a.prefix_repetition_suffix_len,
-                num_prefixes: a.prefix_repetition_num_prefixes,
-                output_len: a.output_len.unwrap_or(a.prefix_repetition_output_len),
-            })
-        }
-        DatasetName::Burstgpt => DatasetKind::BurstGpt {
-            path: need_path("burstgpt")?,
-        },
-        DatasetName::RandomRerank => {
-            synthetic("random-rerank")?;
-            let (ri, _) = parse_range_ratio(&a.random_range_ratio)?;
-            DatasetKind::RandomRerank(RerankParams {
-                input_len: a.input_len.unwrap_or(a.random_input_len),
-                range_ratio: ri,
-                batch_size: a.random_batch_size,
-                reranker: !a.no_reranker,
-            })
-        }
-        DatasetName::TimedTrace => DatasetKind::TimedTrace(TraceConfig {
-            path: need_path("timed_trace")?,
-            chunk_size: a.trace.timed_trace_chunk_hash_size,
-            sec_multiplier: a.trace.timed_trace_sec_multiplier,
-            labels: TraceLabels {
-                timestamp: a.trace.timed_trace_label_timestamp.clone(),
-                input_length: a.trace.timed_trace_label_input_length.clone(),
-                output_length: a.trace.timed_trace_label_output_length.clone(),
-                hash_ids: a.trace.timed_trace_label_hash_ids.clone(),
-            },
-        }),
-        DatasetName::Sonnet => bail!(
-            "--dataset-name sonnet: vLLM 0.33 removed the sonnet dataset (vllm bench serve no longer \
-             offers it), so kneecap has nothing to load; use --dataset-name random, sharegpt or custom"
-        ),
-    };
+    let kind = dataset_kind(a)?;
     if let DatasetKind::Random { input_len: 0, .. } = kind {
         bail!("--random-input-len must be at least 1");
     }
@@ -120,6 +47,99 @@ pub fn dataset_config(a: &RunArgs, api: Api) -> Result<DatasetConfig> {
             1
         },
     })
+}
+
+/// `--dataset-name` with its own options.
+fn dataset_kind(a: &RunArgs) -> Result<DatasetKind> {
+    Ok(match a.dataset_name {
+        DatasetName::Random => random_kind(a)?,
+        DatasetName::Sharegpt => DatasetKind::ShareGpt {
+            path: dataset_path(a, "sharegpt")?,
+            output_len: a.output_len.or(a.sharegpt_output_len),
+        },
+        DatasetName::Custom => DatasetKind::Custom {
+            path: dataset_path(a, "custom")?,
+            output_len: a.output_len.map(i64::from).unwrap_or(a.custom_output_len),
+        },
+        DatasetName::PrefixRepetition => {
+            synthetic(a, "prefix_repetition")?;
+            DatasetKind::PrefixRepetition(PrefixParams {
+                prefix_len: a.prefix_repetition_prefix_len,
+                suffix_len: a.prefix_repetition_suffix_len,
+                num_prefixes: a.prefix_repetition_num_prefixes,
+                output_len: a.output_len.unwrap_or(a.prefix_repetition_output_len),
+            })
+        }
+        DatasetName::Burstgpt => DatasetKind::BurstGpt {
+            path: dataset_path(a, "burstgpt")?,
+        },
+        DatasetName::RandomRerank => rerank_kind(a)?,
+        DatasetName::TimedTrace => DatasetKind::TimedTrace(trace_config(a)?),
+        DatasetName::Sonnet => bail!(
+            "--dataset-name sonnet: vLLM 0.33 removed the sonnet dataset (vllm bench serve no longer \
+             offers it), so kneecap has nothing to load; use --dataset-name random, sharegpt or custom"
+        ),
+    })
+}
+
+/// `--dataset-name random`: lengths, their spread and a shared prefix.
+fn random_kind(a: &RunArgs) -> Result<DatasetKind> {
+    synthetic(a, "random")?;
+    let (ri, ro) = parse_range_ratio(&a.random_range_ratio)?;
+    Ok(DatasetKind::Random {
+        input_len: a.input_len.unwrap_or(a.random_input_len),
+        output_len: a.output_len.unwrap_or(a.random_output_len),
+        range_ratio_input: ri,
+        range_ratio_output: ro,
+        prefix_len: a.random_prefix_len,
+    })
+}
+
+/// `--dataset-name random-rerank`: a query and documents per request.
+fn rerank_kind(a: &RunArgs) -> Result<DatasetKind> {
+    synthetic(a, "random-rerank")?;
+    let (ri, _) = parse_range_ratio(&a.random_range_ratio)?;
+    Ok(DatasetKind::RandomRerank(RerankParams {
+        input_len: a.input_len.unwrap_or(a.random_input_len),
+        range_ratio: ri,
+        batch_size: a.random_batch_size,
+        reranker: !a.no_reranker,
+    }))
+}
+
+/// `--dataset-name timed_trace`: the file and its column labels.
+fn trace_config(a: &RunArgs) -> Result<TraceConfig> {
+    Ok(TraceConfig {
+        path: dataset_path(a, "timed_trace")?,
+        chunk_size: a.trace.timed_trace_chunk_hash_size,
+        sec_multiplier: a.trace.timed_trace_sec_multiplier,
+        labels: TraceLabels {
+            timestamp: a.trace.timed_trace_label_timestamp.clone(),
+            input_length: a.trace.timed_trace_label_input_length.clone(),
+            output_length: a.trace.timed_trace_label_output_length.clone(),
+            hash_ids: a.trace.timed_trace_label_hash_ids.clone(),
+        },
+    })
+}
+
+/// `--dataset-path`, which dataset `name` needs and which must exist.
+fn dataset_path(a: &RunArgs, name: &str) -> Result<PathBuf> {
+    let p = a
+        .dataset_path
+        .clone()
+        .with_context(|| format!("--dataset-name {name} needs --dataset-path FILE"))?;
+    if !p.exists() {
+        bail!("--dataset-path: '{}' does not exist", p.display());
+    }
+    Ok(p)
+}
+
+/// Refuses `--dataset-path` for the synthetic dataset `name`.
+fn synthetic(a: &RunArgs, name: &str) -> Result<()> {
+    if a.dataset_path.is_some() {
+        bail!("--dataset-path cannot be used with --dataset-name {name} (it is synthetic)");
+    }
+    Ok(())
 }
 
 /// `Some(speed)` when requests go out at their trace timestamps (timed_trace,

@@ -100,6 +100,7 @@ impl Probe<'_> {
             out
         };
         let (out, (source, samples)) = tokio::join!(run, gauges);
+        let out = out?;
         if out.interrupted {
             bail!("interrupted before the profile finished; nothing written");
         }

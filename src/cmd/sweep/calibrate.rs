@@ -15,12 +15,16 @@ use indicatif::ProgressBar;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
-/// Run the probe within `budget`; `None` when interrupted.
+/// What the probe found: how it ended, μ, its levels and how long it took.
+type Probed = (ProbeEnd, Option<f64>, Vec<ProbeLevel>, Duration);
+
+/// Run the probe within `budget`; `None` when interrupted, an error when the
+/// server refused its first requests ([`runner::run_level`]).
 pub(super) async fn calibrate(
     ctx: &Ctx<'_>,
     budget: Duration,
     interrupt: watch::Receiver<bool>,
-) -> Option<(ProbeEnd, Option<f64>, Vec<ProbeLevel>, Duration)> {
+) -> anyhow::Result<Option<Probed>> {
     let t0 = Instant::now();
     let max_streams = match ctx.cfg.plan {
         SearchPlan::Auto { max_load, .. } => (max_load.ceil() as usize).clamp(1, 4096),
@@ -29,7 +33,7 @@ pub(super) async fn calibrate(
     let mut levels: Vec<ProbeLevel> = Vec::new();
     loop {
         match next_probe(&levels, t0.elapsed(), budget, max_streams) {
-            ProbeStep::Done { end, mu } => return Some((end, mu, levels, t0.elapsed())),
+            ProbeStep::Done { end, mu } => return Ok(Some((end, mu, levels, t0.elapsed()))),
             ProbeStep::Run {
                 concurrency,
                 length,
@@ -50,9 +54,9 @@ pub(super) async fn calibrate(
                     ProgressBar::hidden(),
                     interrupt.clone(),
                 )
-                .await;
+                .await?;
                 if out.interrupted {
-                    return None;
+                    return Ok(None);
                 }
                 levels.push(summarize(
                     concurrency,

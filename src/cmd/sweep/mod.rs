@@ -171,7 +171,7 @@ async fn search(
 ) -> Result<()> {
     let mut plan = ctx.cfg.plan.clone();
     if let Some(budget) = ctx.cfg.calibrate {
-        match calibrate::calibrate(ctx, budget, interrupt.clone()).await {
+        match calibrate::calibrate(ctx, budget, interrupt.clone()).await? {
             None => {
                 result.interrupted = true;
                 return Ok(());
@@ -197,7 +197,7 @@ async fn search(
                 format!("kneecap sweep: re-testing {load:.1}: at its cap its SLO verdict was still within noise"),
             );
         }
-        let step = run_step(ctx, history.len(), load, refining, interrupt.clone()).await;
+        let step = run_step(ctx, history.len(), load, refining, interrupt.clone()).await?;
         if !keep_step(ctx, result, &mut history, step, *interrupt.borrow(), out)? {
             break;
         }

@@ -10,7 +10,8 @@
 //! A shard sends its share of step k's seeded global schedule (or of its
 //! streams) and judges the step on that share — an informative local verdict
 //! only. Beside each step it writes a `shard` block that `kneecap merge` adds
-//! up: the counters and histograms of a sharded run over the step's window,
+//! up: the counters and histograms of a sharded run over the step's window
+//! (its failed requests among the counters: the merge counts them as misses),
 //! its start lateness against the slot, the steady-state inputs
 //! ([`crate::sweep::steady::Steadiness`]: they add across shards), the generator
 //! verdict, and the exact counts of goodput-form SLOs
@@ -93,7 +94,7 @@ pub(super) async fn run_all_steps(
             cancel_at: Some(length + timing.drain),
             watch: None,
         };
-        let m = live::measure(ctx, level, None, interrupt.clone()).await;
+        let m = live::measure(ctx, level, None, interrupt.clone()).await?;
         let interrupted = *interrupt.borrow();
         let window = (timing.warmup, length);
         let evidence = Evidence {

@@ -43,7 +43,7 @@ pub(crate) async fn run_step(
     load: f64,
     refining: bool,
     interrupt: watch::Receiver<bool>,
-) -> StepResult {
+) -> anyhow::Result<StepResult> {
     let cfg = ctx.cfg;
     let timing = match (refining, cfg.confidence) {
         (true, None) => cfg.timing.refined(),
@@ -109,7 +109,7 @@ pub(crate) async fn run_step(
         }),
     };
     let tests = adaptive.as_ref().map_or(1, |(_, rule, _)| rule.tests());
-    let m = measure(ctx, level, adaptive, interrupt).await;
+    let m = measure(ctx, level, adaptive, interrupt).await?;
     let end = m.out.releases_ended_at.unwrap_or(length);
     let evidence = Evidence {
         records: &m.out.records,
@@ -128,7 +128,7 @@ pub(crate) async fn run_step(
         step.latency_series = crate::report::series::latency_series(&m.out.records);
     }
     step.prefix_cache = m.prefix_cache;
-    step
+    Ok(step)
 }
 
 /// What running one step left: the engine's records, the generator's
@@ -146,13 +146,14 @@ pub(crate) struct Measured {
 pub(crate) type Adaptive = (Arc<Monitor>, AdaptiveRule, watch::Sender<bool>);
 
 /// Run one load level while scraping the server's queue gauges (and, for
-/// an adaptive step, watching for its verdict).
+/// an adaptive step, watching for its verdict); an error when the server
+/// refused the level's first requests ([`runner::run_level`]).
 pub(crate) async fn measure(
     ctx: &Ctx<'_>,
     mut level: Level,
     adaptive: Option<Adaptive>,
     interrupt: watch::Receiver<bool>,
-) -> Measured {
+) -> anyhow::Result<Measured> {
     if let Some(live) = &ctx.live {
         level.watch = live.observe(level.watch.take());
     }
@@ -181,14 +182,15 @@ pub(crate) async fn measure(
         out
     };
     let ((out, check), (source, queue), _last_look) = tokio::join!(run, scrape, watcher);
+    let out = out?;
     let prefix_cache = cache_hits::since(ctx.scraper.as_ref(), cache_before, &out.records).await;
-    Measured {
+    Ok(Measured {
         out,
         check,
         source: source.map(|s| format!("{s:?}").to_lowercase()),
         queue,
         prefix_cache,
-    }
+    })
 }
 
 /// Releases for one step: a Poisson/gamma schedule at `load` req/s, or a
@@ -262,7 +264,6 @@ pub(crate) fn judge_records(cfg: &SweepConfig, load: f64, e: Evidence<'_>) -> St
         goodput: goodput_slo(&cfg.slos),
     };
     let summary = stats::summarize(&in_window, w1 - w0, &opts);
-    let ok: Vec<RequestRecord> = in_window.iter().filter(|r| r.is_ok()).cloned().collect();
     let steadiness = steady::assess(e.records, e.window, &steady::SteadyThresholds::default());
     // A trace's arrivals are its own (bursty): its offered rate is what the
     // window saw, like a closed loop's.
@@ -278,10 +279,20 @@ pub(crate) fn judge_records(cfg: &SweepConfig, load: f64, e: Evidence<'_>) -> St
         load,
         window: e.window,
         counts: counts(&in_window, &summary),
-        slo_outcomes: cfg.slos.iter().map(|s| slo::evaluate(s, &ok)).collect(),
+        // Every request due in the window: a failed one is a miss (`slo`).
+        slo_outcomes: cfg
+            .slos
+            .iter()
+            .map(|s| slo::evaluate(s, &in_window))
+            .collect(),
         steadiness,
-        generator: health::generator_health_with_bound(&summary.lateness, bound, cpu, lag_p99)
-            .with_scheduling_delay(scheduling_delay_p99(&summary)),
+        generator: health::generator_health_with_bound(
+            &health::judged_lateness(&in_window),
+            bound,
+            cpu,
+            lag_p99,
+        )
+        .with_scheduling_delay(scheduling_delay_p99(&summary)),
         dists: StepDists {
             ttft: summary.ttft,
             tpot: summary.tpot,

@@ -12,7 +12,6 @@
 //! only successful requests (vLLM's S); kneecap's `lateness` uses every request
 //! that was sent, failed ones included, because dispatch delay is a property of
 //! the load generator, not of the server's answer.
-use super::fold::ItlFold;
 use super::RequestRecord;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -26,7 +25,7 @@ pub mod stamps;
 pub(crate) mod testing;
 
 pub use distribution::{distribution, mean, median, percentile, percentile_key, std_population};
-pub use peak::{max_concurrent_requests, max_output_tokens_per_s, max_output_tokens_per_s_folded};
+pub use peak::{max_concurrent_requests, max_output_tokens_per_s};
 pub use request::{
     goodput_tpot_seconds, meets_slo, request_goodput, successful, tpot_seconds, Samples,
 };
@@ -109,28 +108,6 @@ pub struct Summary {
     pub reasoning: reasoning::ReasoningTotals,
     /// kneecap: receive-stamp sources and the client scheduling delay.
     pub stamps: stamps::StampStats,
-}
-
-/// [`summarize`] for a run whose long tail of ITL gaps was folded (see
-/// [`crate::metrics::fold`]): ITL statistics come from the folded histogram
-/// plus the records not folded (percentiles then to the histogram's
-/// precision, means and std exact), the peak output rate from its 10 ms slots.
-pub fn summarize_folded(
-    records: &[RequestRecord],
-    duration: Duration,
-    opts: &StatsOptions,
-    fold: &ItlFold,
-) -> Summary {
-    let mut s = summarize(records, duration, opts);
-    if fold.is_active() {
-        let mut itl = fold.itl.clone();
-        for r in successful(records).filter(|r| !r.itl_folded) {
-            r.itl.iter().for_each(|gap| itl.record_duration(*gap));
-        }
-        s.itl = itl.distribution(&opts.percentiles);
-        s.max_output_tokens_per_s = max_output_tokens_per_s_folded(records, fold);
-    }
-    s
 }
 
 /// Compute the summary of a run of length `duration` (vLLM's D: throughputs

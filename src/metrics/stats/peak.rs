@@ -2,7 +2,6 @@
 //! concurrent requests and maximum output "tokens" per one-second bucket.
 //! PURE: exact `Duration` arithmetic on the records, no clock.
 use super::request::successful;
-use crate::metrics::fold::ItlFold;
 use crate::metrics::RequestRecord;
 use std::collections::HashMap;
 use std::time::Duration;
@@ -53,24 +52,6 @@ pub fn max_output_tokens_per_s(records: &[RequestRecord]) -> f64 {
     buckets.into_values().max().unwrap_or(0) as f64
 }
 
-/// [`max_output_tokens_per_s`] when part of the run was folded: the folded
-/// events come from `fold`'s slots, the rest from the records not folded.
-pub fn max_output_tokens_per_s_folded(records: &[RequestRecord], fold: &ItlFold) -> f64 {
-    let Some(origin) = successful(records).map(|r| r.sent).min() else {
-        return 0.0;
-    };
-    let mut buckets = fold.bucket_counts(origin);
-    let unfolded = successful(records).filter(|r| !r.itl_folded);
-    for t in unfolded.flat_map(output_event_times) {
-        let b = t.saturating_sub(origin).as_secs() as usize;
-        if b >= buckets.len() {
-            buckets.resize(b + 1, 0);
-        }
-        buckets[b] += 1;
-    }
-    buckets.into_iter().max().unwrap_or(0) as f64
-}
-
 /// vLLM's bucket array length: ⌈latest end − origin⌉ + 1 seconds.
 fn bucket_count(records: &[RequestRecord], origin: Duration) -> u64 {
     let latest_end = successful(records)
@@ -83,7 +64,7 @@ fn bucket_count(records: &[RequestRecord], origin: Duration) -> u64 {
 }
 
 /// sent + ttft, then one more instant per ITL gap.
-fn output_event_times(record: &RequestRecord) -> Vec<Duration> {
+pub(in crate::metrics) fn output_event_times(record: &RequestRecord) -> Vec<Duration> {
     let Some(ttft) = record.ttft() else {
         return Vec::new();
     };

@@ -1,0 +1,151 @@
+//! A sharded sweep step, merged from its shards' blocks, is judged as one
+//! process judges the same records: a failed request is a miss in both.
+use super::*;
+use crate::metrics::{ErrorKind, RequestError, RequestRecord};
+use crate::report::shard::ShardCounters;
+use crate::shard::{Shard, StartAt};
+use crate::sweep::rows::slo_row;
+use crate::sweep::slo;
+use crate::sweep::steady::SteadyThresholds;
+
+const SLOS: [&str; 4] = [
+    "p99_ttft_ms<=500",
+    "p90_ttft_ms<=500",
+    "ttft:500@0.99",
+    "p99_itl_ms<=500",
+];
+const WINDOW: (Duration, Duration) = (Duration::ZERO, Duration::from_secs(10));
+
+/// One step's requests: one due every 25 ms for 10 s, each fast (TTFT
+/// 40–46 ms, five 10 ms gaps), and every 50th timed out (2%).
+fn records() -> Vec<RequestRecord> {
+    let ms = Duration::from_millis;
+    (0..400u64)
+        .map(|i| {
+            let due = ms(i * 25);
+            let first = due + ms(40 + i % 7);
+            let failed = i % 50 == 3;
+            RequestRecord {
+                index: i as usize,
+                due,
+                released: due,
+                sent: due,
+                first_token: (!failed).then_some(first),
+                last_token: (!failed).then_some(first + ms(50)),
+                itl: if failed { vec![] } else { vec![ms(10); 5] },
+                prompt_len: 10,
+                output_tokens: 6,
+                error: failed.then(|| RequestError {
+                    kind: ErrorKind::Timeout,
+                    status: None,
+                    message: "timeout".into(),
+                }),
+                ..RequestRecord::default()
+            }
+        })
+        .collect()
+}
+
+fn slos() -> Vec<Slo> {
+    SLOS.iter().map(|s| s.parse().expect("valid SLO")).collect()
+}
+
+/// Shard `index` of 2 (the requests of its parity), as `kneecap sweep
+/// --shard` writes its one step: the result and the step's shard block.
+fn shard(index: usize, all: &[RequestRecord]) -> SweepShard {
+    let mine: Vec<RequestRecord> = all
+        .iter()
+        .filter(|r| r.index % 2 == index)
+        .cloned()
+        .collect();
+    let part = ShardPart {
+        start_lateness_ms: Some(0.0),
+        window_start_unix_s: 1000.0,
+        window_end_unix_s: 1010.0,
+        counters: ShardCounters::from_records(&mine, None),
+        hists: RunHists::from_records(&mine),
+        ..ShardPart::default()
+    };
+    let mut block = part.to_json();
+    let steadiness = steady::assess(&mine, WINDOW, &SteadyThresholds::default());
+    block["steadiness"] = serde_json::to_value(steadiness).expect("serializes");
+    let attainment: Vec<Option<Attainment>> =
+        slos().iter().map(|s| Attainment::of(s, &mine)).collect();
+    block["slo_attainment"] = json!(attainment);
+    let id = ShardIdentity {
+        shard: Shard { index, count: 2 },
+        fingerprint: "f00d".into(),
+        seed: 1,
+        start_at: Some(StartAt(1_000_000_000_000)),
+    };
+    let result = SweepResult {
+        slos: SLOS.iter().map(|s| s.to_string()).collect(),
+        max_error_rate: 0.05,
+        steps: vec![StepResult {
+            load: 40.0,
+            window_start_s: 0.0,
+            window_end_s: 10.0,
+            shard: Some(block),
+            ..StepResult::default()
+        }],
+        shard: Some(id.to_json()),
+        complete: true,
+        ..SweepResult::default()
+    };
+    read(&format!("shard{index}.json"), result).expect("a shard sweep")
+}
+
+#[test]
+fn a_merged_step_counts_the_shards_failures_as_misses_like_one_process() {
+    let all = records();
+    let merged = merge(vec![shard(1, &all), shard(0, &all)]).expect("merges");
+    let step = &merged.steps[0];
+    assert_eq!((step.n_requests, step.failed), (400, 8));
+    assert!(step.error_rate <= 0.05, "the error bound is not what fails");
+    let single: Vec<_> = slos()
+        .iter()
+        .map(|s| slo_row(&slo::evaluate(s, &all)))
+        .collect();
+    for (got, want) in step.slo_outcomes.iter().zip(&single) {
+        let what = format!("{got:?} vs one process {want:?}");
+        assert_eq!((&got.slo, got.pass), (&want.slo, want.pass), "{what}");
+        assert_eq!(
+            (
+                got.samples,
+                got.tail_samples,
+                got.failures,
+                got.failed_in_tail
+            ),
+            (
+                want.samples,
+                want.tail_samples,
+                want.failures,
+                want.failed_in_tail
+            ),
+            "{what}"
+        );
+        assert_eq!(
+            got.observed_ms.is_none(),
+            want.observed_ms.is_none(),
+            "{what}"
+        );
+        let (g, w) = (
+            got.vllm_observed_ms.unwrap(),
+            want.vllm_observed_ms.unwrap(),
+        );
+        assert!((g - w).abs() <= w * 0.0005 + 0.001, "{what}");
+    }
+    // The p99 TTFT lands on the failures (8 > its tail of 4): missed, while
+    // vLLM's p99 over the successes (≈ 46 ms) would pass; the p90 holds.
+    let p99 = &step.slo_outcomes[0];
+    assert_eq!((p99.pass, p99.observed_ms, p99.failures), (false, None, 8));
+    assert!(p99.vllm_observed_ms.is_some_and(|v| v < 50.0), "{p99:?}");
+    assert!(step.slo_outcomes[1].pass);
+    assert!(
+        step.reasons
+            .iter()
+            .any(|r| r.starts_with("p99_ttft_ms ∞ (failed) > 500")),
+        "{:?}",
+        step.reasons
+    );
+}
