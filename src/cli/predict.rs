@@ -12,6 +12,17 @@ pub struct PredictArgs {
     /// Engine preset: `tiny` or `7b-24gb` (see `kneecap sim --help`).
     #[arg(long, default_value = "tiny", help_heading = "Engine")]
     pub preset: String,
+    /// The engine model from a `kneecap profile` JSON instead of a preset:
+    /// its parameters (the overrides below still apply on top, to ask "what
+    /// if"), and an interval over the ends of their uncertainty, widened when
+    /// the profile flagged a misfit.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "preset",
+        help_heading = "Engine"
+    )]
+    pub profile: Option<PathBuf>,
     /// The engine overrides `kneecap sim` takes.
     #[command(flatten, next_help_heading = "Engine")]
     pub engine: super::sim::SimEngineArgs,

@@ -114,6 +114,7 @@ mod tests {
             },
             corners: Vec::new(),
             moves: true,
+            misfit: None,
         }
     }
 

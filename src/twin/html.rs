@@ -198,6 +198,7 @@ mod tests {
                 corner_knees_req_s: Vec::new(),
                 runs: 1,
                 explain: None,
+                misfit: None,
             }),
             error: knee.is_none().then(|| "too \"long\"".to_string()),
             replicas: None,

@@ -66,9 +66,16 @@ pub struct EngineJson {
     pub step_base_ms: f64,
     pub prefill_token_us: f64,
     pub decode_seq_us: f64,
+    /// How much an arriving prefill slows the decoding batch, 0..=1.
+    #[serde(default = "full_interference")]
+    pub prefill_interference: f64,
     pub prefix_caching: bool,
     /// Parameter sets at the ends of the parameters' uncertainty (0: taken as exact).
     pub corners: usize,
+}
+
+fn full_interference() -> f64 {
+    1.0
 }
 
 /// The workload's shape.
@@ -136,6 +143,7 @@ impl PredictJson {
                 step_base_ms: p.step_base.as_secs_f64() * 1e3,
                 prefill_token_us: p.per_prefill_token.as_secs_f64() * 1e6,
                 decode_seq_us: p.per_decode_seq.as_secs_f64() * 1e6,
+                prefill_interference: p.prefill_interference,
                 prefix_caching: l.prefix_caching,
                 corners,
             },

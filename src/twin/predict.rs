@@ -22,6 +22,22 @@ pub struct PredictConfig {
     pub corners: Vec<ModelParams>,
     /// Also find what moves the knee (two more searches).
     pub moves: bool,
+    /// The profile said the server departed from the model: the interval
+    /// widens beyond the corners.
+    pub misfit: Option<Misfit>,
+}
+
+/// A departure from the model that a server profile flagged (a residual
+/// its fits could not explain). The parameters' ranges already cover it
+/// within the model; the model itself may be off there too, so the
+/// prediction's interval moves out by `widen` on each side.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Misfit {
+    /// Each end of the interval moves out by this share (0.2: the low end
+    /// × 0.8, the high end × 1.2).
+    pub widen: f64,
+    /// What the model did not explain, one line per flagged parameter.
+    pub reasons: Vec<String>,
 }
 
 /// A predicted knee, in req/s of virtual time.
@@ -45,6 +61,10 @@ pub struct Prediction {
     pub runs: usize,
     /// What binds the knee and what moves it.
     pub explain: Option<KneeExplain>,
+    /// The profile's flagged departure from the model, which widened the
+    /// interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub misfit: Option<Misfit>,
 }
 
 /// Replicas that serve a target rate within the SLO.
@@ -84,8 +104,9 @@ pub fn predict(cfg: &PredictConfig) -> Result<Prediction, String> {
             }
         }
     }
-    let low = corner_knees.iter().fold(central.min, |a, &b| a.min(b));
-    let high = corner_knees.iter().fold(central.max, |a, &b| a.max(b));
+    let widen = cfg.misfit.as_ref().map_or(0.0, |m| m.widen.clamp(0.0, 1.0));
+    let low = corner_knees.iter().fold(central.min, |a, &b| a.min(b)) * (1.0 - widen);
+    let high = corner_knees.iter().fold(central.max, |a, &b| a.max(b)) * (1.0 + widen);
     Ok(Prediction {
         knee_req_s: central.median,
         low_req_s: low,
@@ -96,6 +117,7 @@ pub fn predict(cfg: &PredictConfig) -> Result<Prediction, String> {
         corner_knees_req_s: corner_knees,
         runs,
         explain: explained,
+        misfit: cfg.misfit.clone(),
     })
 }
 

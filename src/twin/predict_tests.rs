@@ -25,6 +25,7 @@ fn predicted(truth: TruthConfig, moves: bool) -> Prediction {
         truth,
         corners: Vec::new(),
         moves,
+        misfit: None,
     })
     .unwrap()
 }
@@ -139,6 +140,7 @@ fn corners_widen_the_interval_around_the_central_knee() {
         truth: cfg,
         corners,
         moves: false,
+        misfit: None,
     })
     .unwrap();
     assert_eq!(wide.knee_req_s, exact.knee_req_s);
@@ -156,6 +158,33 @@ fn corners_widen_the_interval_around_the_central_knee() {
 }
 
 #[test]
+fn a_flagged_misfit_widens_the_interval_beyond_the_corners() {
+    let cfg = slots();
+    let exact = predicted(cfg.clone(), false);
+    let misfit = Misfit {
+        widen: 0.2,
+        reasons: vec!["decode per sequence: curved".into()],
+    };
+    let wide = predict(&PredictConfig {
+        truth: cfg,
+        corners: Vec::new(),
+        moves: false,
+        misfit: Some(misfit.clone()),
+    })
+    .unwrap();
+    assert_eq!(wide.knee_req_s, exact.knee_req_s);
+    assert!(
+        (wide.low_req_s - 0.8 * exact.low_req_s).abs() < 1e-9,
+        "{wide:?}"
+    );
+    assert!(
+        (wide.high_req_s - 1.2 * exact.high_req_s).abs() < 1e-9,
+        "{wide:?}"
+    );
+    assert_eq!(wide.misfit, Some(misfit));
+}
+
+#[test]
 fn replicas_round_up_and_the_interval_ends_swap() {
     let p = Prediction {
         knee_req_s: 10.0,
@@ -167,6 +196,7 @@ fn replicas_round_up_and_the_interval_ends_swap() {
         corner_knees_req_s: vec![8.0, 12.5],
         runs: 1,
         explain: None,
+        misfit: None,
     };
     let r = replicas(100.0, &p);
     assert_eq!((r.replicas, r.low, r.high), (Some(10), Some(8), Some(13)));
@@ -189,6 +219,7 @@ fn a_bad_corner_is_named() {
         truth: slots(),
         corners: vec![slots().params, bad],
         moves: false,
+        misfit: None,
     })
     .unwrap_err();
     assert!(

@@ -12,6 +12,7 @@
 //! the parameter sets at the ends of the ranges, for an interval on any
 //! prediction.
 
+use super::predict::Misfit;
 use crate::sim::{ModelParams, SimConfig};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -214,6 +215,11 @@ pub struct Corner {
     pub params: ModelParams,
 }
 
+/// The least a flagged misfit widens a prediction's interval, each side.
+pub const MISFIT_MIN_WIDEN: f64 = 0.10;
+/// The most (a wider departure says the model does not describe the server).
+pub const MISFIT_MAX_WIDEN: f64 = 0.50;
+
 /// The stand-in for "no upper end" of a count in [`ServerProfile::corners`]:
 /// the limit does not bind.
 pub const UNBOUNDED_COUNT: f64 = 1.0e9;
@@ -278,6 +284,44 @@ impl ServerProfile {
         if let Some(on) = self.params.prefix_caching.enabled {
             cfg.prefix_caching = on;
         }
+    }
+
+    /// The departure from the model the fits flagged, if any: each
+    /// [`Status::Misfit`] parameter's reason, and how far a prediction's
+    /// interval must widen beyond the corners: the largest relative half
+    /// range (2σ / value) of a flagged parameter, at least
+    /// [`MISFIT_MIN_WIDEN`] and at most [`MISFIT_MAX_WIDEN`]. A bad fit never
+    /// leaves a tight interval.
+    pub fn misfit(&self) -> Option<Misfit> {
+        let p = &self.params;
+        let named = [
+            ("step base", &p.step_base_ms),
+            ("prefill per token", &p.prefill_token_us),
+            ("prefill fixed", &p.prefill_fixed_ms),
+            ("decode per sequence", &p.decode_seq_us),
+            ("max num seqs", &p.max_num_seqs),
+            ("KV cache", &p.kv_cache_tokens),
+            ("token budget", &p.max_num_batched_tokens),
+            ("prefill interference", &p.prefill_interference),
+        ];
+        let flagged: Vec<_> = named
+            .iter()
+            .filter(|(_, e)| e.status == Status::Misfit)
+            .collect();
+        if flagged.is_empty() {
+            return None;
+        }
+        let widest = flagged
+            .iter()
+            .map(|(_, e)| 2.0 * e.uncertainty / e.value.abs().max(f64::MIN_POSITIVE))
+            .fold(0.0, f64::max);
+        Some(Misfit {
+            widen: widest.clamp(MISFIT_MIN_WIDEN, MISFIT_MAX_WIDEN),
+            reasons: flagged
+                .iter()
+                .map(|(name, e)| format!("{name}: {}", e.note.as_deref().unwrap_or("misfit")))
+                .collect(),
+        })
     }
 
     /// The profile as pretty JSON.

@@ -101,3 +101,25 @@ fn apply_sets_the_engine_and_prefix_caching() {
     profile.apply(&mut cfg);
     assert!(cfg.prefix_caching, "unknown leaves it as it was");
 }
+
+#[test]
+fn a_profile_without_misfits_asks_for_no_widening() {
+    assert_eq!(sample().misfit(), None);
+}
+
+#[test]
+fn a_misfit_widens_predictions_by_its_relative_range_within_bounds() {
+    let mut p = sample();
+    // 2σ = 3 on 10: ±30%.
+    p.params.decode_seq_us = Estimate::fitted(10.0, 0.1, 0.0, "line").misfit(1.5, 0.0, "curved");
+    let m = p.misfit().unwrap();
+    assert!((m.widen - 0.3).abs() < 1e-12, "{m:?}");
+    assert_eq!(m.reasons, vec!["decode per sequence: curved".to_string()]);
+    // A slight misfit still widens by the floor; a wild one is capped.
+    p.params.decode_seq_us = Estimate::fitted(10.0, 0.1, 0.0, "line").misfit(0.1, 0.0, "x");
+    assert_eq!(p.misfit().unwrap().widen, MISFIT_MIN_WIDEN);
+    p.params.prefill_token_us = Estimate::fitted(1.0, 0.1, 0.0, "line").misfit(5.0, 0.0, "y");
+    let m = p.misfit().unwrap();
+    assert_eq!(m.widen, MISFIT_MAX_WIDEN);
+    assert_eq!(m.reasons.len(), 2);
+}

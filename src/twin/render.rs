@@ -5,7 +5,7 @@
 
 use super::json::{PredictJson, SIMULATED};
 use super::knee::KneeKind;
-use super::predict::{Prediction, Replicas};
+use super::predict::{Misfit, Prediction, Replicas};
 use crate::report::explain::Binding;
 use std::fmt::Write as _;
 
@@ -60,15 +60,39 @@ pub(super) fn engine_words(j: &PredictJson) -> String {
             e.corners
         )
     };
+    let interference = if e.prefill_interference < 1.0 {
+        format!(", prefill interference {:.2}", e.prefill_interference)
+    } else {
+        String::new()
+    };
     format!(
-        "engine {}: max-num-seqs {}, kv-cache-tokens {}, step {} ms + {} µs/prefill token + {} µs/decoding sequence, prefix caching {} ({uncertainty})",
+        "engine {}: max-num-seqs {}, kv-cache-tokens {}, step {} ms + {} µs/prefill token + {} µs/decoding sequence{interference}, prefix caching {} ({uncertainty})",
         e.source,
         e.max_num_seqs,
         e.kv_cache_tokens,
-        e.step_base_ms,
-        e.prefill_token_us,
-        e.decode_seq_us,
+        round3(e.step_base_ms),
+        round3(e.prefill_token_us),
+        round3(e.decode_seq_us),
         if e.prefix_caching { "on" } else { "off" }
+    )
+}
+
+/// Three significant figures, as a number that prints without trailing
+/// noise (a profile's fitted values are not round).
+fn round3(x: f64) -> f64 {
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    let scale = 10f64.powi(2 - x.abs().log10().floor() as i32);
+    (x * scale).round() / scale
+}
+
+/// `the profile flagged a misfit (...)`: why the interval is wider.
+fn misfit_words(m: &Misfit) -> String {
+    format!(
+        "the profile flagged a departure from the model, so the interval is widened by ±{:.0}%: {}",
+        m.widen * 100.0,
+        m.reasons.join("; ")
     )
 }
 
@@ -107,6 +131,9 @@ pub fn knee_text(j: &PredictJson) -> String {
     let _ = writeln!(s, "PREDICTED knee: {} — {SIMULATED}", knee_words(p));
     let _ = writeln!(s, "  {}", workload_words(j));
     let _ = writeln!(s, "  {}", engine_words(j));
+    if let Some(m) = &p.misfit {
+        let _ = writeln!(s, "  {}", misfit_words(m));
+    }
     if let Some(e) = &p.explain {
         let _ = writeln!(s, "  binds: {}", e.line);
         if let Some(m) = &e.moves {
@@ -178,6 +205,12 @@ pub fn grid_text(j: &PredictJson) -> String {
         )
     );
     let _ = writeln!(s, "  {}", engine_words(j));
+    if let Some(m) = cells
+        .iter()
+        .find_map(|c| c.prediction.as_ref()?.misfit.as_ref())
+    {
+        let _ = writeln!(s, "  {}", misfit_words(m));
+    }
     let mut shares: Vec<f64> = cells.iter().map(|c| c.prefix_share).collect();
     shares.dedup();
     for share in shares {

@@ -40,6 +40,7 @@ fn prediction(knee: f64, binds: Binding) -> Prediction {
             evidence: Evidence::default(),
             moves: None,
         }),
+        misfit: None,
     }
 }
 

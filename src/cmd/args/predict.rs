@@ -3,14 +3,14 @@
 //! each rule naming its flag.
 
 use super::dataset::parse_range_ratio;
-use super::sim::{engine_params, MAX_TRUTH_SEEDS};
+use super::sim::{engine_params, load_profile, override_params, MAX_TRUTH_SEEDS};
 use crate::cli::predict::PredictArgs;
 use crate::sim::virtual_time::VirtualLoad;
 use crate::sim::ModelParams;
 use crate::sweep::slo::Slo;
 use crate::twin::grid::{prefix_tokens, GridSpec};
 use crate::twin::knee::{needs_token_times, TruthConfig};
-use crate::twin::predict::PredictConfig;
+use crate::twin::predict::{Misfit, PredictConfig};
 use anyhow::{bail, Result};
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -37,7 +37,8 @@ pub struct PredictOptions {
 
 /// Validate `kneecap predict`'s flags; errors name the flag and the fix.
 pub fn predict_options(a: &PredictArgs) -> Result<PredictOptions> {
-    let params = engine_params(&a.preset, &a.engine)?;
+    let engine = engine(a)?;
+    let params = engine.params.clone();
     let slos = a
         .slos
         .iter()
@@ -57,7 +58,7 @@ pub fn predict_options(a: &PredictArgs) -> Result<PredictOptions> {
     let load = VirtualLoad {
         token_times: needs_token_times(&slos),
         shared_prefix: a.random_prefix_len,
-        prefix_caching: !a.engine.no_enable_prefix_caching,
+        prefix_caching: engine.prefix_caching,
         ..VirtualLoad::fixed(
             a.random_input_len,
             a.random_output_len,
@@ -77,16 +78,61 @@ pub fn predict_options(a: &PredictArgs) -> Result<PredictOptions> {
         precision: a.precision,
     };
     Ok(PredictOptions {
-        source: format!("preset {}", a.preset),
+        source: engine.source,
         config: PredictConfig {
             truth,
-            corners: Vec::new(),
+            corners: engine.corners,
             moves: !a.no_moves && grid.is_none(),
+            misfit: engine.misfit,
         },
         grid,
         target_rate: a.target_rate,
         output: a.output.clone(),
         html: a.html.clone(),
+    })
+}
+
+/// The engine model: a preset's exact parameters, or a profile's central
+/// ones with its corners and misfit; the overrides on top of either.
+struct Engine {
+    source: String,
+    params: ModelParams,
+    corners: Vec<ModelParams>,
+    prefix_caching: bool,
+    misfit: Option<Misfit>,
+}
+
+fn engine(a: &PredictArgs) -> Result<Engine> {
+    let no_cache = a.engine.no_enable_prefix_caching;
+    let Some(path) = &a.profile else {
+        return Ok(Engine {
+            source: format!("preset {}", a.preset),
+            params: engine_params(&a.preset, &a.engine)?,
+            corners: Vec::new(),
+            prefix_caching: !no_cache,
+            misfit: None,
+        });
+    };
+    let profile = load_profile(path)?;
+    let mut params = profile.params();
+    override_params(&a.engine, &mut params)?;
+    // Each corner with the same overrides (an overridden parameter is
+    // exact); the ones equal to the centre or to an earlier corner dropped.
+    let mut corners: Vec<ModelParams> = Vec::new();
+    for c in profile.corners() {
+        let mut p = c.params;
+        override_params(&a.engine, &mut p)
+            .map_err(|e| anyhow::anyhow!("--profile corner '{}': {e:#}", c.name))?;
+        if p != params && !corners.contains(&p) {
+            corners.push(p);
+        }
+    }
+    Ok(Engine {
+        source: format!("profile {}", path.display()),
+        params,
+        corners,
+        prefix_caching: !no_cache && profile.params.prefix_caching.enabled.unwrap_or(true),
+        misfit: profile.misfit(),
     })
 }
 

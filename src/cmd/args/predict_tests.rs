@@ -120,3 +120,83 @@ fn the_grid_flags_need_grid_and_an_slo_is_required() {
     // With the grid the single workload's lengths are not checked.
     parse(&argv("--slo ttft:1 --grid --random-input-len 9000")).unwrap();
 }
+
+/// A profile file (the `tiny` parameters with ±5% on the costs) in `dir`.
+fn profile_file(dir: &std::path::Path) -> String {
+    let path = dir.join("prof.json");
+    std::fs::write(&path, crate::twin::testing::sample().to_json()).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+#[test]
+fn a_profile_gives_the_central_parameters_and_its_corners_with_the_overrides_on_top() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = profile_file(dir.path());
+    let profile = crate::twin::testing::sample();
+    let o = parse(&argv(&format!("--slo ttft:1 --profile {file}"))).unwrap();
+    assert_eq!(o.config.truth.params, profile.params());
+    assert_eq!(o.source, format!("profile {file}"));
+    assert!(o.config.truth.load.prefix_caching && o.config.misfit.is_none());
+    // Corners equal to the centre (the reported KV cache) are dropped.
+    let c = &o.config.corners;
+    assert!(
+        c.len() >= 10 && c.len() < profile.corners().len(),
+        "{}",
+        c.len()
+    );
+    assert!(c.iter().all(|p| *p != profile.params()));
+    // "What if": an override holds in the centre and in every corner.
+    let o = parse(&argv(&format!(
+        "--slo ttft:1 --profile {file} --max-num-seqs 64 --no-enable-prefix-caching"
+    )))
+    .unwrap();
+    assert_eq!(o.config.truth.params.max_num_seqs, 64);
+    assert!(o.config.corners.iter().all(|p| p.max_num_seqs == 64));
+    assert!(!o.config.truth.load.prefix_caching);
+}
+
+#[test]
+fn a_profile_with_a_misfit_asks_for_a_wider_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut profile = crate::twin::testing::sample();
+    let e = profile.params.decode_seq_us.clone();
+    profile.params.decode_seq_us = e.misfit(10.0, 0.0, "curved");
+    let path = dir.path().join("bad.json");
+    std::fs::write(&path, profile.to_json()).unwrap();
+    let o = parse(&argv(&format!("--slo ttft:1 --profile {}", path.display()))).unwrap();
+    let m = o.config.misfit.unwrap();
+    assert!(m.widen >= 0.1 && m.reasons[0].contains("curved"), "{m:?}");
+}
+
+#[test]
+fn a_missing_or_foreign_profile_is_refused_naming_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let other = dir.path().join("other.json");
+    std::fs::write(&other, "{\"kind\": \"kneecap-predict\"}").unwrap();
+    let file = profile_file(dir.path());
+    let rows = [
+        "--slo ttft:1 --profile /nonexistent/p.json => --profile: cannot read".to_string(),
+        format!(
+            "--slo ttft:1 --profile {} => no schema_version",
+            other.display()
+        ),
+        format!(
+            "--slo ttft:1 --profile {file} --max-num-seqs 0 => --max-num-seqs must be at least 1"
+        ),
+    ];
+    assert_rows_rejected(&rows.iter().map(String::as_str).collect::<Vec<_>>(), parse);
+    // A profile replaces the preset: both is a usage error.
+    let words = [
+        "kneecap",
+        "predict",
+        "--slo",
+        "ttft:1",
+        "--preset",
+        "tiny",
+        "--profile",
+        &file,
+    ]
+    .into_iter()
+    .map(String::from);
+    assert!(Cli::try_parse_from(normalize_args(words)).is_err());
+}

@@ -115,7 +115,16 @@ pub fn truth_args(a: &SimArgs) -> anyhow::Result<Option<TruthArgs>> {
 
 /// Applies the engine overrides (each rule names its flag) to `cfg`.
 pub fn apply_engine(a: &SimEngineArgs, cfg: &mut SimConfig) -> anyhow::Result<()> {
-    let p = &mut cfg.params;
+    override_params(a, &mut cfg.params)?;
+    if a.no_enable_prefix_caching {
+        cfg.prefix_caching = false;
+    }
+    Ok(())
+}
+
+/// Applies the overrides of the engine's parameters (all but the prefix
+/// cache) to `p`, checking the result; each rule names its flag.
+pub fn override_params(a: &SimEngineArgs, p: &mut ModelParams) -> anyhow::Result<()> {
     set(&mut p.max_num_seqs, a.max_num_seqs);
     set(&mut p.max_num_batched_tokens, a.max_num_batched_tokens);
     set(&mut p.kv_cache_tokens, a.kv_cache_tokens);
@@ -149,9 +158,6 @@ pub fn apply_engine(a: &SimEngineArgs, cfg: &mut SimConfig) -> anyhow::Result<()
             p.kv_cache_tokens,
             p.max_model_len
         );
-    }
-    if a.no_enable_prefix_caching {
-        cfg.prefix_caching = false;
     }
     Ok(())
 }
