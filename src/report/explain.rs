@@ -67,11 +67,12 @@ pub struct Evidence {
     pub kv_blocked_share: Option<f64>,
     /// Preemptions per request.
     pub preemptions_per_request: Option<f64>,
-    /// Share of the step time spent on the steps' fixed cost.
+    /// Share of the engine's work (each part at its whole compute time)
+    /// spent on the steps' fixed cost.
     pub base_share: Option<f64>,
-    /// Share of the step time spent computing prompt tokens.
+    /// Share of the work spent computing prompt tokens.
     pub prefill_share: Option<f64>,
-    /// Share of the step time spent on decoding sequences.
+    /// Share of the work spent on decoding sequences.
     pub decode_share: Option<f64>,
 }
 

@@ -29,13 +29,18 @@ pub struct Usage {
     /// Share of the window with requests waiting, a free slot and token
     /// budget left, but no KV-cache room to admit them (or a preemption).
     pub kv_blocked_share: f64,
-    /// Share of the window whose step used the whole token budget.
+    /// Share of the window whose step used the whole token budget (or,
+    /// below full prefill interference, every prompt token its prefill lane
+    /// holds).
     pub budget_full_share: f64,
-    /// Of the busy time, the share spent on the steps' fixed cost.
+    /// Of the work, the share of the steps' fixed cost.
     pub base_share: f64,
-    /// Of the busy time, the share spent computing prompt tokens.
+    /// Of the work (fixed cost, prompt tokens and decodes, each at its whole
+    /// compute time), the share of the prompt tokens. Below full prefill
+    /// interference part of it runs beside the decode step (a prefill lane),
+    /// so a full lane shows as more than the fixed cost and decodes together.
     pub prefill_share: f64,
-    /// Of the busy time, the share spent on decoding sequences.
+    /// Of the work, the share of decoding sequences.
     pub decode_share: f64,
     /// Preemptions in the window.
     pub preemptions: u64,
@@ -117,18 +122,25 @@ impl UsageMeter {
         self.kv += dt * state.kv_usage;
         self.preemptions += state.preemptions;
         let used = u64::from(out.prefill_tokens) + u64::from(out.decode_seqs);
+        let (prompt, decodes) = (u64::from(out.prefill_tokens), u64::from(out.decode_seqs));
+        // Below full interference a step beside decoders computes no more
+        // prompt tokens than its prefill lane holds: a full lane, like a
+        // full budget, is what holds the queue back, not the KV cache.
+        let full = used >= self.budget || prompt >= u64::from(params.prefill_lane_cap(decodes));
         if state.running >= self.max_num_seqs {
             self.full += dt;
-        } else if state.waiting > 0 && (used < self.budget || state.preemptions > 0) {
+        } else if state.waiting > 0 && (!full || state.preemptions > 0) {
             self.kv_blocked += dt;
         }
-        if used >= self.budget {
+        if full {
             self.budget_full += dt;
         }
         let secs = |d: Duration| d.as_secs_f64();
         self.base += secs(params.step_base);
-        self.prefill += secs(params.per_prefill_token) * f64::from(out.prefill_tokens);
-        self.decode += secs(params.per_decode_seq) * f64::from(out.decode_seqs);
+        // The prompt tokens' whole compute, also the part a step below full
+        // interference runs beside its decoders (the prefill lane's work).
+        self.prefill += secs(params.per_prefill_token) * prompt as f64;
+        self.decode += secs(params.per_decode_seq) * decodes as f64;
     }
 
     /// The averages so far.
@@ -224,6 +236,34 @@ mod tests {
             "{u:?}"
         );
         assert!((u.budget_full_share - (1.0 - first / u.window_s)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_full_prefill_lane_holds_the_queue_back_not_the_kv_cache() {
+        // α = 0.1: beside 10 decoders (5 ms base + 10 × 50 µs = 5.5 ms of
+        // room) a step hides at most 5.5 ms / (0.9 × 5 µs) = 1222 prompt
+        // tokens, well under the 4096-token budget.
+        let p = ModelParams {
+            max_num_batched_tokens: 4096,
+            prefill_interference: 0.1,
+            ..preset::tiny()
+        };
+        let lane = p.prefill_lane_cap(10);
+        assert_eq!(lane, 1222);
+        let mut m = UsageMeter::new(&p, Duration::ZERO);
+        m.step(&p, &step(0, lane, 10, &p), state(11, 3, 0.2));
+        let u = m.usage();
+        assert_eq!(u.kv_blocked_share, 0.0, "{u:?}");
+        assert_eq!(u.budget_full_share, 1.0, "{u:?}");
+        // The lane is busy the whole step: the prompt tokens' whole compute
+        // (not the α of it the step is charged) is as long as the step, more
+        // than the fixed cost and the decodes beside it.
+        let prefill_s = 5e-6 * f64::from(lane);
+        let busy = p.step_time(u64::from(lane), 10).as_secs_f64();
+        assert!((prefill_s - busy).abs() < 1e-5, "{prefill_s} vs {busy}");
+        let work = 5e-3 + prefill_s + 10.0 * 50e-6;
+        assert!((u.prefill_share - prefill_s / work).abs() < 1e-9, "{u:?}");
+        assert!(u.prefill_share > u.base_share + u.decode_share, "{u:?}");
     }
 
     #[test]

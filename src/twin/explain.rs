@@ -13,8 +13,10 @@
 //!    largest share of the step time. At saturation that share is the
 //!    elasticity of the service rate to the batch size (μ = B / (L·base +
 //!    B·work)), so more slots would move the knee more than cheaper tokens.
-//! 3. Otherwise **compute**: prefill when prompt tokens take more of the step
-//!    time than the fixed cost and the decoding sequences together, decode
+//! 3. Otherwise **compute**: prefill when prompt tokens take more of the
+//!    engine's work than the fixed cost and the decoding sequences together
+//!    (their whole compute: below full prefill interference part of it runs
+//!    beside the step, and a full prefill lane shows this way), decode
 //!    (the step's fixed cost and the per-sequence cost) when not.
 //!
 //! Pure: numbers in, an explanation out.
@@ -143,7 +145,7 @@ fn reason(binds: Binding, a: &AtKnee) -> String {
             pct(u.kv_blocked_share)
         ),
         Binding::PrefillCompute => format!(
-            "prompt tokens take {} of the step time at the knee ({running})",
+            "prompt tokens are {} of the engine's work at the knee ({running})",
             pct(u.prefill_share)
         ),
         _ => format!(

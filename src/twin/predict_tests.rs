@@ -95,6 +95,30 @@ fn four_engines_each_bound_by_one_resource_are_named_correctly() {
     }
 }
 
+/// Half interference: prompts run in a prefill lane beside the decode
+/// steps, so the step time holds only half their cost, but the lane (one
+/// prompt token per 150 µs) is what the 1024-token prompts queue for. The
+/// slots and the KV cache are roomy, the step's fixed cost large.
+#[test]
+fn a_full_prefill_lane_is_named_prefill_compute_and_the_prefill_cost_moves_it() {
+    let p = ModelParams {
+        max_num_seqs: 48,
+        kv_cache_tokens: 60_000,
+        step_base: Duration::from_millis(12),
+        per_prefill_token: Duration::from_micros(150),
+        per_decode_seq: Duration::from_micros(300),
+        prefill_interference: 0.5,
+        ..preset::tiny()
+    };
+    let p = predicted(search(p, (1024, 128), "p99_ttft_ms<=1000"), true);
+    let e = p.explain.unwrap();
+    assert_eq!(e.binds, Binding::PrefillCompute, "{}", e.line);
+    let m = e.moves.unwrap();
+    assert_eq!(m.parameter, "prefill_token_us");
+    assert!(m.minus_25.knee.unwrap() > 1.15 * p.knee_req_s, "{m:?}");
+    assert!(m.plus_25.knee.unwrap() < 0.85 * p.knee_req_s, "{m:?}");
+}
+
 #[test]
 fn the_tpot_engine_names_the_failing_tpot_slo_and_the_per_sequence_cost() {
     let p = predicted(tpot(), true);
