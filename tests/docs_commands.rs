@@ -134,9 +134,27 @@ fn all_commands() -> Vec<DocCommand> {
     cmds
 }
 
+/// A profile `kneecap profile` wrote (of the simulator), standing in for
+/// the file a documented `sim --profile` or `predict --profile` names.
+const PROFILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/profile.json");
+
+/// The command's words, a `--profile FILE` of `sim` or `predict` pointing
+/// at [`PROFILE`] (`run --profile` is vLLM's flag, without a value).
+fn with_profile(cmd: &DocCommand) -> Vec<String> {
+    let mut words = cmd.words.clone();
+    if matches!(words[0].as_str(), "sim" | "predict") {
+        if let Some(i) = words.iter().position(|w| w == "--profile") {
+            if let Some(file) = words.get_mut(i + 1) {
+                *file = PROFILE.to_string();
+            }
+        }
+    }
+    words
+}
+
 /// Parse as `main` does, then convert to the command's validated config.
 fn check(cmd: &DocCommand) -> Result<(), String> {
-    let argv = std::iter::once("kneecap".to_string()).chain(cmd.words.iter().cloned());
+    let argv = std::iter::once("kneecap".to_string()).chain(with_profile(cmd));
     let cli = Cli::try_parse_from(normalize_args(argv)).map_err(|e| e.to_string())?;
     let err = |e: anyhow::Error| format!("{e:#}");
     match cli.command {
