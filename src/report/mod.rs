@@ -7,6 +7,7 @@ pub mod assemble;
 pub mod chart;
 pub mod console;
 pub mod cost;
+pub mod explain;
 pub mod html;
 pub mod json;
 pub mod knee_text;
