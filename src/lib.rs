@@ -44,6 +44,7 @@ pub mod live;
 pub mod merge;
 pub mod metrics;
 pub mod report;
+pub mod result;
 pub mod rxstamp;
 pub mod schedule;
 pub mod shard;

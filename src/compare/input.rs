@@ -15,7 +15,7 @@
 use super::stats::Sample;
 use crate::client::scrape::QueueSample;
 use crate::report::json::RunJson;
-use crate::report::sweep::{SloOutcomeRow, StepResult, SweepResult};
+use crate::result::sweep::{SloOutcomeRow, StepResult, SweepResult};
 use serde_json::{Map, Value};
 
 /// What a result file holds.
@@ -397,7 +397,7 @@ mod tests {
 
     #[test]
     fn sweep_kind_is_detected() {
-        let mut s = crate::report::table::fixture::sweep_with(&[4.0], &[8.0]);
+        let mut s = crate::result::fixture::sweep_with(&[4.0], &[8.0]);
         s.kind = "kneecap_sweep".into();
         let text = serde_json::to_string(&s).unwrap();
         assert!(matches!(parse(&text).unwrap(), Input::Sweep(_)));

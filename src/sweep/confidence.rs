@@ -92,17 +92,7 @@ impl SloConfidence {
     }
 }
 
-/// Where a step's verdict stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Decision {
-    /// Every SLO with an interval holds with the confidence asked.
-    Pass,
-    /// Some SLO is missed with the confidence asked.
-    Fail,
-    /// Neither yet: the step should run longer.
-    Undecided,
-}
+pub use crate::result::Decision;
 
 /// `P(Bin(n, q) ≤ k)`, exactly: the probability mass summed in log space (no
 /// normal approximation; fine for the sample counts of a step).

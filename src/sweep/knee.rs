@@ -48,7 +48,7 @@ pub use super::plateau::{
     queue_onset, service_rate_estimate, service_rate_from_queue, QUEUE_ONSET_WAITING,
     SATURATED_RATIO,
 };
-pub use crate::report::sweep::LoadUnit;
+pub use crate::result::LoadUnit;
 
 /// Which loads a sweep measures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -3,7 +3,7 @@
 //! health check ([`health`], from [`crate::metrics`]), the knee search
 //! ([`mod@knee`]), the verdict on one step ([`judge`]) and the one step judge
 //! shared by the live sweep and `kneecap merge` ([`step`]); [`rows`] turns
-//! verdicts into the rows of a [`crate::report::sweep::SweepResult`]. PURE:
+//! verdicts into the rows of a [`crate::result::sweep::SweepResult`]. PURE:
 //! the command layer runs the steps, scrapes `/metrics` and writes output;
 //! nothing here reads a clock, a socket or a file.
 //!

@@ -5,12 +5,12 @@
 //! the same format.
 //! PURE: no clock, no I/O.
 
-use super::confidence::Evidence;
+use super::confidence::{Decision, Evidence};
 use super::knee::{self, StepPoint, StepVerdict};
 use super::{slo, steady};
 use crate::client::scrape::QueueSample;
 use crate::metrics::stats::{self, Distribution};
-use crate::report::sweep::{
+use crate::result::sweep::{
     self as model, Dist, KneeSummary, LoadUnit, StepResult, SweepResult, Verdict,
 };
 use std::process::ExitCode;
@@ -136,7 +136,7 @@ pub fn point(s: &StepResult) -> StepPoint {
         undecided: s
             .decision
             .as_ref()
-            .is_some_and(|d| d.decision == "undecided")
+            .is_some_and(|d| d.decision == Decision::Undecided)
             && (verdict == StepVerdict::Pass || s.reasons.iter().all(|r| slo_reason(s, r))),
         evidence: s
             .slo_outcomes

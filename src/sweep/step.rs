@@ -5,7 +5,7 @@
 //! steadiness and generator health, and assembles the [`StepResult`] both
 //! write. PURE: no clock, no I/O.
 
-use super::confidence::{self, Decision, SloConfidence};
+use super::confidence::{self, SloConfidence};
 use super::failures::judge_failures;
 use super::rows::{dist, queue_stats, slo_row, steady_row, verdict_of};
 use super::slo::SloOutcome;
@@ -14,7 +14,7 @@ use super::{judge, StepVerdictInput};
 use crate::client::scrape::QueueSample;
 use crate::metrics::health::{self, GeneratorHealth};
 use crate::metrics::stats::Distribution;
-use crate::report::sweep::{
+use crate::result::sweep::{
     DecisionRow, GeneratorRow, SloConfidenceRow, SloOutcomeRow, StepResult, Verdict,
 };
 use std::collections::BTreeMap;
@@ -210,12 +210,7 @@ fn decision_row(
     let (decision, confidence) = confidence::decide(each, level);
     DecisionRow {
         level,
-        decision: match decision {
-            Decision::Pass => "pass",
-            Decision::Fail => "fail",
-            Decision::Undecided => "undecided",
-        }
-        .into(),
+        decision,
         confidence,
         samples,
         effective_samples: each

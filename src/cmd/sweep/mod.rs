@@ -18,7 +18,7 @@ use crate::cli::sweep::SweepArgs;
 use crate::client::scrape::Scraper;
 use crate::config::sweep::SweepConfig;
 use crate::config::UiMode;
-use crate::report::sweep::{StepResult, SweepResult, Verdict};
+use crate::result::sweep::{StepResult, SweepResult, Verdict};
 use crate::sweep::knee::{self, LoadUnit, StepPoint, StepVerdict};
 use crate::sweep::rows::{exit_code, finish, point, step_line};
 use anyhow::Result;
@@ -152,7 +152,7 @@ async fn sweep(
     }
     result.complete = !result.interrupted;
     if let Some(p) = cfg.pricing {
-        crate::report::cost::apply(&mut result, p);
+        result.price(p);
     }
     save(&result, out)?;
     let mut live = ctx.live.take();
@@ -215,7 +215,7 @@ pub(crate) fn say(ctx: &Ctx<'_>, line: String) {
 
 /// One stderr line on the probe: its μ and where the search starts, or why
 /// it fell back to the doubling search.
-fn calibration_line(c: &crate::report::sweep::CalibrationRow) -> String {
+fn calibration_line(c: &crate::result::sweep::CalibrationRow) -> String {
     let streams: Vec<String> = c.levels.iter().map(|l| l.concurrency.to_string()).collect();
     let probe = format!(
         "closed-loop probe at {} streams, {:.1} s",

@@ -4,7 +4,7 @@
 
 use super::Ctx;
 use crate::config::sweep::SweepConfig;
-use crate::report::sweep::{self as model, SweepResult};
+use crate::result::sweep::{self as model, SweepResult};
 use crate::sweep::knee::LoadUnit;
 
 pub(super) fn new_result(ctx: &Ctx<'_>) -> SweepResult {

@@ -13,8 +13,8 @@ use crate::engine::{self, probe, Releases};
 use crate::metrics::health;
 use crate::metrics::stats::{self, StatsOptions};
 use crate::metrics::{RequestRecord, KNEECAP_PERCENTILES};
-use crate::report::sweep::StepResult;
-use crate::report::PrefixCacheStats;
+use crate::result::sweep::StepResult;
+use crate::result::PrefixCacheStats;
 use crate::schedule::{self, Arrival};
 use crate::sweep::adaptive::{step_decision, AdaptiveRule};
 use crate::sweep::knee::LoadUnit;
@@ -80,7 +80,7 @@ pub(crate) async fn run_step(
         }
     };
     if let Some(live) = &ctx.live {
-        let unit = crate::report::sweep::load_unit(cfg.run.sessions.is_some(), cfg.mode);
+        let unit = crate::result::sweep::load_unit(cfg.run.sessions.is_some(), cfg.mode);
         live.begin(Some(index), Some(load), unit, Some(length));
     }
     let (end_tx, end_rx) = watch::channel(false);
@@ -125,7 +125,7 @@ pub(crate) async fn run_step(
         step.due_times_s = due_times(&m.out.records);
     }
     if cfg.html.is_some() {
-        step.latency_series = crate::report::series::latency_series(&m.out.records);
+        step.latency_series = crate::result::series::latency_series(&m.out.records);
     }
     step.prefix_cache = m.prefix_cache;
     Ok(step)

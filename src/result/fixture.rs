@@ -4,7 +4,7 @@
 //! explodes; the waiting queue is empty, then climbs).
 
 use crate::client::scrape::QueueSample;
-use crate::report::sweep::{
+use crate::result::sweep::{
     Dist, KneeSummary, LoadUnit, StepResult, SweepResult, Verdict, Workload,
 };
 
@@ -73,7 +73,7 @@ pub fn step(load: f64, verdict: &str, offered: f64, mu: f64) -> StepResult {
         mean_running: Some((rho.min(1.0) * 48.0).round()),
         queue_source: Some("vllm".into()),
         queue,
-        steady: crate::report::sweep::SteadyRow {
+        steady: crate::result::sweep::SteadyRow {
             steady: rho < 0.95,
             ..Default::default()
         },
