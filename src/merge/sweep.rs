@@ -25,10 +25,10 @@ use crate::result::shard::ShardPart;
 use crate::result::shard_sweep::{MergedSweep, StepAlignment, StepShard};
 use crate::result::sweep::{StepResult, SweepResult, Verdict};
 use crate::sweep::knee::StepPoint;
-use crate::sweep::rows::{finish, point};
+use crate::sweep::rows::finish;
 use crate::sweep::slo::SloOutcome;
 use crate::sweep::slo_hist::evaluate_hist;
-use crate::sweep::step::{judge_step, StepCounts, StepDists, StepEvidence};
+use crate::sweep::step::{judge_step, Judged, StepCounts, StepDists, StepEvidence};
 use crate::sweep::{steady, Slo};
 use std::time::Duration;
 
@@ -89,15 +89,15 @@ pub fn merge(mut shards: Vec<SweepShard>) -> Result<SweepResult, String> {
     for k in 0..n_steps {
         let steps: Vec<(&SweepShard, &StepResult)> =
             shards.iter().map(|s| (s, &s.result.steps[k])).collect();
-        let (step, aligned) = merge_step(&slos, &merged, k, &steps)?;
+        let (judged, aligned) = merge_step(&slos, &merged, k, &steps)?;
         alignment.push(aligned);
-        if step.verdict == Verdict::Interrupted {
-            merged.steps.push(step);
+        if judged.row.verdict == Verdict::Interrupted {
+            merged.steps.push(judged.row);
             merged.interrupted = true;
             break;
         }
-        history.push(point(&step));
-        merged.steps.push(step);
+        history.push(judged.point);
+        merged.steps.push(judged.row);
     }
     finish(&mut merged, &history);
     merged.complete = !merged.interrupted && shards.iter().all(|s| s.result.complete);
@@ -111,7 +111,7 @@ fn merge_step(
     sweep: &SweepResult,
     k: usize,
     steps: &[(&SweepShard, &StepResult)],
-) -> Result<(StepResult, StepAlignment), String> {
+) -> Result<(Judged, StepAlignment), String> {
     let first = steps[0].1;
     let mut blocks = Vec::new();
     for (s, step) in steps {

@@ -5,7 +5,7 @@
 //! The knee wording ([`knee_lines`]) and the small number formatters are
 //! shared with the HTML report so both say the same thing.
 
-pub use super::numbers::load_label;
+pub use super::numbers::{compact, load_label, num};
 use crate::result::sweep::{Dist, StepResult, SweepResult, Verdict};
 use std::fmt::Write;
 
@@ -118,30 +118,9 @@ pub fn verdict_label(v: Verdict) -> String {
     v.label().into()
 }
 
-/// A finite number with `prec` decimals, `-` otherwise.
-pub fn num(v: f64, prec: usize) -> String {
-    if v.is_finite() {
-        format!("{v:.prec$}")
-    } else {
-        "-".into()
-    }
-}
-
 /// Like [`num`] for an optional value.
 pub fn opt_num(v: Option<f64>, prec: usize) -> String {
     v.map_or_else(|| "-".into(), |v| num(v, prec))
-}
-
-/// A load bound without a needless `.0` (`64`, `2.5`; below 1, two
-/// significant digits: `0.25`), `-` when not finite.
-pub fn compact(v: f64) -> String {
-    if !v.is_finite() {
-        "-".into()
-    } else if v.fract() == 0.0 && v.abs() < 1e12 {
-        format!("{v:.0}")
-    } else {
-        load_label(v)
-    }
 }
 
 /// A percentile of a distribution in ms, `-` when it holds no samples.

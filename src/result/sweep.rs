@@ -376,14 +376,28 @@ pub fn load_unit(sessions: bool, mode: LoadUnit) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::result::fixture::sweep_with;
 
     #[test]
     fn the_knee_is_priced_at_its_passing_step() {
-        let mut r = sweep_with(&[1.0, 2.0], &[4.0]);
-        for (s, rate) in r.steps.iter_mut().zip([100.0, 200.0, 250.0]) {
-            s.output_token_rate = rate;
-        }
+        let step = |load: f64, verdict: Verdict, rate: f64| StepResult {
+            load,
+            verdict,
+            output_token_rate: rate,
+            ..StepResult::default()
+        };
+        let mut r = SweepResult {
+            steps: vec![
+                step(1.0, Verdict::Pass, 100.0),
+                step(2.0, Verdict::Pass, 200.0),
+                step(4.0, Verdict::Fail, 250.0),
+            ],
+            knee: KneeSummary {
+                last_pass: Some(2.0),
+                first_fail: Some(4.0),
+                ..KneeSummary::default()
+            },
+            ..SweepResult::default()
+        };
         let p = Pricing {
             gpu_hour_cost: 3.6,
             gpus: 1,

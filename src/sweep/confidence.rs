@@ -338,6 +338,12 @@ pub fn pooled_pass(steps: &[&[Option<Evidence>]]) -> Option<f64> {
         .reduce(f64::min)
 }
 
+/// One test's confidence `c` as a share of `tests` tests' (union bound):
+/// `1 − tests·(1 − c)`, at least 0.
+pub fn union_bound(c: f64, tests: usize) -> f64 {
+    (1.0 - tests.max(1) as f64 * (1.0 - c)).clamp(0.0, 1.0)
+}
+
 #[cfg(test)]
 #[path = "confidence_tests.rs"]
 mod tests;

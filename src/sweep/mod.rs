@@ -9,7 +9,7 @@
 //!
 //! A step **passes** only when every SLO holds, the error rate is within its
 //! bound, the step was steady, and the generator was healthy. A step where the
-//! generator was limited is [`StepVerdict::GeneratorLimited`], unless a
+//! generator was limited is [`Verdict::GeneratorLimited`], unless a
 //! latency SLO failed by far more than the generator's own delay could
 //! explain ([`EXPLAINED_BY_GENERATOR`]): a step that failed only because the
 //! generator fell behind is never the server's knee, but a server that
@@ -25,10 +25,12 @@
 pub mod adaptive;
 pub mod calibrate;
 pub mod confidence;
+pub mod evidence;
 pub mod failures;
 pub mod knee;
 mod moves;
 pub mod plateau;
+pub mod point;
 pub mod pooled;
 pub mod rows;
 pub mod slo;
@@ -40,9 +42,9 @@ pub mod step;
 mod testing;
 
 pub use crate::metrics::health::{self, generator_health, GeneratorHealth};
+use crate::result::Verdict;
 pub use knee::{
     knee, next_load, queue_onset, service_rate_estimate, Knee, LoadUnit, SearchPlan, StepPoint,
-    StepVerdict,
 };
 pub use slo::{evaluate, from_goodput, tail_samples, Slo, SloMetric, SloOp, SloOutcome, SloStat};
 pub use steady::{assess, combine as combine_steadiness, Steadiness, SteadyThresholds};
@@ -67,7 +69,7 @@ pub struct StepVerdictInput<'a> {
 
 /// Judge one step. Returns the verdict and every reason it is not a pass
 /// (empty for a pass), generator reasons first.
-pub fn judge(input: &StepVerdictInput<'_>) -> (StepVerdict, Vec<String>) {
+pub fn judge(input: &StepVerdictInput<'_>) -> (Verdict, Vec<String>) {
     let mut reasons: Vec<String> = input
         .generator
         .reasons
@@ -110,16 +112,26 @@ pub fn judge(input: &StepVerdictInput<'_>) -> (StepVerdict, Vec<String>) {
         && reasons.len() == generator_reasons
         && passed_beyond_the_generator(input);
     if server_passed {
-        return (StepVerdict::Pass, Vec::new());
+        return (Verdict::Pass, Vec::new());
     }
     let verdict = if input.generator.limited && !server_failed {
-        StepVerdict::GeneratorLimited
+        Verdict::GeneratorLimited
     } else if reasons.is_empty() {
-        StepVerdict::Pass
+        Verdict::Pass
     } else {
-        StepVerdict::Fail
+        Verdict::Fail
     };
     (verdict, reasons)
+}
+
+/// Whether every reason [`judge`] gives is a missed SLO: no generator
+/// reason, errors within bound, steady, and no server failure beyond the
+/// generator's delay. (A step that passed has no reasons at all.)
+pub fn slo_misses_only(input: &StepVerdictInput<'_>) -> bool {
+    input.generator.reasons.is_empty()
+        && input.error_rate <= input.max_error_rate
+        && input.steadiness.steady
+        && !(input.generator.limited && failed_beyond_the_generator(input))
 }
 
 /// How many times its own delay a strained generator could plausibly add to
@@ -224,7 +236,7 @@ mod tests {
             steadiness: &s,
             generator: &g,
         };
-        assert_eq!(judge(&input), (StepVerdict::Pass, vec![]));
+        assert_eq!(judge(&input), (Verdict::Pass, vec![]));
     }
 
     #[test]
@@ -245,7 +257,7 @@ mod tests {
             generator: &g,
         };
         let (verdict, reasons) = judge(&input);
-        assert_eq!(verdict, StepVerdict::Fail);
+        assert_eq!(verdict, Verdict::Fail);
         assert_eq!(
             reasons,
             vec![
@@ -268,7 +280,7 @@ mod tests {
             generator: &g,
         };
         let (verdict, reasons) = judge(&input);
-        assert_eq!(verdict, StepVerdict::GeneratorLimited);
+        assert_eq!(verdict, Verdict::GeneratorLimited);
         assert_eq!(reasons.len(), 2);
         assert!(reasons[0].starts_with("generator limited: generator CPU"));
     }
@@ -294,14 +306,14 @@ mod tests {
         };
         // 3152 ms against 200: 2952 ms over, far beyond 10 × 2.06 ms.
         let (verdict, reasons) = judged(3152.0);
-        assert_eq!(verdict, StepVerdict::Fail);
+        assert_eq!(verdict, Verdict::Fail);
         assert!(reasons[0].starts_with("generator limited:"), "{reasons:?}");
         assert!(
             reasons.last().unwrap().contains("the server's failure"),
             "{reasons:?}"
         );
         // 15 ms over: within what 2 ms of client delay might have done.
-        assert_eq!(judged(215.0).0, StepVerdict::GeneratorLimited);
+        assert_eq!(judged(215.0).0, Verdict::GeneratorLimited);
     }
 
     #[test]
@@ -328,11 +340,11 @@ mod tests {
             judge(&input)
         };
         // 131 ms against 300: 169 ms of margin, over 10 × 3.66 ms.
-        assert_eq!(judged(131.0, true), (StepVerdict::Pass, vec![]));
+        assert_eq!(judged(131.0, true), (Verdict::Pass, vec![]));
         // 290 ms: 10 ms of margin, within what the delay might have done.
-        assert_eq!(judged(290.0, true).0, StepVerdict::GeneratorLimited);
+        assert_eq!(judged(290.0, true).0, Verdict::GeneratorLimited);
         // Far inside the bound but not steady: not a pass.
-        assert_eq!(judged(131.0, false).0, StepVerdict::GeneratorLimited);
+        assert_eq!(judged(131.0, false).0, Verdict::GeneratorLimited);
     }
 
     #[test]
@@ -345,6 +357,6 @@ mod tests {
             steadiness: &s,
             generator: &g,
         };
-        assert_eq!(judge(&input).0, StepVerdict::Fail);
+        assert_eq!(judge(&input).0, Verdict::Fail);
     }
 }

@@ -18,9 +18,10 @@ use crate::cli::sweep::SweepArgs;
 use crate::client::scrape::Scraper;
 use crate::config::sweep::SweepConfig;
 use crate::config::UiMode;
-use crate::result::sweep::{StepResult, SweepResult, Verdict};
-use crate::sweep::knee::{self, LoadUnit, StepPoint, StepVerdict};
-use crate::sweep::rows::{exit_code, finish, point, step_line};
+use crate::result::sweep::{SweepResult, Verdict};
+use crate::sweep::knee::{self, LoadUnit, StepPoint};
+use crate::sweep::rows::{exit_code, finish, step_line};
+use crate::sweep::step::Judged;
 use anyhow::Result;
 use start::{announce, new_result};
 use std::path::{Path, PathBuf};
@@ -190,7 +191,7 @@ async fn search(
     }
     let mut history: Vec<StepPoint> = Vec::new();
     while let Some(load) = knee::next_load(&plan, &history) {
-        let refining = history.iter().any(|p| p.verdict == StepVerdict::Fail);
+        let refining = history.iter().any(|p| p.verdict == Verdict::Fail);
         if history.iter().any(|p| p.load == load) {
             say(
                 ctx,
@@ -241,10 +242,14 @@ pub(crate) fn keep_step(
     ctx: &Ctx<'_>,
     result: &mut SweepResult,
     history: &mut Vec<StepPoint>,
-    mut step: StepResult,
+    judged: Judged,
     interrupted: bool,
     out: &Path,
 ) -> Result<bool> {
+    let Judged {
+        row: mut step,
+        point,
+    } = judged;
     if interrupted {
         step.verdict = Verdict::Interrupted;
         step.reasons
@@ -255,7 +260,7 @@ pub(crate) fn keep_step(
         return Ok(false);
     }
     say(ctx, step_line(&step, result.load_unit()));
-    history.push(point(&step));
+    history.push(point);
     result.steps.push(step);
     finish(result, history);
     save(result, out)?;

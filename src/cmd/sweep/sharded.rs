@@ -107,14 +107,15 @@ pub(super) async fn run_all_steps(
             ended_early: false,
             tests: 1,
         };
-        let mut step = live::judge_records(cfg, load, evidence);
+        let mut judged = live::judge_records(cfg, load, evidence);
+        let step = &mut judged.row;
         let slot_info = Slot { at, overran_ms };
         let flags = (step.generator.limited, interrupted);
         step.shard = Some(step_block(cfg, &m.out, window, slot_info, flags));
         if cfg.run.output.save_detailed {
             step.due_times_s = due_times(&m.out.records);
         }
-        if !keep_step(ctx, result, &mut history, step, interrupted, out)? {
+        if !keep_step(ctx, result, &mut history, judged, interrupted, out)? {
             break;
         }
     }

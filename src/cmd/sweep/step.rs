@@ -13,13 +13,12 @@ use crate::engine::{self, probe, Releases};
 use crate::metrics::health;
 use crate::metrics::stats::{self, StatsOptions};
 use crate::metrics::{RequestRecord, KNEECAP_PERCENTILES};
-use crate::result::sweep::StepResult;
 use crate::result::PrefixCacheStats;
 use crate::schedule::{self, Arrival};
 use crate::sweep::adaptive::{step_decision, AdaptiveRule};
 use crate::sweep::knee::LoadUnit;
 use crate::sweep::rows::{due_times, goodput_slo, mean};
-use crate::sweep::step::{judge_step, StepCounts, StepDists, StepEvidence};
+use crate::sweep::step::{judge_step, Judged, StepCounts, StepDists, StepEvidence};
 use crate::sweep::{slo, steady};
 use rand::{rngs::StdRng, SeedableRng};
 use std::sync::Arc;
@@ -43,7 +42,7 @@ pub(crate) async fn run_step(
     load: f64,
     refining: bool,
     interrupt: watch::Receiver<bool>,
-) -> anyhow::Result<StepResult> {
+) -> anyhow::Result<Judged> {
     let cfg = ctx.cfg;
     let timing = match (refining, cfg.confidence) {
         (true, None) => cfg.timing.refined(),
@@ -120,7 +119,8 @@ pub(crate) async fn run_step(
         ended_early: m.out.releases_ended_at.is_some(),
         tests,
     };
-    let mut step = judge_records(cfg, load, evidence);
+    let mut judged = judge_records(cfg, load, evidence);
+    let step = &mut judged.row;
     if cfg.run.output.save_detailed {
         step.due_times_s = due_times(&m.out.records);
     }
@@ -128,7 +128,7 @@ pub(crate) async fn run_step(
         step.latency_series = crate::result::series::latency_series(&m.out.records);
     }
     step.prefix_cache = m.prefix_cache;
-    Ok(step)
+    Ok(judged)
 }
 
 /// What running one step left: the engine's records, the generator's
@@ -256,7 +256,7 @@ pub(crate) struct Evidence<'a> {
 
 /// Judge a step from its records: the window's stats, SLOs, steadiness and
 /// generator health become [`StepEvidence`] for the one step judge.
-pub(crate) fn judge_records(cfg: &SweepConfig, load: f64, e: Evidence<'_>) -> StepResult {
+pub(crate) fn judge_records(cfg: &SweepConfig, load: f64, e: Evidence<'_>) -> Judged {
     let (w0, w1) = e.window;
     let in_window = due_in(e.records, e.window);
     let opts = StatsOptions {
