@@ -97,6 +97,18 @@ pub struct SweepArgs {
     /// mean gap between arrivals)]. Raise it only on a machine you know is busy.
     #[arg(long, help_heading = "Sweep")]
     pub max_lateness_ms: Option<f64>,
+    /// Send the same prompts at every step (the first step's): a server's
+    /// prefix cache then serves later steps from what earlier ones left, a
+    /// warm-cache benchmark. By default each step
+    /// draws its own prompts (a seed derived from --seed and the step's
+    /// index; a dataset file's next rows), as fresh traffic would be.
+    #[arg(long, help_heading = "Sweep")]
+    pub reuse_prompts: bool,
+    /// Before each step, ask the server to drop its prefix cache: vLLM's
+    /// POST /reset_prefix_cache (served when vLLM runs with
+    /// VLLM_SERVER_DEV_MODE=1), else SGLang's POST /flush_cache.
+    #[arg(long, help_heading = "Sweep")]
+    pub reset_prefix_cache: bool,
     /// Prometheus endpoint to scrape for queue gauges [default: TARGET/metrics].
     #[arg(long, help_heading = "Sweep")]
     pub metrics_url: Option<String>,

@@ -136,6 +136,9 @@ pub struct Level {
     pub cancel_at: Option<Duration>,
     /// An adaptive sweep step's observer and early end.
     pub watch: Option<engine::Watch>,
+    /// `--multi-turn`: this level's sessions (a sweep step's own draw);
+    /// `None`: the prepared ones.
+    pub sessions: Option<Arc<Vec<SessionSpec>>>,
 }
 
 /// Run one load level with prepared state; output counts resolved (vLLM §2.3).
@@ -153,6 +156,7 @@ pub async fn run_level(
         max_concurrency,
         cancel_at,
         watch,
+        sessions,
     } = level;
     let plan = LoadPlan {
         specs,
@@ -164,7 +168,7 @@ pub async fn run_level(
         fold_itl: cancel_at.is_none() && !p.save_detailed,
         cancel_at,
         watch,
-        sessions: p.sessions.clone(),
+        sessions: sessions.or_else(|| p.sessions.clone()),
     };
     let mut out = engine::run_level(p.client.clone(), plan, progress, interrupt).await;
     if let Some(r) = &out.refused {

@@ -179,6 +179,7 @@ fn shard_level(
             max_concurrency: cfg.load.max_concurrency,
             cancel_at: None,
             watch: None,
+            sessions: None,
         };
         return Ok((level, None));
     };
@@ -196,6 +197,7 @@ fn shard_level(
         max_concurrency,
         cancel_at: None,
         watch: None,
+        sessions: None,
     };
     Ok((level, load.globals))
 }

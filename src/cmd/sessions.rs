@@ -22,8 +22,19 @@ pub fn build(
     sc: &SessionConfig,
     tokenizer: Option<&TokenCounter>,
 ) -> Result<Vec<SessionSpec>> {
+    Ok(draw(cfg, sc, cfg.load.num_prompts.max(1), tokenizer)?.0)
+}
+
+/// `n` sessions drawn as a run draws its own (the first `k` of them are a
+/// run's with `--num-prompts k`), and for a file how many of its
+/// conversations are usable: the sessions repeat after that many.
+pub fn draw(
+    cfg: &RunConfig,
+    sc: &SessionConfig,
+    n: usize,
+    tokenizer: Option<&TokenCounter>,
+) -> Result<(Vec<SessionSpec>, Option<usize>)> {
     let mut rng = dataset_rng(cfg.dataset.seed ^ SESSION_SEED_SALT);
-    let n = cfg.load.num_prompts.max(1);
     let count = |text: &str| match tokenizer {
         Some(t) => t.count(text),
         None => estimate_tokens(text),
@@ -36,21 +47,27 @@ pub fn build(
         disable_shuffle: cfg.dataset.disable_shuffle,
         think: sc.params.think,
     };
-    match &cfg.dataset.kind {
-        DatasetKind::Random { .. } => synthetic(&cfg.dataset, sc, n, tokenizer, &mut rng),
+    let (origin, convs, output_len) = match &cfg.dataset.kind {
+        DatasetKind::Random { .. } => {
+            return Ok((synthetic(&cfg.dataset, sc, n, tokenizer, &mut rng)?, None))
+        }
         DatasetKind::ShareGpt { path, output_len } => {
             let (origin, text) = read(path)?;
             let convs = session_files::parse_sharegpt(&origin, &text)?;
-            session_files::sessions(&origin, &convs, &file_opts(*output_len), &count, &mut rng)
+            (origin, convs, *output_len)
         }
         DatasetKind::Custom { path, output_len } => {
             let (origin, text) = read(path)?;
             let convs = session_files::parse_jsonl(&origin, &text)?;
             let fixed = u32::try_from(*output_len).ok().filter(|&l| l > 0);
-            session_files::sessions(&origin, &convs, &file_opts(fixed), &count, &mut rng)
+            (origin, convs, fixed)
         }
         _ => bail!("--multi-turn takes --dataset-name random, sharegpt or custom"),
-    }
+    };
+    let opts = file_opts(output_len);
+    let sessions = session_files::sessions(&origin, &convs, &opts, &count, &mut rng)?;
+    let usable = session_files::usable(&convs, opts.min_turns).len();
+    Ok((sessions, Some(usable)))
 }
 
 /// Opening turns as the random dataset makes them; later turns the same

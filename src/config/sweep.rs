@@ -80,6 +80,12 @@ pub struct SweepConfig {
     pub html: Option<PathBuf>,
     /// `--gpu-hour-cost` / `--gpus`: price the knee and each step.
     pub pricing: Option<crate::result::cost::Pricing>,
+    /// `--reuse-prompts`: every step sends the first step's prompts
+    /// (otherwise each step draws its own).
+    pub reuse_prompts: bool,
+    /// `--reset-prefix-cache`: ask the server to drop its prefix cache
+    /// before each step.
+    pub reset_prefix_cache: bool,
 }
 
 #[cfg(test)]

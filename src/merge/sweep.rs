@@ -23,7 +23,7 @@ use crate::metrics::KNEECAP_PERCENTILES;
 use crate::result::evidence::Attainment;
 use crate::result::shard::ShardPart;
 use crate::result::shard_sweep::{MergedSweep, StepAlignment, StepShard};
-use crate::result::sweep::{StepResult, SweepResult, Verdict};
+use crate::result::sweep::{StepPrompts, StepResult, SweepResult, Verdict};
 use crate::sweep::knee::StepPoint;
 use crate::sweep::rows::finish;
 use crate::sweep::slo::SloOutcome;
@@ -125,7 +125,9 @@ fn merge_step(
     }
     let total = StepShard::sum(blocks.iter().copied())?;
     let evidence = evidence(slos, steps, &blocks, &total);
-    let step = judge_step(evidence, sweep.max_error_rate);
+    let mut judged = judge_step(evidence, sweep.max_error_rate);
+    judged.row.prompts = agreed_prompts(k, steps)?;
+    judged.row.prefix_cache_reset = steps.iter().any(|(_, st)| st.prefix_cache_reset);
     let aligned = StepAlignment {
         load: first.load,
         start_lateness_ms: blocks.iter().map(|b| b.part.start_lateness_ms).collect(),
@@ -133,7 +135,25 @@ fn merge_step(
         window_start_unix_s: total.part.window_start_unix_s,
         window_end_unix_s: total.part.window_end_unix_s,
     };
-    Ok((step, aligned))
+    Ok((judged, aligned))
+}
+
+/// The prompts every shard drew for step `k`: the same, or the shards ran
+/// different workloads.
+fn agreed_prompts(
+    k: usize,
+    steps: &[(&SweepShard, &StepResult)],
+) -> Result<Option<StepPrompts>, String> {
+    let (first_shard, first) = (steps[0].0, steps[0].1.prompts);
+    for (s, step) in steps {
+        if step.prompts != first {
+            return Err(format!(
+                "{}: step {k} drew other prompts than {} ({:?} against {:?}): give every shard the same --seed and --reuse-prompts",
+                s.file.name, first_shard.file.name, step.prompts, first
+            ));
+        }
+    }
+    Ok(first)
 }
 
 /// The merged step's evidence: counters add, distributions come from the

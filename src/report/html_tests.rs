@@ -229,6 +229,40 @@ fn a_cache_hit_column_appears_only_when_a_step_has_the_servers_hit_rate() {
 }
 
 #[test]
+fn a_step_with_more_cache_hits_than_its_prompts_explain_is_marked_and_warned() {
+    use crate::result::PrefixCacheStats;
+    let mut r = sweep();
+    for s in &mut r.steps {
+        s.prefix_cache = Some(PrefixCacheStats::new("vllm", 3000, 30));
+    }
+    let quiet = table::render(&r);
+    assert!(!quiet.contains('!'), "no step warned: {quiet}");
+    let lowest = r
+        .steps
+        .iter_mut()
+        .min_by(|a, b| a.load.total_cmp(&b.load))
+        .unwrap();
+    lowest.prefix_cache = Some(PrefixCacheStats::new("vllm", 3000, 2028));
+    lowest.cache_warning =
+        Some("prefix-cache hit rate 67.6% on prompts with no designed sharing".into());
+    let (heads, rows) = table::columns(&r);
+    let at = heads.iter().position(|h| h == "cache hit").unwrap();
+    assert_eq!(rows[0][at], "67.6%!");
+    assert!(rows[1..].iter().all(|row| row[at] == "1.0%"), "{rows:?}");
+    let console = table::render(&r);
+    assert!(
+        console.contains("(! = more than fresh prompts explain)"),
+        "{console}"
+    );
+    let load = table::load_label(r.steps_by_load()[0].load);
+    let note = format!(
+        "! step at {load}: prefix-cache hit rate 67.6% on prompts with no designed sharing"
+    );
+    assert_eq!(console.matches(&note).count(), 1, "{console}");
+    assert!(render(&r).contains(">67.6%!</td>"));
+}
+
+#[test]
 fn a_step_whose_failures_decided_an_slo_shows_both_percentiles() {
     use crate::result::sweep::SloOutcomeRow;
     let plain = sweep();

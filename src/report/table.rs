@@ -28,7 +28,11 @@ pub fn render(r: &SweepResult) -> String {
         out.push('\n');
         out.push_str(&layout(&heads, &rows));
     }
-    for line in super::misses::lines(r) {
+    let cache_notes = r.steps_by_load().into_iter().filter_map(|s| {
+        let w = s.cache_warning.as_ref()?;
+        Some(format!("! step at {}: {w}", load_label(s.load)))
+    });
+    for line in super::misses::lines(r).into_iter().chain(cache_notes) {
         out.push_str(&line);
         out.push('\n');
     }
@@ -53,10 +57,13 @@ pub fn headers() -> Vec<String> {
 
 /// The units of the table's columns.
 pub fn units_caption(r: &SweepResult) -> String {
-    let cache = if has_cache_column(r) {
-        "; cache hit = the server's prefix-cache hit rate"
-    } else {
-        ""
+    let warned = r.steps.iter().any(|s| s.cache_warning.is_some());
+    let cache = match (has_cache_column(r), warned) {
+        (true, true) => {
+            "; cache hit = the server's prefix-cache hit rate (! = more than fresh prompts explain)"
+        }
+        (true, false) => "; cache hit = the server's prefix-cache hit rate",
+        _ => "",
     };
     format!(
         "load in {}; achieved and goodput in req/s; latencies in ms; waiting = mean queued requests{cache}",
@@ -80,7 +87,8 @@ pub fn columns(r: &SweepResult) -> (Vec<String>, Vec<Vec<String>>) {
         let at = heads.len() - 3;
         heads.insert(at, "cache hit".into());
         for (cells, s) in rows.iter_mut().zip(r.steps_by_load()) {
-            cells.insert(at, hit_rate_cell(s.prefix_cache.as_ref()));
+            let mark = if s.cache_warning.is_some() { "!" } else { "" };
+            cells.insert(at, hit_rate_cell(s.prefix_cache.as_ref()) + mark);
         }
     }
     (heads, rows)

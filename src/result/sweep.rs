@@ -180,6 +180,48 @@ pub struct StepResult {
     /// delta from its start to its end, or llama.cpp's per-request timings).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix_cache: Option<PrefixCacheStats>,
+    /// Which prompts the step sent (absent from sweeps written before each
+    /// step drew its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompts: Option<StepPrompts>,
+    /// `--reset-prefix-cache`: the server dropped its prefix cache before the step.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub prefix_cache_reset: bool,
+    /// A workload with no designed sharing found more of its prompt tokens
+    /// cached than fresh prompts explain: why, and what it does to the
+    /// step's TTFT (marked `!` in the step table's `cache hit` column).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_warning: Option<String>,
+}
+
+/// Which prompts a sweep step sent: enough to draw them again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepPrompts {
+    pub draw: PromptDraw,
+    /// The dataset seed of the step's draw: `--seed` for step 0 (the
+    /// prompts `kneecap run` sends) and with `--reuse-prompts`, else one
+    /// derived from `--seed` and the step's index. A dataset file is
+    /// shuffled once with `--seed`; its steps take successive windows.
+    pub seed: u64,
+    /// A dataset file: where the step's window starts in the file's
+    /// shuffled order (its prompts, then the ones after it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_row: Option<usize>,
+    /// A trace: the salt its hash ids were expanded with (0: as `kneecap run`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_salt: Option<u64>,
+}
+
+/// How a step's prompts relate to the earlier steps'.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PromptDraw {
+    /// Drawn for this step: no earlier step sent them.
+    Fresh,
+    /// The sweep's first prompts again (`--reuse-prompts`).
+    Reused,
+    /// The dataset ran out: some of them were sent by an earlier step.
+    Repeated,
 }
 
 /// A distribution summary in milliseconds.

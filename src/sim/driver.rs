@@ -117,6 +117,8 @@ pub enum Command {
     Submit(Submission),
     /// Drop a request (its client went away).
     Abort(u64),
+    /// Forget the cached prefix blocks nobody holds (`POST /reset_prefix_cache`).
+    ResetPrefixCache,
     /// Stop the thread; pending requests' channels close.
     Stop,
 }
@@ -240,6 +242,7 @@ impl Driver {
                 self.arrivals.remove(&id);
                 let _ = self.out.send(DispatchMsg::Forget(id));
             }
+            Command::ResetPrefixCache => self.engine.reset_prefix_cache(),
             Command::Stop => return false,
         }
         true

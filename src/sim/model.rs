@@ -231,6 +231,12 @@ impl Engine {
         true
     }
 
+    /// vLLM's `POST /reset_prefix_cache`: forget every cached block no
+    /// running sequence holds.
+    pub fn reset_prefix_cache(&mut self) {
+        self.cache.drop_evictable();
+    }
+
     /// Whether nothing is running or waiting.
     pub fn is_idle(&self) -> bool {
         self.running.is_empty() && self.waiting.is_empty()

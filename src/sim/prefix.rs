@@ -109,6 +109,14 @@ impl PrefixCache {
         true
     }
 
+    /// Drops every block nobody holds (vLLM's `reset_prefix_cache`; blocks
+    /// running sequences hold stay until they finish).
+    pub fn drop_evictable(&mut self) {
+        for h in std::mem::take(&mut self.lru).into_values() {
+            self.entries.remove(&h);
+        }
+    }
+
     /// Blocks some running sequence holds.
     pub fn referenced(&self) -> u64 {
         self.referenced
@@ -155,6 +163,21 @@ mod tests {
         assert_eq!(c.lookup(&[1, 2, 3], 10).blocks, 2);
         assert!(c.evict_lru()); // then 2 (released in reverse: 2 before 1)
         assert_eq!(c.lookup(&[1, 2, 3], 10).blocks, 1);
+    }
+
+    #[test]
+    fn dropping_the_evictable_blocks_keeps_the_held_ones() {
+        let mut c = PrefixCache::new();
+        c.acquire(&[1, 2, 3]);
+        c.acquire(&[1]);
+        c.release(&[1, 2, 3]);
+        assert_eq!((c.referenced(), c.evictable()), (1, 2));
+        c.drop_evictable();
+        assert_eq!((c.referenced(), c.evictable()), (1, 0));
+        assert_eq!(c.lookup(&[1, 2, 3], 10).blocks, 1, "1 is still held");
+        assert!(!c.evict_lru());
+        c.release(&[1]);
+        assert_eq!(c.evictable(), 1, "the held block is cached when let go");
     }
 
     #[test]

@@ -187,6 +187,11 @@ async fn route(req: Request<Incoming>, shared: &Arc<Shared>) -> Response<SimBody
         (&Method::POST, "/v1/rerank" | "/rerank" | "/v2/rerank") => {
             pool(req, shared, PoolEndpoint::Rerank).await
         }
+        (&Method::POST, "/reset_prefix_cache") => {
+            // Applied before any request sent after this answer (one queue).
+            let _ = shared.engine_tx.send(Command::ResetPrefixCache);
+            plain(StatusCode::OK, "text/plain", String::new())
+        }
         (&Method::GET, "/v1/models") => json(StatusCode::OK, models_body(&shared.cfg)),
         (&Method::GET, "/health") => plain(StatusCode::OK, "text/plain", String::new()),
         (&Method::GET, "/metrics") => {
@@ -210,6 +215,7 @@ async fn route(req: Request<Incoming>, shared: &Arc<Shared>) -> Response<SimBody
             | "/v1/rerank"
             | "/rerank"
             | "/v2/rerank"
+            | "/reset_prefix_cache"
             | "/v1/models"
             | "/health"
             | "/metrics",

@@ -2,7 +2,8 @@
 //! evaluation ([`slo`]), the steady-state check ([`steady`]), the generator
 //! health check ([`health`], from [`crate::metrics`]), the knee search
 //! ([`mod@knee`]), the verdict on one step ([`judge`]) and the one step judge
-//! shared by the live sweep and `kneecap merge` ([`step`]); [`rows`] turns
+//! shared by the live sweep and `kneecap merge` ([`step`]), each step's prompt
+//! seed ([`draws`]); [`rows`] turns
 //! verdicts into the rows of a [`crate::result::sweep::SweepResult`]. PURE:
 //! the command layer runs the steps, scrapes `/metrics` and writes output;
 //! nothing here reads a clock, a socket or a file.
@@ -25,6 +26,7 @@
 pub mod adaptive;
 pub mod calibrate;
 pub mod confidence;
+pub mod draws;
 pub mod evidence;
 pub mod failures;
 pub mod knee;

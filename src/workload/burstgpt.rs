@@ -14,8 +14,9 @@
 //!   and output lengths;
 //! - request `i`'s prompt is the token ids `(i + j) mod vocab` for `j` below
 //!   its input length, decoded with the tokenizer; `prompt_len` is the input
-//!   length, not re-counted after decoding. The trace's timestamps are not
-//!   used for arrivals.
+//!   length, not re-counted after decoding (a sweep step's own draw shifts
+//!   `i` past the earlier steps', [`Draw::first`]). The trace's timestamps
+//!   are not used for arrivals.
 //!
 //! Without a tokenizer the ids come from [`SAFE_TOKEN_IDS`] in the same
 //! `(i + j)` walk (completions get them as ids); text backends get
@@ -117,16 +118,30 @@ fn split_csv(line: &str) -> Vec<String> {
     cells
 }
 
+/// How many requests to draw, with which seed, numbered from where.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Draw {
+    pub num_prompts: usize,
+    pub seed: u64,
+    /// Request `i`'s prompt walk starts at `first + i` (0 as vLLM: a sweep
+    /// step shifts it past the earlier steps' prompts).
+    pub first: usize,
+}
+
 /// `num_prompts` requests from the kept rows, as vLLM samples and builds
 /// them (module docs). `text`: the backend takes text prompts.
 pub fn sample(
     origin: &str,
     rows: &[BurstRow],
-    num_prompts: usize,
-    seed: u64,
+    draw: Draw,
     tokenizer: Option<&TokenCounter>,
     text: bool,
 ) -> Result<Vec<RequestSpec>> {
+    let Draw {
+        num_prompts,
+        seed,
+        first,
+    } = draw;
     if rows.is_empty() {
         bail!(
             "BurstGPT file '{origin}' has no row with Model GPT-4 and Response tokens > 0 (the rows vLLM uses)"
@@ -144,12 +159,22 @@ pub fn sample(
             } = rows[row];
             RequestSpec {
                 index: i,
-                prompt: prompt(i, input_len, tokenizer, text),
+                prompt: prompt(first + i, input_len, tokenizer, text),
                 prompt_len: input_len,
                 output_len,
             }
         })
         .collect())
+}
+
+/// How many different prompts the walk gives: request `i`'s and request
+/// `i` + this many's open with the same tokens.
+pub fn distinct_prompts(tokenizer: Option<&TokenCounter>, text: bool) -> usize {
+    match tokenizer {
+        Some(tok) => tok.vocab_size() as usize,
+        None if text => COMMON_WORDS.len(),
+        None => (SAFE_TOKEN_IDS.end - SAFE_TOKEN_IDS.start) as usize,
+    }
 }
 
 /// Request `i`'s prompt of `len` tokens: ids `(i + j) mod vocab`.
@@ -205,13 +230,21 @@ mod tests {
         // vLLM's filter and DataFrame.sample(n, random_state=0) on this CSV
         // (pandas 3.1.1): n=2 takes positions [2, 1]; n=5 > 3 rows draws
         // with replacement: [0, 1, 0, 1, 1].
-        let got = sample("t.csv", &rows, 2, 0, None, false).unwrap();
+        let got = sample("t.csv", &rows, draw(2), None, false).unwrap();
         let lens: Vec<(u32, u32)> = got.iter().map(|r| (r.prompt_len, r.output_len)).collect();
         assert_eq!(lens, [(12, 7), (2360, 24)]);
-        let got = sample("t.csv", &rows, 5, 0, None, true).unwrap();
+        let got = sample("t.csv", &rows, draw(5), None, true).unwrap();
         let inputs: Vec<u32> = got.iter().map(|r| r.prompt_len).collect();
         assert_eq!(inputs, [1087, 2360, 1087, 2360, 2360]);
         assert!(got.iter().enumerate().all(|(i, r)| r.index == i));
+    }
+
+    fn draw(num_prompts: usize) -> Draw {
+        Draw {
+            num_prompts,
+            seed: 0,
+            first: 0,
+        }
     }
 
     #[test]
@@ -220,12 +253,20 @@ mod tests {
             input_len: 3,
             output_len: 2,
         }];
-        let got = sample("t.csv", &rows, 2, 0, None, false).unwrap();
+        let got = sample("t.csv", &rows, draw(2), None, false).unwrap();
         assert_eq!(got[0].prompt, Prompt::Tokens(vec![1000, 1001, 1002]));
         assert_eq!(got[1].prompt, Prompt::Tokens(vec![1001, 1002, 1003]));
-        let got = sample("t.csv", &rows, 2, 0, None, true).unwrap();
+        let got = sample("t.csv", &rows, draw(2), None, true).unwrap();
         assert_eq!(got[1].prompt, Prompt::Text("of and to".into()));
         assert_eq!((got[1].prompt_len, got[1].output_len), (3, 2));
+        // A later draw's walk starts past the first one's.
+        let shifted = Draw {
+            first: 5,
+            ..draw(2)
+        };
+        let got = sample("t.csv", &rows, shifted, None, false).unwrap();
+        assert_eq!(got[0].prompt, Prompt::Tokens(vec![1005, 1006, 1007]));
+        assert_eq!(got[1].index, 1, "numbered within the draw");
     }
 
     #[test]
@@ -264,7 +305,7 @@ mod tests {
             Prompt::Text("() loc\", return\n\n   ized".into())
         );
         // prompt_len is the row's input length, not a re-count.
-        let got = sample("t.csv", &rows, 3, 0, Some(&tok), false).unwrap();
+        let got = sample("t.csv", &rows, draw(3), Some(&tok), false).unwrap();
         assert!(got.iter().all(|r| matches!(r.prompt, Prompt::Text(_))));
         let mut sorted: Vec<u32> = got.iter().map(|r| r.prompt_len).collect();
         sorted.sort_unstable();
@@ -289,7 +330,7 @@ mod tests {
             "Timestamp,Model,Request tokens,Response tokens\n1,GPT-3,1,4\n",
         )
         .unwrap();
-        let e = sample("x.csv", &none, 1, 0, None, true)
+        let e = sample("x.csv", &none, draw(1), None, true)
             .unwrap_err()
             .to_string();
         assert!(e.contains("no row with Model GPT-4"), "{e}");

@@ -182,6 +182,19 @@ pub fn load(
     cfg: &DatasetConfig,
     tokenizer: Option<&TokenCounter>,
 ) -> anyhow::Result<Vec<RequestSpec>> {
+    load_at(cfg, 0, tokenizer)
+}
+
+/// [`load`] for a draw whose requests count from `first` (a sweep step's
+/// own draw): BurstGPT's prompts are walks that start at the request's
+/// number, so without the shift step `k`'s request `i` would open with the
+/// same tokens as every other step's. The other datasets' prompts come from
+/// the seeded RNG alone and ignore `first`.
+pub fn load_at(
+    cfg: &DatasetConfig,
+    first: usize,
+    tokenizer: Option<&TokenCounter>,
+) -> anyhow::Result<Vec<RequestSpec>> {
     let mut rng = dataset_rng(cfg.seed);
     let opts = SampleOptions::from(cfg);
     match &cfg.kind {
@@ -214,14 +227,12 @@ pub fn load(
             let origin = path.display().to_string();
             let rows = burstgpt::parse(&origin, &contents)?;
             // vLLM samples with pandas seeded by --seed itself (no salt).
-            burstgpt::sample(
-                &origin,
-                &rows,
-                cfg.num_prompts,
-                cfg.seed,
-                tokenizer,
-                cfg.chat,
-            )
+            let draw = burstgpt::Draw {
+                num_prompts: cfg.num_prompts,
+                seed: cfg.seed,
+                first,
+            };
+            burstgpt::sample(&origin, &rows, draw, tokenizer, cfg.chat)
         }
         DatasetKind::ShareGpt { path, output_len } => {
             let contents = read_dataset(path, "a ShareGPT JSON file")?;

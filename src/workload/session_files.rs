@@ -128,6 +128,15 @@ fn push_conversation<'a>(
     }
 }
 
+/// The conversations with at least `min_turns` user turns: the ones
+/// sessions are drawn from (they repeat after this many).
+pub fn usable(conversations: &[FileConversation], min_turns: u32) -> Vec<&FileConversation> {
+    conversations
+        .iter()
+        .filter(|c| c.turns.len() >= min_turns as usize)
+        .collect()
+}
+
 /// Draw `opts.sessions` sessions from the conversations; `count` gives a
 /// text's tokens (a tokenizer, or the 4-characters-per-token estimate).
 pub fn sessions(
@@ -137,10 +146,7 @@ pub fn sessions(
     count: &dyn Fn(&str) -> u32,
     rng: &mut StdRng,
 ) -> anyhow::Result<Vec<SessionSpec>> {
-    let mut usable: Vec<&FileConversation> = conversations
-        .iter()
-        .filter(|c| c.turns.len() >= opts.min_turns as usize)
-        .collect();
+    let mut usable = usable(conversations, opts.min_turns);
     if usable.is_empty() {
         bail!(
             "dataset file '{origin}': no conversation has --multi-turn-min-turns {} user turns; lower it",

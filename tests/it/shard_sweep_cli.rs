@@ -2,7 +2,8 @@
 //! common `--start-at` against a slot-limited test server of known capacity,
 //! merged by `kneecap merge` into a sweep whose knee brackets μ; the union of
 //! the shards' intended send times per step is the single-process sweep's
-//! schedule; refusals (missing shard, auto-search with --shard) exit 2.
+//! schedule, and together they send its prompts, each step its own;
+//! refusals (missing shard, auto-search with --shard) exit 2.
 
 use crate::common;
 
@@ -88,6 +89,63 @@ fn floats(v: &Value) -> Vec<f64> {
         .unwrap_or_default()
 }
 
+/// The prompts a test server received, per sweep step, sorted. A sender
+/// (request-id prefix: one process) numbers its requests from 0 at every
+/// step, so its step ends where its numbers start again.
+fn prompts_by_step(server: &TestServer) -> Vec<Vec<String>> {
+    let mut truths = server.truths.lock().unwrap().clone();
+    truths.sort_by(|a, b| a.received.total_cmp(&b.received));
+    // Per sender: its last request number and the step it is in.
+    let mut senders: std::collections::HashMap<String, (usize, usize)> = Default::default();
+    let mut steps: Vec<Vec<String>> = Vec::new();
+    for t in truths {
+        let Some((sender, n)) = t.request_id.rsplit_once('-') else {
+            continue;
+        };
+        let Ok(n) = n.parse::<usize>() else {
+            continue; // not a step's request
+        };
+        let (last, step) = senders.entry(sender.to_string()).or_insert((n, 0));
+        if n < *last && n <= 2 && *last >= 5 {
+            *step += 1;
+        }
+        *last = n;
+        if steps.len() <= *step {
+            steps.resize(*step + 1, Vec::new());
+        }
+        steps[*step].push(t.body["prompt"].to_string());
+    }
+    for s in &mut steps {
+        s.sort();
+    }
+    steps
+}
+
+/// Per step, the shards together sent the single sweep's prompts (the
+/// prompts each server received), the second step's are its own, and every
+/// shard's JSON names the same draw as the single sweep's.
+fn assert_shards_sent_the_single_sweeps_prompts(
+    (single_server, single): (&TestServer, &Value),
+    (server, shards): (&TestServer, &[Value]),
+) {
+    let single_prompts = prompts_by_step(single_server);
+    let shard_prompts = prompts_by_step(server);
+    assert_eq!(single_prompts.len(), 2, "two steps");
+    assert_eq!(shard_prompts, single_prompts, "shards drew other prompts");
+    assert!(
+        single_prompts[1]
+            .iter()
+            .all(|p| !single_prompts[0].contains(p)),
+        "step 1 resent step 0's prompts"
+    );
+    let seeds: Vec<Vec<Value>> = shards
+        .iter()
+        .chain([single])
+        .map(|s| (0..2).map(|k| s["steps"][k]["prompts"].clone()).collect())
+        .collect();
+    assert!(seeds.iter().all(|s| *s == seeds[0]), "{seeds:?}");
+}
+
 fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -97,9 +155,9 @@ async fn three_sweep_shards_merge_into_the_single_process_sweep_with_the_knee_at
     let dir = tempfile::tempdir().unwrap();
 
     // The single-process sweep: its per-step intended schedule.
-    let server = common::start(slotted()).await;
+    let single_server = common::start(slotted()).await;
     let single_path = dir.path().join("single.json");
-    let out = kneecap(sweep_args(&server, &single_path, &[])).await;
+    let out = kneecap(sweep_args(&single_server, &single_path, &[])).await;
     let single = read(&single_path);
     assert_eq!(
         single["steps"].as_array().map(Vec::len),
@@ -150,6 +208,9 @@ async fn three_sweep_shards_merge_into_the_single_process_sweep_with_the_knee_at
             );
         }
     }
+
+    // 1b. Together the shards sent the single sweep's prompts, step by step.
+    assert_shards_sent_the_single_sweeps_prompts((&single_server, &single), (&server, &shards));
 
     // 2. The merge: a sweep in the single-process format with the knee around μ.
     let merged_path = dir.path().join("merged.json");

@@ -161,6 +161,55 @@ async fn calibration_finds_mu_and_starts_the_search_near_the_knee() {
         "first step {first} at ¾ μ"
     );
     assert!(stderr.contains("calibration (plateau)"), "{stderr}");
+    // The probe drew prompts of its own: none of them is a step's, so it
+    // warmed no server cache for the steps.
+    let levels = cal["levels"].as_array().unwrap();
+    let probe_n: u64 = levels
+        .iter()
+        .map(|l| {
+            ["completed", "failed", "stuck"]
+                .iter()
+                .map(|k| l[*k].as_u64().unwrap())
+                .sum::<u64>()
+        })
+        .sum();
+    let mut truths = server.truths.lock().unwrap().clone();
+    truths.sort_by(|a, b| a.received.total_cmp(&b.received));
+    let prompts = |ts: &[common::Truth]| -> std::collections::HashSet<String> {
+        ts.iter().map(|t| t.body["prompt"].to_string()).collect()
+    };
+    let (probe, steps) = truths.split_at(probe_n as usize);
+    assert!(
+        !steps.is_empty(),
+        "{probe_n} probe requests of {}",
+        truths.len()
+    );
+    assert!(
+        prompts(probe).is_disjoint(&prompts(steps)),
+        "the probe sent a step's prompt"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reset_prefix_cache_on_a_server_without_it_says_so_once_and_sweeps_on() {
+    let _serial = SERIAL.lock().await;
+    let server = common::start(slotted()).await;
+    let (json, out) = sweep(server.url(), &["--rates", "20,30", "--reset-prefix-cache"]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let said: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("--reset-prefix-cache"))
+        .collect();
+    assert_eq!(said.len(), 1, "one line for the whole sweep: {stderr}");
+    assert!(said[0].contains("offers neither"), "{said:?}");
+    assert!(
+        said[0].contains("/flush_cache answered HTTP 404"),
+        "{said:?}"
+    );
+    let steps = json["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2, "{stderr}");
+    assert!(steps.iter().all(|s| s.get("prefix_cache_reset").is_none()));
 }
 
 /// The probe stops within its budget against a server that starts failing

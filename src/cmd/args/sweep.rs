@@ -61,6 +61,8 @@ pub fn sweep_config(a: &SweepArgs) -> Result<SweepConfig> {
         output: a.output.clone(),
         html: a.html.clone(),
         pricing: pricing(a)?,
+        reuse_prompts: a.reuse_prompts,
+        reset_prefix_cache: a.reset_prefix_cache,
         run,
     })
 }

@@ -2,6 +2,7 @@
 //! ([`crate::sweep::calibrate`]) asks for, within its time budget, and turn
 //! its μ into the search plan's start (or fall back to the doubling search).
 
+use super::prompts::{self, Which};
 use super::Ctx;
 use crate::cmd::prepare::{self as runner, Level};
 use crate::engine::Releases;
@@ -40,9 +41,12 @@ pub(super) async fn calibrate(
             } => {
                 // The level's drain never runs past the budget.
                 let left = budget.saturating_sub(t0.elapsed());
+                // Each probe level draws its own prompts, none a step's.
+                let drawn = prompts::draw(ctx, Which::Probe(levels.len()));
                 let level = Level {
                     releases: Releases::ClosedFor(length),
-                    specs: ctx.prepared.specs.clone(),
+                    specs: drawn.specs,
+                    sessions: drawn.sessions,
                     max_concurrency: Some(concurrency),
                     cancel_at: Some(left.max(length)),
                     watch: None,

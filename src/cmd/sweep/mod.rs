@@ -3,7 +3,9 @@
 //! and rewrite the sweep JSON after every step so an interruption loses nothing.
 
 mod adaptive;
+mod cache_reset;
 mod calibrate;
+mod prompts;
 mod sharded;
 mod start;
 mod step;
@@ -37,6 +39,10 @@ pub(crate) struct Ctx<'a> {
     pub(crate) scraper: Option<Scraper>,
     /// The dashboard and `--metrics-listen`, when asked for.
     pub(crate) live: Option<Live>,
+    /// Where each step's prompts come from.
+    pub(crate) prompts: prompts::Prompts,
+    /// `--reset-prefix-cache`.
+    pub(crate) reset: Option<cache_reset::CacheReset>,
 }
 
 /// Run `kneecap sweep`.
@@ -125,13 +131,19 @@ async fn sweep(
     })
     .await?;
     let prepared = runner::prepare(&cfg.run, server).await?;
+    let (prompts, too_few) = prompts::Prompts::new(cfg, &prepared)?;
     let mut ctx = Ctx {
         cfg,
         server,
         scraper: Scraper::new(&metrics_url).ok(),
         prepared,
         live,
+        prompts,
+        reset: cfg.reset_prefix_cache.then(cache_reset::CacheReset::new),
     };
+    if let Some(line) = too_few {
+        say(&ctx, line);
+    }
     if cfg.mode == LoadUnit::TraceSpeed {
         let (_, rate) = trace::replayed(&ctx)?;
         eprintln!("kneecap sweep: the trace runs at {rate:.2} req/s as recorded; each step replays it faster");

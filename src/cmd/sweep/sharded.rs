@@ -17,6 +17,7 @@
 //! verdict, and the exact counts of goodput-form SLOs
 //! ([`crate::sweep::slo_hist::Attainment`]). The scraped queue series stays in the
 //! step as in any sweep.
+use super::prompts::{self, Which};
 use super::step::{self as live, Evidence};
 use super::{keep_step, say, Ctx};
 use crate::cmd::clock;
@@ -32,8 +33,10 @@ use crate::sweep::knee::{LoadUnit, SearchPlan, StepPoint};
 use crate::sweep::rows::{due_times, goodput_slo};
 use crate::sweep::slo_hist::attainment;
 use crate::sweep::steady::{self, SteadyThresholds};
+use crate::workload::RequestSpec;
 use anyhow::{bail, Result};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -70,31 +73,16 @@ pub(super) async fn run_all_steps(
     let mut history: Vec<StepPoint> = Vec::new();
     for (k, (&load, slot)) in loads.iter().zip(&slots).enumerate() {
         let at = StartAt(start.0 + slot.as_nanos() as i128);
+        // Every shard draws step k's prompts from --seed and k alone; only
+        // shard 0 resets the cache, so no shard drops what another's step
+        // has just put there.
+        let drawn = prompts::draw(ctx, Which::Step(k));
+        let reset = me.index == 0 && super::cache_reset::before_step(ctx).await;
         let overran_ms = clock::wait_for_slot(at).await;
         if let Some(ms) = overran_ms {
             say(ctx, format!("kneecap sweep: shard {me}: step {k} starts {ms:.0} ms after its slot (the previous step overran it)"));
         }
-        let (releases, length, cap) = live::step_releases(cfg, &timing, k, load, None);
-        if let Some(dash) = &ctx.live {
-            let unit = crate::result::sweep::load_unit(cfg.run.sessions.is_some(), cfg.mode);
-            dash.begin(Some(k), Some(load), unit, Some(length));
-        }
-        let flag = match cfg.mode {
-            LoadUnit::Rate | LoadUnit::TraceSpeed => "--max-concurrency",
-            LoadUnit::Concurrency => "--concurrencies",
-        };
-        let cap = cap
-            .map(|c| me.concurrency(c, flag))
-            .transpose()
-            .map_err(anyhow::Error::msg)?;
-        let mine = apply::select(me, cfg.run.load.seed, releases, &ctx.prepared.specs);
-        let level = Level {
-            releases: mine.releases,
-            specs: mine.specs,
-            max_concurrency: cap,
-            cancel_at: Some(length + timing.drain),
-            watch: None,
-        };
+        let (level, length) = my_level(ctx, me, (k, load), &drawn.specs)?;
         let m = live::measure(ctx, level, None, interrupt.clone()).await?;
         let interrupted = *interrupt.borrow();
         let window = (timing.warmup, length);
@@ -115,11 +103,46 @@ pub(super) async fn run_all_steps(
         if cfg.run.output.save_detailed {
             step.due_times_s = due_times(&m.out.records);
         }
+        live::note_prompts(ctx, step, (drawn.row, reset), m.out.records.len());
         if !keep_step(ctx, result, &mut history, judged, interrupted, out)? {
             break;
         }
     }
     Ok(())
+}
+
+/// This shard's share of step `k` at `load` with the step's prompts, and
+/// the step's length.
+fn my_level(
+    ctx: &Ctx<'_>,
+    me: Shard,
+    (k, load): (usize, f64),
+    specs: &Arc<Vec<RequestSpec>>,
+) -> Result<(Level, Duration)> {
+    let (cfg, timing) = (ctx.cfg, &ctx.cfg.timing);
+    let (releases, length, cap) = live::step_releases(cfg, timing, k, load, None);
+    if let Some(dash) = &ctx.live {
+        let unit = crate::result::sweep::load_unit(cfg.run.sessions.is_some(), cfg.mode);
+        dash.begin(Some(k), Some(load), unit, Some(length));
+    }
+    let flag = match cfg.mode {
+        LoadUnit::Rate | LoadUnit::TraceSpeed => "--max-concurrency",
+        LoadUnit::Concurrency => "--concurrencies",
+    };
+    let cap = cap
+        .map(|c| me.concurrency(c, flag))
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
+    let mine = apply::select(me, cfg.run.load.seed, releases, specs);
+    let level = Level {
+        releases: mine.releases,
+        specs: mine.specs,
+        sessions: None,
+        max_concurrency: cap,
+        cancel_at: Some(length + timing.drain),
+        watch: None,
+    };
+    Ok((level, length))
 }
 
 /// The listed loads, each once, in order; the automatic search is refused
@@ -161,6 +184,7 @@ fn identity(
         ("sweep_loads", format!("{loads:?}")),
         ("sweep_timing", format!("{:?}", cfg.timing)),
         ("sweep_max_error_rate", cfg.max_error_rate.to_string()),
+        ("sweep_reuse_prompts", cfg.reuse_prompts.to_string()),
         (
             "sweep_max_lateness_ms",
             format!("{:?}", cfg.max_lateness_ms),

@@ -1,9 +1,10 @@
-//! One live sweep step: its releases (seeded per step), running it while the
-//! server's queue gauges are scraped and the generator checks itself, and
-//! turning the records into the evidence the one step judge
-//! ([`crate::sweep::step`]) weighs.
+//! One live sweep step: its releases (seeded per step) and prompts (drawn
+//! per step, [`super::prompts`]), running it while the server's queue gauges
+//! are scraped and the generator checks itself, and turning the records into
+//! the evidence the one step judge ([`crate::sweep::step`]) weighs.
 
 use super::adaptive::{watch_step, Monitor};
+use super::prompts::{self, Drawn, Which};
 use super::Ctx;
 use crate::client::scrape::QueueSample;
 use crate::cmd::cache_hits;
@@ -13,6 +14,7 @@ use crate::engine::{self, probe, Releases};
 use crate::metrics::health;
 use crate::metrics::stats::{self, StatsOptions};
 use crate::metrics::{RequestRecord, KNEECAP_PERCENTILES};
+use crate::result::sweep::{StepPrompts, StepResult};
 use crate::result::PrefixCacheStats;
 use crate::schedule::{self, Arrival};
 use crate::sweep::adaptive::{step_decision, AdaptiveRule};
@@ -48,36 +50,14 @@ pub(crate) async fn run_step(
         (true, None) => cfg.timing.refined(),
         _ => cfg.timing.clone(),
     };
-    // Checked before the first step (`sweep`), so present in trace mode.
-    let trace = match cfg.mode {
-        LoadUnit::TraceSpeed => super::trace::replayed(ctx).ok(),
-        _ => None,
-    };
-    let min_length = match (cfg.mode, trace) {
-        (LoadUnit::Rate, _) => timing.length_for_rate(load),
-        (LoadUnit::TraceSpeed, Some((_, rate))) => timing.length_for_rate(load * rate),
-        _ => timing.length_closed(),
-    };
-    // An adaptive step may stretch to ADAPTIVE_STRETCH times its minimum,
-    // within --step-max-duration (a starved generator or a stalled server
-    // never decides; it must not hold the sweep for the whole cap).
-    let horizon = cfg.confidence.map(|_| {
-        timing
-            .max_total
-            .min(min_length * ADAPTIVE_STRETCH)
-            .max(min_length)
-    });
-    let (releases, length, cap, specs) = match trace {
-        Some((trace, _)) => {
-            let length = horizon.unwrap_or(min_length);
-            let (releases, specs) = super::trace::step_level(ctx, trace, index, load, length);
-            (releases, length, cfg.run.load.max_concurrency, specs)
-        }
-        None => {
-            let (releases, length, cap) = step_releases(cfg, &timing, index, load, horizon);
-            (releases, length, cap, ctx.prepared.specs.clone())
-        }
-    };
+    let prefix_cache_reset = super::cache_reset::before_step(ctx).await;
+    let StepLoad {
+        releases,
+        length,
+        min_length,
+        cap,
+        drawn,
+    } = StepLoad::plan(ctx, index, load, &timing);
     if let Some(live) = &ctx.live {
         let unit = crate::result::sweep::load_unit(cfg.run.sessions.is_some(), cfg.mode);
         live.begin(Some(index), Some(load), unit, Some(length));
@@ -96,9 +76,11 @@ pub(crate) async fn run_step(
         };
         (Arc::new(Monitor::new(&cfg.slos)), rule, end_tx)
     });
+    let row = drawn.row;
     let level = Level {
         releases,
-        specs,
+        specs: drawn.specs,
+        sessions: drawn.sessions,
         max_concurrency: cap,
         cancel_at: Some(length + timing.drain),
         watch: adaptive.as_ref().map(|(monitor, _, _)| engine::Watch {
@@ -128,7 +110,94 @@ pub(crate) async fn run_step(
         step.latency_series = crate::result::series::latency_series(&m.out.records);
     }
     step.prefix_cache = m.prefix_cache;
+    let sent = m.out.records.len();
+    note_prompts(ctx, step, (row, prefix_cache_reset), sent);
     Ok(judged)
+}
+
+/// A step's releases, length (scheduled, and the minimum an adaptive step
+/// runs), concurrency cap and prompts.
+struct StepLoad {
+    releases: Releases,
+    length: Duration,
+    min_length: Duration,
+    cap: Option<usize>,
+    drawn: Drawn,
+}
+
+impl StepLoad {
+    /// Step `index` at `load`: its schedule, and its prompts (a trace-speed
+    /// step's: the trace expanded for it).
+    fn plan(ctx: &Ctx<'_>, index: usize, load: f64, timing: &StepTiming) -> Self {
+        let cfg = ctx.cfg;
+        // Checked before the first step (`sweep`), so present in trace mode.
+        let trace = match cfg.mode {
+            LoadUnit::TraceSpeed => super::trace::replayed(ctx).ok(),
+            _ => None,
+        };
+        let min_length = match (cfg.mode, trace) {
+            (LoadUnit::Rate, _) => timing.length_for_rate(load),
+            (LoadUnit::TraceSpeed, Some((_, rate))) => timing.length_for_rate(load * rate),
+            _ => timing.length_closed(),
+        };
+        // An adaptive step may stretch to ADAPTIVE_STRETCH times its minimum,
+        // within --step-max-duration (a starved generator or a stalled server
+        // never decides; it must not hold the sweep for the whole cap).
+        let horizon = cfg.confidence.map(|_| {
+            timing
+                .max_total
+                .min(min_length * ADAPTIVE_STRETCH)
+                .max(min_length)
+        });
+        let Some((trace, _)) = trace else {
+            let (releases, length, cap) = step_releases(cfg, timing, index, load, horizon);
+            let drawn = prompts::draw(ctx, Which::Step(index));
+            return StepLoad {
+                releases,
+                length,
+                min_length,
+                cap,
+                drawn,
+            };
+        };
+        let length = horizon.unwrap_or(min_length);
+        let at = ctx.prompts.trace_index(index);
+        let (releases, specs) = super::trace::step_level(ctx, trace, at, load, length);
+        let row = ctx.prompts.trace_speed_row(cfg.run.dataset.seed, index);
+        StepLoad {
+            releases,
+            length,
+            min_length,
+            cap: cfg.run.load.max_concurrency,
+            drawn: Drawn {
+                specs,
+                sessions: None,
+                row,
+            },
+        }
+    }
+}
+
+/// Record which prompts the step sent and whether the server's prefix
+/// cache was dropped before it, and warn (on stderr and in the step) when
+/// a workload with no designed sharing found many of them cached; `sent`
+/// is how many requests the step sent.
+pub(crate) fn note_prompts(
+    ctx: &Ctx<'_>,
+    step: &mut StepResult,
+    (row, reset): (StepPrompts, bool),
+    sent: usize,
+) {
+    step.prompts = Some(row);
+    step.prefix_cache_reset = reset;
+    if let Some(w) = ctx.prompts.hit_warning(step, sent) {
+        let unit = crate::result::sweep::load_unit(ctx.cfg.run.sessions.is_some(), ctx.cfg.mode);
+        super::say(
+            ctx,
+            format!("kneecap sweep: warning: step at {} {unit}: {w}", step.load),
+        );
+        step.cache_warning = Some(w);
+    }
 }
 
 /// What running one step left: the engine's records, the generator's

@@ -58,6 +58,6 @@ pub(crate) fn step_level(
 }
 
 /// Salt of step `index`, loop `pass`: never 0, which `kneecap run` uses.
-fn salt(index: usize, pass: u32) -> u64 {
+pub(super) fn salt(index: usize, pass: u32) -> u64 {
     ((index as u64 + 1) << 32) | u64::from(pass)
 }

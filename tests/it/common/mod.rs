@@ -122,7 +122,9 @@ async fn handle(
     t0: Instant,
 ) -> Result<Response<Body>, Infallible> {
     let b = &bs.0;
-    if req.method() == hyper::Method::GET {
+    // No prefix-cache reset (like llama.cpp): `--reset-prefix-cache` must say so.
+    let reset = matches!(req.uri().path(), "/reset_prefix_cache" | "/flush_cache");
+    if req.method() == hyper::Method::GET || reset {
         let body = match req.uri().path() {
             "/v1/models" => format!(
                 r#"{{"object":"list","data":[{{"id":"{}","object":"model","root":"org/{}"}}]}}"#,
