@@ -105,7 +105,7 @@ pub fn parse(text: &str) -> Result<Input, String> {
         return Err("not a JSON object (expected a kneecap sweep or a run result)".into());
     };
     let obj = strip_key_colons(obj);
-    if obj.get("kind").and_then(Value::as_str) == Some("kneecap_sweep") {
+    if crate::result::sweep::is_sweep(&obj) {
         return sweep(obj).map(|s| Input::Sweep(Box::new(s)));
     }
     if obj.contains_key("completed") || obj.contains_key("request_throughput") {

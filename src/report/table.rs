@@ -389,7 +389,7 @@ mod tests {
         let mut r = sweep_with(&[100.0, 200.0], &[]);
         r.steps.push(crate::result::fixture::step(
             400.0,
-            "generator_limited",
+            crate::result::Verdict::GeneratorLimited,
             400.0,
             40.0,
         ));

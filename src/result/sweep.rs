@@ -18,9 +18,18 @@ pub const INFINITE: &str = "∞ (failed)";
 /// Schema version of the sweep JSON.
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// The sweep JSON's `kind`: what tells a sweep from a run result.
+pub const KIND: &str = "kneecap_sweep";
+
+/// Whether a parsed JSON object is a sweep result (its `kind` is [`KIND`]).
+pub fn is_sweep(doc: &serde_json::Map<String, serde_json::Value>) -> bool {
+    doc.get("kind").and_then(serde_json::Value::as_str) == Some(KIND)
+}
+
 /// The whole sweep.
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 pub struct SweepResult {
+    /// Always [`KIND`].
     pub kind: String,
     pub schema_version: u32,
     pub kneecap_version: String,

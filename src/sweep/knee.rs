@@ -273,25 +273,8 @@ fn auto_candidate(plan: &SearchPlan, history: &[StepPoint], raw: &[StepPoint]) -
             let low_passed = band.first().is_some_and(|&l| passed_at(history, l));
             bisect(pass, fail, &band, low_passed, tolerance, integer)
         }
-        // Below the failure, the lowest step passed within noise: measure
-        // it again first (the two steps' evidence is pooled, see
-        // `super::pooled`, so near the knee twice the samples may decide
-        // it; one re-test per search). Still undecided: step down once,
-        // pooled with both. If that is undecided too (a second undecided
-        // pass), a lower load still gets fewer requests in a step's cap,
-        // so stop and leave the knee below the failure with the band listed.
         (None, Some(_)) if band.first().is_some_and(|&low| passed_at(history, low)) => {
-            let retested = raw
-                .iter()
-                .any(|p| raw.iter().filter(|q| q.load == p.load).count() > 1);
-            if !retested && retest(raw, band[0]) {
-                return Some(band[0]);
-            }
-            let passes = band.iter().filter(|&&l| passed_at(history, l)).count();
-            if passes > 1 {
-                return None;
-            }
-            step_down(band[0], factor, start, integer)
+            below_a_noisy_pass(history, raw, &band, (factor, start), integer)
         }
         (None, Some(fail)) => step_down(
             band.first().copied().unwrap_or(fail),
@@ -323,6 +306,34 @@ fn auto_candidate(plan: &SearchPlan, history: &[StepPoint], raw: &[StepPoint]) -
             _ => None,
         },
     }
+}
+
+/// Below the failure, the lowest step of the `band` passed within noise:
+/// measure it again first (the two steps' evidence is pooled, see
+/// `super::pooled`, so near the knee twice the samples may decide it; one
+/// re-test per search). Still undecided: step down once (by `factor`, not
+/// below the floor from `start`), pooled with both. If that is undecided
+/// too (a second undecided pass), a lower load still gets fewer requests
+/// in a step's cap, so stop and leave the knee below the failure with the
+/// band listed.
+fn below_a_noisy_pass(
+    history: &[StepPoint],
+    raw: &[StepPoint],
+    band: &[f64],
+    (factor, start): (f64, f64),
+    integer: bool,
+) -> Option<f64> {
+    let retested = raw
+        .iter()
+        .any(|p| raw.iter().filter(|q| q.load == p.load).count() > 1);
+    if !retested && retest(raw, band[0]) {
+        return Some(band[0]);
+    }
+    let passes = band.iter().filter(|&&l| passed_at(history, l)).count();
+    if passes > 1 {
+        return None;
+    }
+    step_down(band[0], factor, start, integer)
 }
 
 /// Whether the (effective) point at `load` passed.

@@ -20,6 +20,7 @@ mod pooling_sim;
 mod proto_props;
 mod reasoning_sim;
 mod responses_sim;
+mod result_types;
 mod run_cli;
 mod run_errors_cli;
 mod shard_cli;
