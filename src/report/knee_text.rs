@@ -107,10 +107,10 @@ fn generator_line(r: &SweepResult) -> Option<String> {
         .steps_by_load()
         .into_iter()
         .find(|s| {
-            // A pass far inside its bounds is the server's even with a late
-            // generator (`sweep::judge`); it limited nothing.
+            // A pass far inside its bounds, or a failure far beyond the
+            // generator's delay, is the server's even with a late generator
+            // (`sweep::judge`); the generator limited neither.
             s.verdict == Verdict::GeneratorLimited
-                || (s.generator.limited && s.verdict != Verdict::Pass)
         })
         .map(|s| s.load);
     if !r.knee.bounded_by_generator && limited.is_none() {

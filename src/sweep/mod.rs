@@ -105,6 +105,9 @@ pub fn judge(input: &StepVerdictInput<'_>) -> (Verdict, Vec<String>) {
     }
     let server_failed = input.generator.limited && failed_beyond_the_generator(input);
     if server_failed {
+        // The server's misses decided the verdict: they come first (the
+        // step line shows the first reason), the generator's after.
+        reasons.rotate_left(input.generator.reasons.len());
         reasons.push(format!(
             "the SLO failed by more than {EXPLAINED_BY_GENERATOR}× the generator's own delay: the server's failure, not the generator's"
         ));
@@ -309,7 +312,13 @@ mod tests {
         // 3152 ms against 200: 2952 ms over, far beyond 10 × 2.06 ms.
         let (verdict, reasons) = judged(3152.0);
         assert_eq!(verdict, Verdict::Fail);
-        assert!(reasons[0].starts_with("generator limited:"), "{reasons:?}");
+        // The server's miss comes first (the step line shows it), the
+        // generator's strain is still listed.
+        assert!(reasons[0].starts_with("p99_ttft_ms"), "{reasons:?}");
+        assert!(
+            reasons.iter().any(|r| r.starts_with("generator limited:")),
+            "{reasons:?}"
+        );
         assert!(
             reasons.last().unwrap().contains("the server's failure"),
             "{reasons:?}"
