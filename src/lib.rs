@@ -20,8 +20,11 @@
 //!   and say what binds it (pure).
 //! - [`sweep`]: SLOs, the steady-state check, the one step judge and the knee
 //!   search (pure).
-//! - [`report`]: the result types ([`report::RunResult`], [`report::sweep::SweepResult`])
-//!   and their renderings (console, JSON, table, charts, HTML).
+//! - [`report`]: the renderings of results (console, JSON, table, charts,
+//!   HTML) and the run's [`report::RunResult`].
+//! - [`result`]: the sweep's serialised result types
+//!   ([`result::sweep::SweepResult`], its steps, the one [`result::Verdict`],
+//!   the typed shard blocks), below `sweep` and `report`.
 //! - [`shard`]: splitting one load over N processes (`--shard i/N`) and the
 //!   common start (`--start-at`) (pure).
 //! - [`engine`]: the dispatcher that releases requests on time and collects
@@ -48,6 +51,7 @@ pub mod live;
 pub mod merge;
 pub mod metrics;
 pub mod report;
+pub mod result;
 pub mod rxstamp;
 pub mod schedule;
 pub mod shard;

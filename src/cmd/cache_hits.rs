@@ -5,7 +5,7 @@
 
 use crate::client::scrape::{PrefixCacheCounters, Scraper};
 use crate::metrics::record::RequestRecord;
-use crate::report::PrefixCacheStats;
+use crate::result::PrefixCacheStats;
 
 /// A `/metrics` scraper for `base_url` (the counters' "before" side).
 pub(crate) struct CacheProbe {

@@ -3,6 +3,7 @@
 
 use crate::cli::merge::MergeArgs;
 use crate::report::{console, json, save};
+use crate::result::sweep::is_sweep;
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 use std::process::ExitCode;
@@ -27,7 +28,7 @@ pub fn execute(args: &MergeArgs) -> Result<ExitCode> {
     }
     let sweeps = docs
         .iter()
-        .filter(|(_, v)| v["kind"] == "kneecap_sweep")
+        .filter(|(_, v)| v.as_object().is_some_and(is_sweep))
         .count();
     match sweeps {
         0 => merge_runs(docs, args),

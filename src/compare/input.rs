@@ -15,7 +15,7 @@
 use super::stats::Sample;
 use crate::client::scrape::QueueSample;
 use crate::report::json::RunJson;
-use crate::report::sweep::{SloOutcomeRow, StepResult, SweepResult};
+use crate::result::sweep::{SloOutcomeRow, StepResult, SweepResult};
 use serde_json::{Map, Value};
 
 /// What a result file holds.
@@ -105,7 +105,7 @@ pub fn parse(text: &str) -> Result<Input, String> {
         return Err("not a JSON object (expected a kneecap sweep or a run result)".into());
     };
     let obj = strip_key_colons(obj);
-    if obj.get("kind").and_then(Value::as_str) == Some("kneecap_sweep") {
+    if crate::result::sweep::is_sweep(&obj) {
         return sweep(obj).map(|s| Input::Sweep(Box::new(s)));
     }
     if obj.contains_key("completed") || obj.contains_key("request_throughput") {
@@ -397,7 +397,7 @@ mod tests {
 
     #[test]
     fn sweep_kind_is_detected() {
-        let mut s = crate::report::table::fixture::sweep_with(&[4.0], &[8.0]);
+        let mut s = crate::result::fixture::sweep_with(&[4.0], &[8.0]);
         s.kind = "kneecap_sweep".into();
         let text = serde_json::to_string(&s).unwrap();
         assert!(matches!(parse(&text).unwrap(), Input::Sweep(_)));

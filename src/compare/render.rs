@@ -7,8 +7,8 @@
 
 use super::input::RunData;
 use super::layout::Table;
-use crate::report::sweep::{StepResult, SweepResult};
 use crate::report::table;
+use crate::result::sweep::{StepResult, SweepResult};
 use serde_json::{json, Map, Value};
 use std::fmt::Write;
 
@@ -88,7 +88,7 @@ fn step_row(s: &StepResult, raw: bool) -> Vec<String> {
             table::num(v, prec)
         }
     };
-    let lat = |d: &crate::report::sweep::Dist, v: f64| {
+    let lat = |d: &crate::result::sweep::Dist, v: f64| {
         if d.count == 0 {
             String::new()
         } else {
@@ -217,7 +217,7 @@ fn run_text(r: &RunData) -> String {
 mod tests {
     use super::*;
     use crate::compare::input::{parse, Input};
-    use crate::report::table::fixture;
+    use crate::result::fixture;
 
     #[test]
     fn sweep_text_is_the_end_of_sweep_table_and_charts() {

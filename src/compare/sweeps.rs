@@ -6,7 +6,7 @@
 use super::layout::{change_pct, fmt_change, fmt_opt, Table};
 use super::rule::{Metric, Pair, Stat};
 use super::stats::KneeInterval;
-use crate::report::sweep::{Dist, StepResult, SweepResult, Verdict};
+use crate::result::sweep::{Dist, StepResult, SweepResult, Verdict};
 use serde::Serialize;
 use std::fmt::Write;
 

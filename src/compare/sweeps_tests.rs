@@ -1,7 +1,7 @@
 //! Tests of two sweeps side by side.
 use super::*;
 use crate::compare::rule::{judge, parse};
-use crate::report::table::fixture::sweep_with;
+use crate::result::fixture::sweep_with;
 
 #[test]
 fn a_knee_drop_beyond_the_bracket_is_significant() {

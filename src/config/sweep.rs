@@ -79,7 +79,7 @@ pub struct SweepConfig {
     pub output: Option<PathBuf>,
     pub html: Option<PathBuf>,
     /// `--gpu-hour-cost` / `--gpus`: price the knee and each step.
-    pub pricing: Option<crate::report::cost::Pricing>,
+    pub pricing: Option<crate::result::cost::Pricing>,
     /// `--reuse-prompts`: every step sends the first step's prompts
     /// (otherwise each step draws its own).
     pub reuse_prompts: bool,

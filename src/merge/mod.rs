@@ -1,9 +1,10 @@
 //! Merge: recombine the results of a sharded load (`--shard i/N`) into one
 //! exact result. This module owns the merge conditions (same workload
-//! fingerprint, seed, shard count and start; every index present exactly once)
-//! and the addition of counters and histograms. PURE: the command layer reads
+//! fingerprint, seed, shard count and start; every index present exactly
+//! once); the blocks add themselves up ([`crate::result::shard::ShardPart::add`],
+//! [`crate::result::shard_sweep::StepShard::add`]). PURE: the command layer reads
 //! and writes the files; [`run`] rebuilds a [`crate::report::RunResult`] and
-//! [`sweep`] a [`crate::report::sweep::SweepResult`].
+//! [`sweep`] a [`crate::result::sweep::SweepResult`].
 //!
 //! Counters add; histograms add bucket by bucket (exact: one configuration);
 //! percentiles are read from the merged histograms and never averaged across
@@ -12,8 +13,7 @@
 pub mod run;
 pub mod sweep;
 
-use crate::metrics::hist::RunHists;
-use crate::report::shard::{ShardCounters, ShardIdentity, ShardPart};
+use crate::result::shard::ShardIdentity;
 
 /// One shard's file: where it came from and who it says it is.
 #[derive(Debug, Clone)]
@@ -82,41 +82,6 @@ pub fn check_set(files: &[ShardFile]) -> Result<(), String> {
     Ok(())
 }
 
-/// Add the parts of all shards: counters and histograms add; the window is
-/// the earliest start to the latest end; flags OR together; start lateness
-/// keeps the worst (largest absolute) value.
-pub fn combine<'a>(parts: impl IntoIterator<Item = &'a ShardPart>) -> Result<ShardPart, String> {
-    let mut out = ShardPart {
-        window_start_unix_s: f64::INFINITY,
-        window_end_unix_s: f64::NEG_INFINITY,
-        counters: ShardCounters::default(),
-        hists: RunHists::default(),
-        ..ShardPart::default()
-    };
-    let mut first = true;
-    for p in parts {
-        if first {
-            out.counters.good = p.counters.good.map(|_| 0);
-            first = false;
-        }
-        out.counters.add(&p.counters);
-        out.hists.merge(&p.hists).map_err(|e| e.to_string())?;
-        out.window_start_unix_s = out.window_start_unix_s.min(p.window_start_unix_s);
-        out.window_end_unix_s = out.window_end_unix_s.max(p.window_end_unix_s);
-        out.generator_limited |= p.generator_limited;
-        out.interrupted |= p.interrupted;
-        out.start_lateness_ms = match (out.start_lateness_ms, p.start_lateness_ms) {
-            (Some(a), Some(b)) if b.abs() > a.abs() => Some(b),
-            (None, b) => b,
-            (a, _) => a,
-        };
-    }
-    if first {
-        return Err("no shard parts to combine".into());
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,26 +128,5 @@ mod tests {
         );
         let err = check_set(&[file("a", 0, 2, "f"), file("b", 1, 3, "f")]).unwrap_err();
         assert!(err.contains("shard counts differ"), "{err}");
-    }
-
-    #[test]
-    fn parts_combine_over_the_common_window() {
-        let a = ShardPart {
-            window_start_unix_s: 10.0,
-            window_end_unix_s: 20.0,
-            start_lateness_ms: Some(-3.0),
-            ..Default::default()
-        };
-        let b = ShardPart {
-            window_start_unix_s: 10.5,
-            window_end_unix_s: 21.0,
-            start_lateness_ms: Some(2.0),
-            generator_limited: true,
-            ..Default::default()
-        };
-        let c = combine([&a, &b]).unwrap();
-        assert_eq!((c.window_start_unix_s, c.window_end_unix_s), (10.0, 21.0));
-        assert_eq!(c.start_lateness_ms, Some(-3.0));
-        assert!(c.generator_limited);
     }
 }

@@ -3,14 +3,14 @@
 //! ([`RunResult::assemble`]), so the merged JSON and console summary come
 //! from the same renderers. PURE: works on parsed JSON values.
 
-use super::{check_set, combine, ShardFile};
+use super::{check_set, ShardFile};
 use crate::metrics::stats::{Distribution, Summary};
 use crate::metrics::KNEECAP_PERCENTILES;
 use crate::report::assemble::{RunHeader, RunOutcome};
 use crate::report::json::kneecap::MergedBlock;
 use crate::report::json::RunJson;
-use crate::report::shard::ShardPart;
 use crate::report::{GeneratorVerdict, RunResult};
+use crate::result::shard::ShardPart;
 use serde_json::Value;
 
 /// How many failure messages the merged result keeps (over all shards).
@@ -50,7 +50,7 @@ pub fn merge(mut shards: Vec<RunShard>) -> Result<RunResult, String> {
     let files: Vec<ShardFile> = shards.iter().map(|s| s.file.clone()).collect();
     check_set(&files)?;
     shards.sort_by_key(|s| s.file.id.shard.index);
-    let total = combine(shards.iter().map(|s| &s.part))?;
+    let total = ShardPart::sum(shards.iter().map(|s| &s.part))?;
     let header = shards[0].header.clone();
     let summary = summary(&total, &header.percentiles);
     let outcome = outcome(&shards, &total, header.request_rate);
@@ -164,7 +164,7 @@ fn merged_block(shards: &[RunShard], total: &ShardPart) -> MergedBlock {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::shard::{ShardIdentity, ShardRun};
+    use crate::result::shard::{ShardIdentity, ShardRun};
     use crate::shard::Shard;
 
     /// Shard `index` of 2 as `kneecap run --shard` writes it.

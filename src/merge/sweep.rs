@@ -3,7 +3,7 @@
 //! the console table, the HTML and `kneecap report` render it the same way.
 //! PURE: works on parsed results.
 //!
-//! Per step: counters and histograms add ([`super::combine`]); every SLO is
+//! Per step: counters and histograms add ([`crate::result::shard::ShardPart::add`]); every SLO is
 //! re-evaluated on the merged histograms ([`crate::sweep::slo_hist`]); the
 //! failed requests the shards counted in their windows are +∞ samples, as in
 //! a single process (a failed request is a miss); the
@@ -15,20 +15,21 @@
 //! logic runs on the merged verdicts. The verdict and the step row come from
 //! the same judge as a live step ([`crate::sweep::step::judge_step`]). A step that started after its slot on
 //! some shard carries a warning naming it.
-use super::{check_set, combine, ShardFile};
+use super::{check_set, ShardFile};
 use crate::metrics::health::{self, GeneratorHealth};
 use crate::metrics::hist::{LatencyHist, RunHists};
 use crate::metrics::stats::Distribution;
 use crate::metrics::KNEECAP_PERCENTILES;
-use crate::report::shard::{ShardIdentity, ShardPart};
-use crate::report::sweep::{StepPrompts, StepResult, SweepResult, Verdict};
+use crate::result::evidence::Attainment;
+use crate::result::shard::ShardPart;
+use crate::result::shard_sweep::{MergedSweep, StepAlignment, StepShard};
+use crate::result::sweep::{StepPrompts, StepResult, SweepResult, Verdict};
 use crate::sweep::knee::StepPoint;
-use crate::sweep::rows::{finish, point};
+use crate::sweep::rows::finish;
 use crate::sweep::slo::SloOutcome;
-use crate::sweep::slo_hist::{evaluate_hist, Attainment};
-use crate::sweep::step::{judge_step, StepCounts, StepDists, StepEvidence};
+use crate::sweep::slo_hist::evaluate_hist;
+use crate::sweep::step::{judge_step, Judged, StepCounts, StepDists, StepEvidence};
 use crate::sweep::{steady, Slo};
-use serde_json::{json, Value};
 use std::time::Duration;
 
 /// One shard's sweep result, parsed.
@@ -43,38 +44,20 @@ pub fn read(name: &str, result: SweepResult) -> Result<SweepShard, String> {
     let block = result.shard.as_ref().ok_or_else(|| {
         format!("{name}: a sweep without a `shard` block — it was not written by `kneecap sweep --shard i/N`")
     })?;
-    let id = ShardIdentity::from_json(block).map_err(|e| format!("{name}: {e}"))?;
     Ok(SweepShard {
         file: ShardFile {
             name: name.to_string(),
-            id,
+            id: block.id.clone(),
         },
         result,
     })
 }
 
-/// A shard's step block, parsed.
-struct StepBlock {
-    part: ShardPart,
-    steadiness: steady::Steadiness,
-    attainment: Vec<Option<Attainment>>,
-    overran_ms: Option<f64>,
-}
-
-fn step_block(name: &str, k: usize, step: &StepResult) -> Result<StepBlock, String> {
-    let bad = |e: String| format!("{name}: step {k} (load {}): {e}", step.load);
-    let v = step
-        .shard
+/// A shard's step block; the error names the file and the step.
+fn step_block<'a>(name: &str, k: usize, step: &'a StepResult) -> Result<&'a StepShard, String> {
+    step.shard
         .as_ref()
-        .ok_or_else(|| bad("no `shard` block".into()))?;
-    let field = |key: &str| v.get(key).cloned().unwrap_or(Value::Null);
-    Ok(StepBlock {
-        part: ShardPart::from_json(v).map_err(bad)?,
-        steadiness: serde_json::from_value(field("steadiness"))
-            .map_err(|e| bad(format!("`steadiness`: {e}")))?,
-        attainment: serde_json::from_value(field("slo_attainment")).unwrap_or_default(),
-        overran_ms: v.get("overran_slot_ms").and_then(Value::as_f64),
-    })
+        .ok_or_else(|| format!("{name}: step {k} (load {}): no `shard` block", step.load))
 }
 
 /// Check the set and merge it into one sweep.
@@ -106,15 +89,15 @@ pub fn merge(mut shards: Vec<SweepShard>) -> Result<SweepResult, String> {
     for k in 0..n_steps {
         let steps: Vec<(&SweepShard, &StepResult)> =
             shards.iter().map(|s| (s, &s.result.steps[k])).collect();
-        let (step, aligned) = merge_step(&slos, &merged, k, &steps)?;
+        let (judged, aligned) = merge_step(&slos, &merged, k, &steps)?;
         alignment.push(aligned);
-        if step.verdict == Verdict::Interrupted {
-            merged.steps.push(step);
+        if judged.row.verdict == Verdict::Interrupted {
+            merged.steps.push(judged.row);
             merged.interrupted = true;
             break;
         }
-        history.push(point(&step));
-        merged.steps.push(step);
+        history.push(judged.point);
+        merged.steps.push(judged.row);
     }
     finish(&mut merged, &history);
     merged.complete = !merged.interrupted && shards.iter().all(|s| s.result.complete);
@@ -128,7 +111,7 @@ fn merge_step(
     sweep: &SweepResult,
     k: usize,
     steps: &[(&SweepShard, &StepResult)],
-) -> Result<(StepResult, Value), String> {
+) -> Result<(Judged, StepAlignment), String> {
     let first = steps[0].1;
     let mut blocks = Vec::new();
     for (s, step) in steps {
@@ -140,19 +123,19 @@ fn merge_step(
         }
         blocks.push(step_block(&s.file.name, k, step)?);
     }
-    let total = combine(blocks.iter().map(|b| &b.part))?;
+    let total = StepShard::sum(blocks.iter().copied())?;
     let evidence = evidence(slos, steps, &blocks, &total);
-    let mut step = judge_step(evidence, sweep.max_error_rate);
-    step.prompts = agreed_prompts(k, steps)?;
-    step.prefix_cache_reset = steps.iter().any(|(_, st)| st.prefix_cache_reset);
-    let aligned = json!({
-        "load": first.load,
-        "start_lateness_ms": blocks.iter().map(|b| b.part.start_lateness_ms).collect::<Vec<_>>(),
-        "overran_slot_ms": blocks.iter().map(|b| b.overran_ms).collect::<Vec<_>>(),
-        "window_start_unix_s": total.window_start_unix_s,
-        "window_end_unix_s": total.window_end_unix_s,
-    });
-    Ok((step, aligned))
+    let mut judged = judge_step(evidence, sweep.max_error_rate);
+    judged.row.prompts = agreed_prompts(k, steps)?;
+    judged.row.prefix_cache_reset = steps.iter().any(|(_, st)| st.prefix_cache_reset);
+    let aligned = StepAlignment {
+        load: first.load,
+        start_lateness_ms: blocks.iter().map(|b| b.part.start_lateness_ms).collect(),
+        overran_slot_ms: blocks.iter().map(|b| b.overran_slot_ms).collect(),
+        window_start_unix_s: total.part.window_start_unix_s,
+        window_end_unix_s: total.part.window_end_unix_s,
+    };
+    Ok((judged, aligned))
 }
 
 /// The prompts every shard drew for step `k`: the same, or the shards ran
@@ -179,8 +162,8 @@ fn agreed_prompts(
 fn evidence(
     slos: &[Slo],
     steps: &[(&SweepShard, &StepResult)],
-    blocks: &[StepBlock],
-    total: &ShardPart,
+    blocks: &[&StepShard],
+    total: &StepShard,
 ) -> StepEvidence {
     let first = steps[0].1;
     let span = first.window_end_s - first.window_start_s;
@@ -190,7 +173,7 @@ fn evidence(
         .iter()
         .map(|(_, st)| *st)
         .find(|st| st.queue_source.is_some());
-    let h = &total.hists;
+    let h = &total.part.hists;
     let d = |x: &LatencyHist| x.distribution(&KNEECAP_PERCENTILES);
     let lateness = d(&h.lateness);
     StepEvidence {
@@ -199,8 +182,8 @@ fn evidence(
             Duration::from_secs_f64(first.window_start_s.max(0.0)),
             Duration::from_secs_f64(first.window_end_s.max(0.0)),
         ),
-        counts: counts(steps, total, span),
-        slo_outcomes: outcomes(slos, blocks, h, total.counters.failed),
+        counts: counts(steps, &total.part, span),
+        slo_outcomes: outcomes(slos, &total.slo_attainment, h, total.part.counters.failed),
         steadiness,
         queue: with_queue.map(|st| st.queue.clone()).unwrap_or_default(),
         queue_source: with_queue.and_then(|st| st.queue_source.clone()),
@@ -220,7 +203,7 @@ fn evidence(
             lateness,
         },
         extra_warnings: late_slot_warnings(steps, blocks),
-        interrupted: total.interrupted
+        interrupted: total.part.interrupted
             || steps
                 .iter()
                 .any(|(_, st)| st.verdict == Verdict::Interrupted),
@@ -231,19 +214,18 @@ fn evidence(
 }
 
 /// Every SLO re-evaluated on the merged histograms; goodput-form SLOs from
-/// the shards' exact attainment counts when every shard has them. The
-/// window's failed requests (summed over the shards) are +∞ samples, as in
-/// a single process.
-fn outcomes(slos: &[Slo], blocks: &[StepBlock], h: &RunHists, failures: u64) -> Vec<SloOutcome> {
+/// the shards' exact attainment counts (summed, `attained`) when every shard
+/// has them. The window's failed requests (summed over the shards) are +∞
+/// samples, as in a single process.
+fn outcomes(
+    slos: &[Slo],
+    attained: &[Option<Attainment>],
+    h: &RunHists,
+    failures: u64,
+) -> Vec<SloOutcome> {
     slos.iter()
         .enumerate()
-        .map(|(i, slo)| {
-            let counts = blocks.iter().try_fold(Attainment::default(), |mut acc, b| {
-                acc.add(b.attainment.get(i).copied().flatten().as_ref()?);
-                Some(acc)
-            });
-            evaluate_hist(slo, h, counts, failures)
-        })
+        .map(|(i, slo)| evaluate_hist(slo, h, attained.get(i).copied().flatten(), failures))
         .collect()
 }
 
@@ -269,12 +251,12 @@ fn counts(steps: &[(&SweepShard, &StepResult)], total: &ShardPart, span: f64) ->
 }
 
 /// A shard that started the step after its slot (its previous step overran).
-fn late_slot_warnings(steps: &[(&SweepShard, &StepResult)], blocks: &[StepBlock]) -> Vec<String> {
+fn late_slot_warnings(steps: &[(&SweepShard, &StepResult)], blocks: &[&StepShard]) -> Vec<String> {
     steps
         .iter()
         .zip(blocks)
         .filter_map(|((s, _), b)| {
-            b.overran_ms.map(|ms| format!(
+            b.overran_slot_ms.map(|ms| format!(
                 "shard {} started this step {ms:.0} ms after its slot (its previous step overran): the combined load at the step's start was low",
                 s.file.id.shard
             ))
@@ -323,21 +305,23 @@ fn max_of(it: impl Iterator<Item = Option<f64>>) -> Option<f64> {
 }
 
 /// `merged`: which shards, and how well each step's slots lined up.
-fn merged_block(shards: &[SweepShard], steps: Vec<Value>) -> Value {
+fn merged_block(shards: &[SweepShard], steps: Vec<StepAlignment>) -> MergedSweep {
     let id = &shards[0].file.id;
-    json!({
-        "shards": id.shard.count,
-        "fingerprint": id.fingerprint,
-        "seed": id.seed,
-        "files": shards.iter().map(|s| s.file.name.clone()).collect::<Vec<_>>(),
-        "start_at": id.start_at.map(|s| s.rfc3339()),
-        "steps": steps,
-        "notes": [
+    MergedSweep {
+        shards: id.shard.count,
+        fingerprint: id.fingerprint.clone(),
+        seed: id.seed,
+        files: shards.iter().map(|s| s.file.name.clone()).collect(),
+        start_at: id.start_at.map(|s| s.rfc3339()),
+        steps,
+        notes: [
             "percentiles are read from the merged HdrHistograms (µs, 3 significant digits), never averaged across shards",
             "SLOs, steadiness and the knee are judged on the merged step data; goodput-form SLOs from exact summed counts",
             "rates divide by the step's measurement window, which every shard ran in the same wall-clock slot",
-        ],
-    })
+        ]
+        .map(String::from)
+        .to_vec(),
+    }
 }
 
 #[cfg(test)]

@@ -2,10 +2,12 @@
 //! process judges the same records: a failed request is a miss in both.
 use super::*;
 use crate::metrics::{ErrorKind, RequestError, RequestRecord};
-use crate::report::shard::ShardCounters;
+use crate::result::shard::{ShardCounters, ShardIdentity};
+use crate::result::shard_sweep::SweepIdentity;
 use crate::shard::{Shard, StartAt};
 use crate::sweep::rows::slo_row;
 use crate::sweep::slo;
+use crate::sweep::slo_hist::attainment;
 use crate::sweep::steady::SteadyThresholds;
 
 const SLOS: [&str; 4] = [
@@ -66,12 +68,13 @@ fn shard(index: usize, all: &[RequestRecord]) -> SweepShard {
         hists: RunHists::from_records(&mine),
         ..ShardPart::default()
     };
-    let mut block = part.to_json();
-    let steadiness = steady::assess(&mine, WINDOW, &SteadyThresholds::default());
-    block["steadiness"] = serde_json::to_value(steadiness).expect("serializes");
-    let attainment: Vec<Option<Attainment>> =
-        slos().iter().map(|s| Attainment::of(s, &mine)).collect();
-    block["slo_attainment"] = json!(attainment);
+    let block = StepShard {
+        part,
+        slot_start_unix_s: 1000.0,
+        overran_slot_ms: None,
+        steadiness: steady::assess(&mine, WINDOW, &SteadyThresholds::default()),
+        slo_attainment: slos().iter().map(|s| attainment(s, &mine)).collect(),
+    };
     let id = ShardIdentity {
         shard: Shard { index, count: 2 },
         fingerprint: "f00d".into(),
@@ -88,7 +91,10 @@ fn shard(index: usize, all: &[RequestRecord]) -> SweepShard {
             shard: Some(block),
             ..StepResult::default()
         }],
-        shard: Some(id.to_json()),
+        shard: Some(SweepIdentity {
+            id,
+            slots_s: vec![0.0],
+        }),
         complete: true,
         ..SweepResult::default()
     };

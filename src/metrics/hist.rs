@@ -420,6 +420,24 @@ impl RunHists {
     }
 }
 
+/// The shard files' form ([`RunHists::to_json`]); a histogram that cannot
+/// be encoded is written as `{"error": "..."}` (reading it back fails).
+impl serde::Serialize for RunHists {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.to_json()
+            .unwrap_or_else(|e| json!({ "error": e.to_string() }))
+            .serialize(s)
+    }
+}
+
+/// Read [`RunHists::to_json`]'s form; the error names the histogram.
+impl<'de> serde::Deserialize<'de> for RunHists {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = Value::deserialize(d)?;
+        RunHists::from_json(&v).map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 #[path = "hist_tests.rs"]
 mod tests;

@@ -4,10 +4,10 @@
 //! measured) and a [`RunOutcome`] (how the load went).
 
 use super::json::kneecap::MergedBlock;
-use super::shard::ShardRun;
 use super::{GeneratorVerdict, KneecapInfo, RunResult};
 use crate::metrics::stats::Summary;
 use crate::metrics::{MetricName, RequestRecord};
+use crate::result::shard::ShardRun;
 use chrono::{DateTime, Local};
 
 /// What identifies a run: vLLM's header keys and kneecap's identity of the
@@ -97,7 +97,7 @@ impl RunResult {
 mod tests {
     use super::*;
     use crate::report::json::RunJson;
-    use crate::report::shard::{ShardIdentity, ShardPart};
+    use crate::result::shard::{ShardIdentity, ShardPart};
     use crate::shard::Shard;
 
     fn header() -> RunHeader {

@@ -7,8 +7,8 @@
 //! Also owns which latency series a sweep charts ([`latency_panels`]) and
 //! SLO parsing, shared with the HTML report.
 
-use super::sweep::{Dist, StepResult, SweepResult};
 use super::table::{compact, num};
+use crate::result::sweep::{Dist, StepResult, SweepResult};
 use textplots::{AxisBuilder, Chart, LabelBuilder, LabelFormat, LineStyle, Plot, Shape};
 
 /// Canvas height in braille dots (4 per text row).
@@ -376,8 +376,8 @@ fn latency_chart(r: &SweepResult, p: &LatencyPanel, frame: &Frame) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::table::fixture::{sweep, sweep_with};
     use super::*;
+    use crate::result::fixture::{sweep, sweep_with};
 
     #[test]
     fn slo_text_parses_into_stat_metric_and_threshold() {
@@ -432,7 +432,7 @@ mod tests {
     fn y_equals_x_reference_is_drawn_only_in_rate_mode() {
         let mut r = sweep();
         assert!(render(&r, 80).contains("y = x"));
-        r.mode = crate::report::sweep::LoadUnit::Concurrency;
+        r.mode = crate::result::sweep::LoadUnit::Concurrency;
         let out = render(&r, 80);
         assert!(!out.contains("y = x"), "{out}");
         assert!(

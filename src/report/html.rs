@@ -9,8 +9,8 @@
 //! Pure: `render(&SweepResult) -> String`; every user string is HTML-escaped.
 
 use super::chart::{fmt_ms, latency_panels, LatencyPanel};
-use super::sweep::{StepResult, SweepResult, Verdict};
 use super::table::{self, columns, compact, knee_lines, summary_lines, units_caption};
+use crate::result::sweep::{StepResult, SweepResult, Verdict};
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;

@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::client::scrape::QueueSample;
-use crate::report::series::LatencyPoint;
+use crate::result::series::LatencyPoint;
 
 /// Small multiples: within each step, the client's latency percentiles and
 /// the server's gauges (waiting, running, preemptions, KV cache) on one

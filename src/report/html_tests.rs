@@ -1,7 +1,7 @@
 //! Tests of the HTML report (a separate file to keep html.rs short).
 
 use super::*;
-use crate::report::table::fixture::{sweep, sweep_with};
+use crate::result::fixture::{sweep, sweep_with};
 
 fn count(hay: &str, needle: &str) -> usize {
     hay.matches(needle).count()
@@ -150,11 +150,11 @@ fn a_priced_sweep_shows_its_cost_at_the_knee_and_an_unpriced_one_does_not() {
     for s in &mut r.steps {
         s.output_token_rate = s.load * 100.0;
     }
-    let pricing = crate::report::cost::Pricing {
+    let pricing = crate::result::cost::Pricing {
         gpu_hour_cost: 2.5,
         gpus: 8,
     };
-    crate::report::cost::apply(&mut r, pricing);
+    r.price(pricing);
     let html = render(&r);
     // $20/h over 3200 tok/s at the knee (32 req/s): $1.74 per million.
     assert!(
@@ -167,7 +167,7 @@ fn a_priced_sweep_shows_its_cost_at_the_knee_and_an_unpriced_one_does_not() {
 #[test]
 fn a_step_with_latencies_over_time_draws_them_above_its_gauges() {
     let mut r = sweep();
-    let point = |t_s: f64, ttft: f64| crate::report::series::LatencyPoint {
+    let point = |t_s: f64, ttft: f64| crate::result::series::LatencyPoint {
         t_s,
         requests: 10,
         ttft_p50_ms: Some(ttft / 2.0),
@@ -197,7 +197,7 @@ fn a_step_with_latencies_over_time_draws_them_above_its_gauges() {
 
 #[test]
 fn a_cache_hit_column_appears_only_when_a_step_has_the_servers_hit_rate() {
-    use crate::report::PrefixCacheStats;
+    use crate::result::PrefixCacheStats;
     let plain = sweep();
     let (heads, _) = table::columns(&plain);
     assert!(!heads.iter().any(|h| h == "cache hit"), "{heads:?}");
@@ -230,7 +230,7 @@ fn a_cache_hit_column_appears_only_when_a_step_has_the_servers_hit_rate() {
 
 #[test]
 fn a_step_with_more_cache_hits_than_its_prompts_explain_is_marked_and_warned() {
-    use crate::report::PrefixCacheStats;
+    use crate::result::PrefixCacheStats;
     let mut r = sweep();
     for s in &mut r.steps {
         s.prefix_cache = Some(PrefixCacheStats::new("vllm", 3000, 30));
@@ -264,7 +264,7 @@ fn a_step_with_more_cache_hits_than_its_prompts_explain_is_marked_and_warned() {
 
 #[test]
 fn a_step_whose_failures_decided_an_slo_shows_both_percentiles() {
-    use crate::report::sweep::SloOutcomeRow;
+    use crate::result::sweep::SloOutcomeRow;
     let plain = sweep();
     assert!(!table::render(&plain).contains("misses"));
     assert!(!render(&plain).contains("class=\"misses\""));

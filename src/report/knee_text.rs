@@ -2,8 +2,8 @@
 //! is, and the generator-limit and non-monotonic notes, for the console
 //! table and the HTML report.
 
-use super::sweep::{SweepResult, Verdict};
-use super::table::{compact, load_label, num};
+use super::numbers::{compact, load_label, num};
+use crate::result::sweep::{SweepResult, Verdict};
 
 /// The knee sentence(s): the interval, or the edge-case wording, plus the
 /// generator-limit and non-monotonic notes.

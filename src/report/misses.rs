@@ -5,7 +5,7 @@
 //! step table, the live step line) and the HTML table. Pure formatting.
 
 use super::numbers::load_label;
-use super::sweep::{SloOutcomeRow, StepResult, SweepResult, INFINITE};
+use crate::result::sweep::{SloOutcomeRow, StepResult, SweepResult, INFINITE};
 
 /// The statistic judged, as text: `812.3`, `∞ (failed)` (it lands on a
 /// failed request), or `-` without samples.
@@ -119,7 +119,7 @@ pub fn table(r: &SweepResult) -> (Vec<String>, Vec<Vec<String>>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::sweep::Verdict;
+    use crate::result::sweep::Verdict;
 
     fn outcome(observed: Option<f64>, failures: usize, pass: bool) -> SloOutcomeRow {
         SloOutcomeRow {

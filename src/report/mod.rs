@@ -6,7 +6,6 @@
 pub mod assemble;
 pub mod chart;
 pub mod console;
-pub mod cost;
 pub mod explain;
 pub mod html;
 pub mod json;
@@ -14,10 +13,7 @@ pub mod knee_text;
 pub mod misses;
 pub mod numbers;
 pub mod save;
-pub mod series;
 pub mod sessions;
-pub mod shard;
-pub mod sweep;
 pub mod table;
 
 use crate::client::openai::Backend;
@@ -54,41 +50,13 @@ pub struct KneecapInfo {
     /// Did the generator keep to its schedule (see [`GeneratorVerdict`]).
     pub generator: Option<GeneratorVerdict>,
     /// `--shard i/N`: what `kneecap merge` needs (written as `kneecap.shard`).
-    pub shard: Option<shard::ShardRun>,
+    pub shard: Option<crate::result::shard::ShardRun>,
     /// A result made by `kneecap merge`: how it was merged (`kneecap.merged`).
     pub merged: Option<json::kneecap::MergedBlock>,
     /// The server's prefix-cache hit rate over the run (`kneecap.prefix_cache`).
-    pub prefix_cache: Option<PrefixCacheStats>,
+    pub prefix_cache: Option<crate::result::PrefixCacheStats>,
     /// `--multi-turn`: the sessions (`kneecap.sessions`).
     pub sessions: Option<crate::metrics::session::SessionSummary>,
-}
-
-/// Prompt tokens the server looked up in its prefix cache during a run, and
-/// how many it found: vLLM's `prefix_cache_{queries,hits}` counters scraped
-/// before and after, or llama.cpp's per-request `timings.cache_n` (hits) and
-/// `cache_n + prompt_n` (queries).
-#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
-pub struct PrefixCacheStats {
-    /// `vllm` (metrics counters) or `llama.cpp` (per-request timings).
-    pub source: String,
-    /// Prompt tokens looked up.
-    pub queried_tokens: u64,
-    /// Prompt tokens found cached.
-    pub hit_tokens: u64,
-    /// `hit_tokens / queried_tokens` (`null` when nothing was queried).
-    pub hit_rate: Option<f64>,
-}
-
-impl PrefixCacheStats {
-    /// The stats for `queried` and `hit` tokens from `source`.
-    pub fn new(source: &str, queried: u64, hit: u64) -> Self {
-        Self {
-            source: source.into(),
-            queried_tokens: queried,
-            hit_tokens: hit,
-            hit_rate: (queried > 0).then(|| hit as f64 / queried as f64),
-        }
-    }
 }
 
 /// The load generator's self-check for a run.

@@ -5,8 +5,8 @@
 //! The knee wording ([`knee_lines`]) and the small number formatters are
 //! shared with the HTML report so both say the same thing.
 
-pub use super::numbers::load_label;
-use super::sweep::{Dist, StepResult, SweepResult, Verdict};
+pub use super::numbers::{compact, load_label, num};
+use crate::result::sweep::{Dist, StepResult, SweepResult, Verdict};
 use std::fmt::Write;
 
 /// Longest reason shown in the table's last column (characters).
@@ -95,7 +95,7 @@ pub fn columns(r: &SweepResult) -> (Vec<String>, Vec<Vec<String>>) {
 }
 
 /// A prefix-cache hit rate as a percentage (`67.6%`), `-` when none.
-pub fn hit_rate_cell(p: Option<&super::PrefixCacheStats>) -> String {
+pub fn hit_rate_cell(p: Option<&crate::result::PrefixCacheStats>) -> String {
     match p.and_then(|p| p.hit_rate) {
         Some(rate) => format!("{}%", num(rate * 100.0, 1)),
         None => "-".into(),
@@ -126,30 +126,9 @@ pub fn verdict_label(v: Verdict) -> String {
     v.label().into()
 }
 
-/// A finite number with `prec` decimals, `-` otherwise.
-pub fn num(v: f64, prec: usize) -> String {
-    if v.is_finite() {
-        format!("{v:.prec$}")
-    } else {
-        "-".into()
-    }
-}
-
 /// Like [`num`] for an optional value.
 pub fn opt_num(v: Option<f64>, prec: usize) -> String {
     v.map_or_else(|| "-".into(), |v| num(v, prec))
-}
-
-/// A load bound without a needless `.0` (`64`, `2.5`; below 1, two
-/// significant digits: `0.25`), `-` when not finite.
-pub fn compact(v: f64) -> String {
-    if !v.is_finite() {
-        "-".into()
-    } else if v.fract() == 0.0 && v.abs() < 1e12 {
-        format!("{v:.0}")
-    } else {
-        load_label(v)
-    }
 }
 
 /// A percentile of a distribution in ms, `-` when it holds no samples.
@@ -284,7 +263,7 @@ pub fn workload_line(r: &SweepResult) -> String {
     };
     // A replayed trace has its own arrivals: no burstiness to state.
     let burstiness = match r.mode {
-        super::sweep::LoadUnit::TraceSpeed => String::new(),
+        crate::result::LoadUnit::TraceSpeed => String::new(),
         _ => format!(" (burstiness {})", num(w.burstiness, 1)),
     };
     format!(
@@ -299,10 +278,6 @@ pub fn workload_line(r: &SweepResult) -> String {
         w.seed
     )
 }
-
-#[cfg(test)]
-#[path = "table_fixture.rs"]
-pub(crate) mod fixture;
 
 #[cfg(test)]
 mod tests {
@@ -320,8 +295,8 @@ mod tests {
         assert_eq!(compact(f64::INFINITY), "-");
     }
 
-    use super::fixture::{sweep, sweep_with};
     use super::*;
+    use crate::result::fixture::{sweep, sweep_with};
 
     #[test]
     fn a_session_sweep_says_its_load_is_sessions_or_users() {
@@ -332,7 +307,7 @@ mod tests {
             out.contains("knee: between 32.0 and 36.0 sessions/s"),
             "{out}"
         );
-        r.mode = crate::report::sweep::LoadUnit::Concurrency;
+        r.mode = crate::result::sweep::LoadUnit::Concurrency;
         assert!(render(&r).contains("36.0 users"), "{}", render(&r));
     }
 
@@ -412,9 +387,9 @@ mod tests {
     #[test]
     fn generator_limited_sweep_blames_the_generator_not_the_server() {
         let mut r = sweep_with(&[100.0, 200.0], &[]);
-        r.steps.push(super::fixture::step(
+        r.steps.push(crate::result::fixture::step(
             400.0,
-            "generator_limited",
+            crate::result::Verdict::GeneratorLimited,
             400.0,
             40.0,
         ));
@@ -465,7 +440,7 @@ mod tests {
     #[test]
     fn concurrency_mode_labels_loads_in_streams() {
         let mut r = sweep();
-        r.mode = crate::report::sweep::LoadUnit::Concurrency;
+        r.mode = crate::result::sweep::LoadUnit::Concurrency;
         let out = render(&r);
         assert!(out.contains("load in streams"), "{out}");
         assert!(out.contains("between 32.0 and 36.0 streams"), "{out}");

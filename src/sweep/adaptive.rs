@@ -32,11 +32,12 @@
 //! flight is still climbing runs on, so the step's final steady-state check
 //! sees a long enough window. A *fail* ends the step whatever the queue does.
 
-use super::confidence::{self, Decision, SloConfidence};
-use super::knee::{StepPoint, StepVerdict};
+use super::confidence::{self, union_bound, Decision, SloConfidence};
+use super::point::StepPoint;
 use super::slo::Slo;
 use super::steady::{self, SteadyThresholds};
 use crate::metrics::{ErrorKind, RequestError, RequestRecord};
+use crate::result::Verdict;
 use std::time::Duration;
 
 /// How often a running step is looked at.
@@ -215,11 +216,7 @@ pub fn window_point(
         });
     StepPoint {
         load,
-        verdict: if pass {
-            StepVerdict::Pass
-        } else {
-            StepVerdict::Fail
-        },
+        verdict: if pass { Verdict::Pass } else { Verdict::Fail },
         achieved_rate: load,
         offered_rate: load,
         steady: true,
@@ -240,12 +237,6 @@ pub fn adjusted(c: SloConfidence, tests: usize) -> SloConfidence {
         fail: union_bound(c.fail, tests),
         ..c
     }
-}
-
-/// One test's confidence `c` as a share of `tests` tests' (union bound):
-/// `1 − tests·(1 − c)`, at least 0.
-pub fn union_bound(c: f64, tests: usize) -> f64 {
-    (1.0 - tests.max(1) as f64 * (1.0 - c)).clamp(0.0, 1.0)
 }
 
 #[cfg(test)]

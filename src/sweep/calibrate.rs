@@ -278,15 +278,16 @@ mod tests {
     #[test]
     fn from_the_probed_rate_the_search_brackets_the_knee_in_few_steps() {
         // The server: μ = 4 / 0.095 s ≈ 42.1 req/s, true knee ≈ 35.
-        use crate::sweep::knee::{knee, next_load, LoadUnit, StepPoint, StepVerdict};
+        use crate::result::Verdict;
+        use crate::sweep::knee::{knee, next_load, LoadUnit, StepPoint};
         let mu = 4.0 / 0.095;
         let plan = plan_after(&SearchPlan::auto(1.0, 4096.0, LoadUnit::Rate), Some(mu));
         let mut history: Vec<StepPoint> = Vec::new();
         while let Some(load) = next_load(&plan, &history) {
             let verdict = if load <= 35.0 {
-                StepVerdict::Pass
+                Verdict::Pass
             } else {
-                StepVerdict::Fail
+                Verdict::Fail
             };
             history.push(StepPoint {
                 load,

@@ -92,17 +92,7 @@ impl SloConfidence {
     }
 }
 
-/// Where a step's verdict stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Decision {
-    /// Every SLO with an interval holds with the confidence asked.
-    Pass,
-    /// Some SLO is missed with the confidence asked.
-    Fail,
-    /// Neither yet: the step should run longer.
-    Undecided,
-}
+pub use crate::result::Decision;
 
 /// `P(Bin(n, q) ≤ k)`, exactly: the probability mass summed in log space (no
 /// normal approximation; fine for the sample counts of a step).
@@ -346,6 +336,12 @@ pub fn pooled_pass(steps: &[&[Option<Evidence>]]) -> Option<f64> {
             Some(binomial_cdf(n, q, w as i64 - 1))
         })
         .reduce(f64::min)
+}
+
+/// One test's confidence `c` as a share of `tests` tests' (union bound):
+/// `1 − tests·(1 − c)`, at least 0.
+pub fn union_bound(c: f64, tests: usize) -> f64 {
+    (1.0 - tests.max(1) as f64 * (1.0 - c)).clamp(0.0, 1.0)
 }
 
 #[cfg(test)]

@@ -5,10 +5,10 @@
 //! slot at once, so a wall of them strains the generator with work the
 //! server never did. PURE: no clock, no I/O.
 
-use super::step::StepCounts;
-use super::StepVerdict;
+use super::evidence::StepCounts;
 use crate::metrics::health::GeneratorHealth;
 use crate::metrics::refusal::server_message;
+use crate::result::Verdict;
 
 /// A step is judged on its failures when more than this share of its
 /// requests failed.
@@ -28,7 +28,7 @@ pub fn judge_failures(
     counts: &StepCounts,
     max_error_rate: f64,
     generator: &mut GeneratorHealth,
-) -> Option<(StepVerdict, Vec<String>)> {
+) -> Option<(Verdict, Vec<String>)> {
     if counts.n_requests == 0 {
         return None;
     }
@@ -64,7 +64,7 @@ pub fn judge_failures(
         reason.push_str(&format!("; {}", first_failure(first)));
     }
     set_aside(generator);
-    Some((StepVerdict::Fail, vec![reason]))
+    Some((Verdict::Fail, vec![reason]))
 }
 
 /// Not limited; what the self-check found becomes a warning.
@@ -130,7 +130,7 @@ mod tests {
         let c = counts(83, 83, &[("http_status", 83)], &[REFUSED]);
         let mut g = strained();
         let (verdict, reasons) = judge_failures(&c, 0.01, &mut g).expect("judged on its failures");
-        assert_eq!(verdict, StepVerdict::Fail);
+        assert_eq!(verdict, Verdict::Fail);
         assert_eq!(
             reasons,
             vec!["most requests failed: 83 of 83 (100%, 1% allowed; http_status 83); \

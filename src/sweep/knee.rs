@@ -37,18 +37,17 @@
 //! **Concurrency loads** ([`LoadUnit::Concurrency`]) are integers: starts and
 //! midpoints are rounded, and bisection stops only when pass and fail are
 //! adjacent integers (the tolerance is not used), so the knee is exact.
-use super::confidence::Evidence;
+pub use super::moves::STEP_DOWN_FLOOR_DIVISOR;
 use super::moves::{bisect, climb_under, step_down};
+pub use super::point::StepPoint;
+use crate::result::Verdict;
 use serde::{Deserialize, Serialize};
-
-/// Step-down stops below `start / STEP_DOWN_FLOOR_DIVISOR` (rate loads).
-pub const STEP_DOWN_FLOOR_DIVISOR: f64 = 64.0;
 
 pub use super::plateau::{
     queue_onset, service_rate_estimate, service_rate_from_queue, QUEUE_ONSET_WAITING,
     SATURATED_RATIO,
 };
-pub use crate::report::sweep::LoadUnit;
+pub use crate::result::LoadUnit;
 
 /// Which loads a sweep measures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -148,50 +147,6 @@ impl SearchPlan {
     }
 }
 
-/// The server's verdict on one step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum StepVerdict {
-    /// Every SLO held, errors within bound, steady, generator healthy.
-    Pass,
-    /// The server missed something while the generator was healthy.
-    Fail,
-    /// The generator fell behind: says nothing about the server.
-    GeneratorLimited,
-}
-
-/// What the search needs to know about one measured step.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StepPoint {
-    /// Offered load (rate or concurrency).
-    pub load: f64,
-    /// The step's verdict from [`crate::sweep::judge`].
-    pub verdict: StepVerdict,
-    /// Achieved throughput, requests per second.
-    pub achieved_rate: f64,
-    /// Realized arrival rate of the step's window (requests due per second).
-    pub offered_rate: f64,
-    /// The step passed the steady-state check (see [`crate::sweep::steady`]).
-    pub steady: bool,
-    /// Requests per second meeting every per-request SLO.
-    pub goodput: f64,
-    /// Mean of the server's `num_requests_waiting` gauge, if scraped.
-    pub mean_waiting: Option<f64>,
-    /// How sure the step's SLO verdict is (adaptive steps), 0–1.
-    #[serde(default)]
-    pub confidence: Option<f64>,
-    /// An adaptive step that reached its cap with its SLO verdict still
-    /// within noise: inside the knee interval, never one of its ends.
-    #[serde(default)]
-    pub undecided: bool,
-    /// The step's evidence per SLO (`None` for means), for pooling across
-    /// steps ([`super::pooled`]); empty without adaptive steps.
-    #[serde(default)]
-    pub evidence: Vec<Option<Evidence>>,
-    /// The confidence the sweep asked for (adaptive steps).
-    #[serde(default)]
-    pub level: Option<f64>,
-}
-
 /// The knee as an interval, with the caveats that come with it.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Knee {
@@ -226,7 +181,7 @@ pub struct Knee {
     pub pass_within_noise: Option<(f64, f64)>,
 }
 
-fn loads_with(history: &[StepPoint], verdict: StepVerdict) -> impl Iterator<Item = f64> + '_ {
+fn loads_with(history: &[StepPoint], verdict: Verdict) -> impl Iterator<Item = f64> + '_ {
     history
         .iter()
         .filter(move |p| p.verdict == verdict)
@@ -243,10 +198,10 @@ fn measured(history: &[StepPoint], load: f64) -> bool {
 /// noise of the bound, and the knee is the highest load *shown* to meet the
 /// SLOs. Otherwise the latest measurement stands.
 fn effective(history: &[StepPoint]) -> Vec<StepPoint> {
-    let rank = |v: StepVerdict| match v {
-        StepVerdict::Pass => 0,
-        StepVerdict::GeneratorLimited => 1,
-        StepVerdict::Fail => 2,
+    let rank = |v: Verdict| match v {
+        Verdict::Pass => 0,
+        Verdict::GeneratorLimited => 1,
+        Verdict::Fail | Verdict::Interrupted => 2,
     };
     let mut out: Vec<StepPoint> = Vec::with_capacity(history.len());
     for p in history {
@@ -262,7 +217,7 @@ fn effective(history: &[StepPoint]) -> Vec<StepPoint> {
 /// The next load to measure, or `None` when the search is over.
 pub fn next_load(plan: &SearchPlan, history: &[StepPoint]) -> Option<f64> {
     plan.validate().ok()?;
-    let lowest_limited = loads_with(history, StepVerdict::GeneratorLimited).reduce(f64::min);
+    let lowest_limited = loads_with(history, Verdict::GeneratorLimited).reduce(f64::min);
     match plan {
         SearchPlan::List(loads) => loads
             .iter()
@@ -284,7 +239,7 @@ pub fn next_load(plan: &SearchPlan, history: &[StepPoint]) -> Option<f64> {
 /// step passed within noise (its evidence and the re-test's are pooled).
 fn retest(raw: &[StepPoint], load: f64) -> bool {
     let mut at = raw.iter().filter(|p| p.load == load);
-    matches!((at.next(), at.next()), (Some(p), None) if p.undecided && p.verdict == StepVerdict::Pass)
+    matches!((at.next(), at.next()), (Some(p), None) if p.undecided && p.verdict == Verdict::Pass)
 }
 
 fn auto_candidate(plan: &SearchPlan, history: &[StepPoint], raw: &[StepPoint]) -> Option<f64> {
@@ -318,25 +273,8 @@ fn auto_candidate(plan: &SearchPlan, history: &[StepPoint], raw: &[StepPoint]) -
             let low_passed = band.first().is_some_and(|&l| passed_at(history, l));
             bisect(pass, fail, &band, low_passed, tolerance, integer)
         }
-        // Below the failure, the lowest step passed within noise: measure
-        // it again first (the two steps' evidence is pooled, see
-        // `super::pooled`, so near the knee twice the samples may decide
-        // it; one re-test per search). Still undecided: step down once,
-        // pooled with both. If that is undecided too (a second undecided
-        // pass), a lower load still gets fewer requests in a step's cap,
-        // so stop and leave the knee below the failure with the band listed.
         (None, Some(_)) if band.first().is_some_and(|&low| passed_at(history, low)) => {
-            let retested = raw
-                .iter()
-                .any(|p| raw.iter().filter(|q| q.load == p.load).count() > 1);
-            if !retested && retest(raw, band[0]) {
-                return Some(band[0]);
-            }
-            let passes = band.iter().filter(|&&l| passed_at(history, l)).count();
-            if passes > 1 {
-                return None;
-            }
-            step_down(band[0], factor, start, integer)
+            below_a_noisy_pass(history, raw, &band, (factor, start), integer)
         }
         (None, Some(fail)) => step_down(
             band.first().copied().unwrap_or(fail),
@@ -370,11 +308,39 @@ fn auto_candidate(plan: &SearchPlan, history: &[StepPoint], raw: &[StepPoint]) -
     }
 }
 
+/// Below the failure, the lowest step of the `band` passed within noise:
+/// measure it again first (the two steps' evidence is pooled, see
+/// `super::pooled`, so near the knee twice the samples may decide it; one
+/// re-test per search). Still undecided: step down once (by `factor`, not
+/// below the floor from `start`), pooled with both. If that is undecided
+/// too (a second undecided pass), a lower load still gets fewer requests
+/// in a step's cap, so stop and leave the knee below the failure with the
+/// band listed.
+fn below_a_noisy_pass(
+    history: &[StepPoint],
+    raw: &[StepPoint],
+    band: &[f64],
+    (factor, start): (f64, f64),
+    integer: bool,
+) -> Option<f64> {
+    let retested = raw
+        .iter()
+        .any(|p| raw.iter().filter(|q| q.load == p.load).count() > 1);
+    if !retested && retest(raw, band[0]) {
+        return Some(band[0]);
+    }
+    let passes = band.iter().filter(|&&l| passed_at(history, l)).count();
+    if passes > 1 {
+        return None;
+    }
+    step_down(band[0], factor, start, integer)
+}
+
 /// Whether the (effective) point at `load` passed.
 fn passed_at(history: &[StepPoint], load: f64) -> bool {
     history
         .iter()
-        .any(|p| p.load == load && p.verdict == StepVerdict::Pass)
+        .any(|p| p.load == load && p.verdict == Verdict::Pass)
 }
 
 /// The undecided loads strictly above `pass` and below `fail` (either end
@@ -382,7 +348,7 @@ fn passed_at(history: &[StepPoint], load: f64) -> bool {
 fn undecided_between(history: &[StepPoint], pass: Option<f64>, fail: Option<f64>) -> Vec<f64> {
     let mut band: Vec<f64> = history
         .iter()
-        .filter(|p| p.undecided && p.verdict != StepVerdict::GeneratorLimited)
+        .filter(|p| p.undecided && p.verdict != Verdict::GeneratorLimited)
         .map(|p| p.load)
         .filter(|&l| pass.is_none_or(|p| l > p) && fail.is_none_or(|f| l < f))
         .collect();
@@ -397,20 +363,18 @@ pub fn knee(history: &[StepPoint]) -> Knee {
     let raw = history;
     let points = effective(history);
     let history = points.as_slice();
-    let decided = |v: StepVerdict| {
+    let decided = |v: Verdict| {
         history
             .iter()
             .filter(move |p| p.verdict == v && !p.undecided)
             .map(|p| p.load)
     };
-    let first_fail = decided(StepVerdict::Fail).reduce(f64::min);
+    let first_fail = decided(Verdict::Fail).reduce(f64::min);
     let below_fail = |l: &f64| first_fail.is_none_or(|f| *l < f);
-    let own_pass = decided(StepVerdict::Pass)
-        .filter(below_fail)
-        .reduce(f64::max);
+    let own_pass = decided(Verdict::Pass).filter(below_fail).reduce(f64::max);
     let pooled = super::pooled::pass_end(raw, history, own_pass, first_fail);
     let last_pass = pooled.as_ref().map(|p| p.load).or(own_pass);
-    let confidence_at = |load: Option<f64>, v: StepVerdict| {
+    let confidence_at = |load: Option<f64>, v: Verdict| {
         let load = load?;
         history
             .iter()
@@ -420,22 +384,22 @@ pub fn knee(history: &[StepPoint]) -> Knee {
     let goodput_at_knee = last_pass.and_then(|l| {
         history
             .iter()
-            .find(|p| p.load == l && p.verdict == StepVerdict::Pass)
+            .find(|p| p.load == l && p.verdict == Verdict::Pass)
             .map(|p| p.goodput)
     });
     let bounded_by_generator =
-        loads_with(history, StepVerdict::GeneratorLimited).any(|l| below_fail(&l));
+        loads_with(history, Verdict::GeneratorLimited).any(|l| below_fail(&l));
     Knee {
         last_pass,
         first_fail,
         bounded_by_generator,
         goodput_at_knee,
-        non_monotonic: first_fail.is_some_and(|f| decided(StepVerdict::Pass).any(|l| l > f)),
+        non_monotonic: first_fail.is_some_and(|f| decided(Verdict::Pass).any(|l| l > f)),
         last_pass_confidence: match &pooled {
             Some(p) => Some(p.confidence),
-            None => confidence_at(last_pass, StepVerdict::Pass),
+            None => confidence_at(last_pass, Verdict::Pass),
         },
-        first_fail_confidence: confidence_at(first_fail, StepVerdict::Fail),
+        first_fail_confidence: confidence_at(first_fail, Verdict::Fail),
         undecided: undecided_between(history, last_pass, first_fail),
         last_pass_pooled: pooled.map(|p| p.loads).unwrap_or_default(),
         pass_within_noise: match last_pass {

@@ -5,10 +5,7 @@ use super::*;
 
 /// Drive the search with an oracle that also says whether each measurement
 /// of a load was decided (`undecided(load, nth measurement)`).
-fn run_noisy(
-    plan: &SearchPlan,
-    oracle: impl Fn(f64, usize) -> (StepVerdict, bool),
-) -> Vec<StepPoint> {
+fn run_noisy(plan: &SearchPlan, oracle: impl Fn(f64, usize) -> (Verdict, bool)) -> Vec<StepPoint> {
     let mut history: Vec<StepPoint> = Vec::new();
     while let Some(load) = next_load(plan, &history) {
         let nth = history.iter().filter(|p| p.load == load).count();
@@ -30,10 +27,10 @@ fn an_undecided_step_is_inside_the_interval_never_an_end() {
     // and the search splits the gaps on both sides of it.
     let plan = SearchPlan::auto(8.0, 1000.0, LoadUnit::Rate);
     let history = run_noisy(&plan, |load, _| match load {
-        l if l <= 33.0 => (StepVerdict::Pass, false),
-        l if l <= 35.0 => (StepVerdict::Pass, true),
-        l if l <= 36.0 => (StepVerdict::Fail, true),
-        _ => (StepVerdict::Fail, false),
+        l if l <= 33.0 => (Verdict::Pass, false),
+        l if l <= 35.0 => (Verdict::Pass, true),
+        l if l <= 36.0 => (Verdict::Fail, true),
+        _ => (Verdict::Fail, false),
     });
     let k = knee(&history);
     let (pass, fail) = (k.last_pass.unwrap(), k.first_fail.unwrap());
@@ -54,7 +51,7 @@ fn an_undecided_step_is_inside_the_interval_never_an_end() {
 
 #[test]
 fn the_widest_gap_around_the_band_is_split_first_upper_on_a_tie() {
-    let at = |load: f64, verdict: StepVerdict, undecided: bool| StepPoint {
+    let at = |load: f64, verdict: Verdict, undecided: bool| StepPoint {
         undecided,
         ..point(load, verdict)
     };
@@ -68,9 +65,9 @@ fn the_widest_gap_around_the_band_is_split_first_upper_on_a_tie() {
         ceiling: None,
     };
     let mut history = vec![
-        at(32.0, StepVerdict::Pass, false),
-        at(40.0, StepVerdict::Fail, false),
-        at(36.0, StepVerdict::Fail, true),
+        at(32.0, Verdict::Pass, false),
+        at(40.0, Verdict::Fail, false),
+        at(36.0, Verdict::Fail, true),
     ];
     // Gaps 32–36 (1.125) and 36–40 (1.111): the lower one is wider.
     assert_eq!(next_load(&plan, &history), Some((32.0f64 * 36.0).sqrt()));
@@ -80,12 +77,12 @@ fn the_widest_gap_around_the_band_is_split_first_upper_on_a_tie() {
     // The band's lowest load passed within noise: a step below it could
     // only pass further from the knee, so the gap above it is split.
     history[1].load = 40.0;
-    history[2].verdict = StepVerdict::Pass;
+    history[2].verdict = Verdict::Pass;
     assert_eq!(next_load(&plan, &history), Some((36.0f64 * 40.0).sqrt()));
-    history[2].verdict = StepVerdict::Fail;
+    history[2].verdict = Verdict::Fail;
     // Once the decided ends are within the tolerance, the search is over.
-    history.push(at(37.0, StepVerdict::Fail, false));
-    history.push(at(35.5, StepVerdict::Pass, false));
+    history.push(at(37.0, Verdict::Fail, false));
+    history.push(at(35.5, Verdict::Pass, false));
     assert_eq!(next_load(&plan, &history), None);
     let k = knee(&history);
     assert_eq!((k.last_pass, k.first_fail), (Some(35.5), Some(37.0)));
@@ -100,9 +97,9 @@ fn a_search_that_only_sees_noise_above_a_pass_still_ends() {
     let plan = SearchPlan::auto(8.0, 1000.0, LoadUnit::Rate);
     let history = run_noisy(&plan, |load, _| {
         if load >= 30.0 {
-            (StepVerdict::Fail, true)
+            (Verdict::Fail, true)
         } else {
-            (StepVerdict::Pass, false)
+            (Verdict::Pass, false)
         }
     });
     let k = knee(&history);
@@ -116,12 +113,12 @@ fn an_undecided_first_step_is_left_by_its_point_estimate() {
     let plan = SearchPlan::auto(32.0, 1000.0, LoadUnit::Rate);
     let failing = [StepPoint {
         undecided: true,
-        ..point(32.0, StepVerdict::Fail)
+        ..point(32.0, Verdict::Fail)
     }];
     assert_eq!(next_load(&plan, &failing), Some(16.0));
     let passing = [StepPoint {
         undecided: true,
-        ..point(32.0, StepVerdict::Pass)
+        ..point(32.0, Verdict::Pass)
     }];
     assert_eq!(next_load(&plan, &passing), Some(64.0));
     assert_eq!(
@@ -138,9 +135,9 @@ fn below_an_undecided_pass_the_search_retests_it_then_steps_down_once() {
     let plan = SearchPlan::auto(2.0, 1000.0, LoadUnit::Rate);
     let undecided_pass = |load: f64| StepPoint {
         undecided: true,
-        ..point(load, StepVerdict::Pass)
+        ..point(load, Verdict::Pass)
     };
-    let history = [undecided_pass(2.0), point(4.0, StepVerdict::Fail)];
+    let history = [undecided_pass(2.0), point(4.0, Verdict::Fail)];
     assert_eq!(
         next_load(&plan, &history),
         Some(2.0),
@@ -152,7 +149,7 @@ fn below_an_undecided_pass_the_search_retests_it_then_steps_down_once() {
     // Re-tested and still within noise: step down, once; never a third time.
     let history = [
         undecided_pass(2.0),
-        point(4.0, StepVerdict::Fail),
+        point(4.0, Verdict::Fail),
         undecided_pass(2.0),
     ];
     assert_eq!(next_load(&plan, &history), Some(1.0));
@@ -160,8 +157,8 @@ fn below_an_undecided_pass_the_search_retests_it_then_steps_down_once() {
     // search bisects towards the band.
     let history = [
         undecided_pass(2.0),
-        point(4.0, StepVerdict::Fail),
-        point(1.0, StepVerdict::Pass),
+        point(4.0, Verdict::Fail),
+        point(1.0, Verdict::Pass),
     ];
     let k = knee(&history);
     assert_eq!((k.last_pass, k.first_fail), (Some(1.0), Some(4.0)));
@@ -171,7 +168,7 @@ fn below_an_undecided_pass_the_search_retests_it_then_steps_down_once() {
     // a lower load gets fewer requests in its cap, so stop.
     let history = [
         undecided_pass(2.0),
-        point(4.0, StepVerdict::Fail),
+        point(4.0, Verdict::Fail),
         undecided_pass(2.0),
         undecided_pass(1.0),
     ];
@@ -181,9 +178,9 @@ fn below_an_undecided_pass_the_search_retests_it_then_steps_down_once() {
     let history = [
         StepPoint {
             undecided: true,
-            ..point(2.0, StepVerdict::Fail)
+            ..point(2.0, Verdict::Fail)
         },
-        point(4.0, StepVerdict::Fail),
+        point(4.0, Verdict::Fail),
     ];
     assert_eq!(next_load(&plan, &history), Some(1.0));
 }
@@ -203,11 +200,11 @@ fn an_undecided_first_pass_climbs_to_the_probed_service_rate_not_past_it() {
     };
     let history = [StepPoint {
         undecided: true,
-        ..point(31.5, StepVerdict::Pass)
+        ..point(31.5, Verdict::Pass)
     }];
     assert_eq!(next_load(&plan, &history), Some(42.0));
     // Once μ has been measured and passed, the climb goes on past it.
-    let history = [history[0].clone(), point(42.0, StepVerdict::Pass)];
+    let history = [history[0].clone(), point(42.0, Verdict::Pass)];
     assert_eq!(next_load(&plan, &history), Some(84.0));
 }
 
@@ -224,13 +221,13 @@ fn above_a_band_whose_top_failed_within_noise_the_climb_is_a_quarter_step() {
         unit: LoadUnit::Rate,
         ceiling: Some(72.0),
     };
-    let within_noise = |load: f64, verdict: StepVerdict| StepPoint {
+    let within_noise = |load: f64, verdict: Verdict| StepPoint {
         undecided: true,
         ..point(load, verdict)
     };
     let history = [
-        within_noise(54.0, StepVerdict::Pass),
-        within_noise(72.0, StepVerdict::Fail),
+        within_noise(54.0, Verdict::Pass),
+        within_noise(72.0, Verdict::Fail),
     ];
     assert_eq!(next_load(&plan, &history), Some(90.0));
 }

@@ -88,15 +88,15 @@ fn sweep(seed: u64) -> (Vec<StepPoint>, Duration) {
 fn the_calibrated_adaptive_search_brackets_the_knee_with_decided_ends() {
     let (history, took) = sweep(1);
     let loads: Vec<f64> = history.iter().map(|p| p.load).collect();
-    let summary: Vec<(f64, StepVerdict, bool)> = history
+    let summary: Vec<(f64, Verdict, bool)> = history
         .iter()
         .map(|p| ((p.load * 100.0).round() / 100.0, p.verdict, p.undecided))
         .collect();
     // The step sequence: ¾ μ passes, μ fails, then the bracket is split.
     assert!((loads[0] - 0.75 * 42.105).abs() < 0.01, "{summary:?}");
-    assert_eq!(history[0].verdict, StepVerdict::Pass, "{summary:?}");
+    assert_eq!(history[0].verdict, Verdict::Pass, "{summary:?}");
     assert!((loads[1] - 42.105).abs() < 0.01, "{summary:?}");
-    assert_eq!(history[1].verdict, StepVerdict::Fail, "{summary:?}");
+    assert_eq!(history[1].verdict, Verdict::Fail, "{summary:?}");
     assert!(!history[0].undecided && !history[1].undecided);
     assert!(history.len() <= 6, "{summary:?}");
     assert!(took <= Duration::from_secs(150), "{took:?}: {summary:?}");

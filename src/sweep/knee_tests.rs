@@ -1,13 +1,13 @@
 //! Tests for `knee.rs` (kept apart to keep the module short).
 use super::*;
 
-pub(super) fn point(load: f64, verdict: StepVerdict) -> StepPoint {
+pub(super) fn point(load: f64, verdict: Verdict) -> StepPoint {
     StepPoint {
         load,
         verdict,
         achieved_rate: load,
         offered_rate: load,
-        steady: verdict == StepVerdict::Pass,
+        steady: verdict == Verdict::Pass,
         goodput: load * 0.9,
         mean_waiting: None,
         confidence: None,
@@ -18,7 +18,7 @@ pub(super) fn point(load: f64, verdict: StepVerdict) -> StepPoint {
 }
 
 /// Drive the search with `oracle` until it stops; returns the measured steps.
-fn run(plan: &SearchPlan, oracle: impl Fn(f64) -> StepVerdict) -> Vec<StepPoint> {
+fn run(plan: &SearchPlan, oracle: impl Fn(f64) -> Verdict) -> Vec<StepPoint> {
     let mut history = Vec::new();
     while let Some(load) = next_load(plan, &history) {
         assert!(history.len() < 100, "search did not stop");
@@ -27,12 +27,12 @@ fn run(plan: &SearchPlan, oracle: impl Fn(f64) -> StepVerdict) -> Vec<StepPoint>
     history
 }
 
-fn pass_up_to(limit: f64) -> impl Fn(f64) -> StepVerdict {
+fn pass_up_to(limit: f64) -> impl Fn(f64) -> Verdict {
     move |load| {
         if load <= limit {
-            StepVerdict::Pass
+            Verdict::Pass
         } else {
-            StepVerdict::Fail
+            Verdict::Fail
         }
     }
 }
@@ -85,7 +85,7 @@ fn a_failing_first_step_steps_down_until_a_pass_then_bisects() {
 
 #[test]
 fn stepping_down_stops_at_start_over_64() {
-    let history = run(&auto(64.0, 1000.0), |_| StepVerdict::Fail);
+    let history = run(&auto(64.0, 1000.0), |_| Verdict::Fail);
     assert_eq!(loads(&history), [64.0, 32.0, 16.0, 8.0, 4.0, 2.0, 1.0]);
     assert_eq!(knee(&history).last_pass, None);
 }
@@ -94,9 +94,9 @@ fn stepping_down_stops_at_start_over_64() {
 fn a_generator_limited_step_ends_the_search_and_the_knee_says_so() {
     let oracle = |load: f64| {
         if load >= 16.0 {
-            StepVerdict::GeneratorLimited
+            Verdict::GeneratorLimited
         } else {
-            StepVerdict::Pass
+            Verdict::Pass
         }
     };
     let history = run(&auto(1.0, 1000.0), oracle);
@@ -110,16 +110,16 @@ fn a_generator_limited_step_ends_the_search_and_the_knee_says_so() {
 #[test]
 fn a_generator_limit_above_a_server_failure_does_not_bound_the_knee() {
     let history = [
-        point(10.0, StepVerdict::Pass),
-        point(20.0, StepVerdict::Fail),
-        point(40.0, StepVerdict::GeneratorLimited),
+        point(10.0, Verdict::Pass),
+        point(20.0, Verdict::Fail),
+        point(40.0, Verdict::GeneratorLimited),
     ];
     assert!(!knee(&history).bounded_by_generator);
 }
 
 #[test]
 fn climbing_stops_at_max_load_after_measuring_it() {
-    let history = run(&auto(1.0, 10.0), |_| StepVerdict::Pass);
+    let history = run(&auto(1.0, 10.0), |_| Verdict::Pass);
     assert_eq!(loads(&history), [1.0, 2.0, 4.0, 8.0, 10.0]);
 }
 
@@ -134,7 +134,7 @@ fn the_search_takes_at_most_max_steps() {
         unit: LoadUnit::Rate,
         ceiling: None,
     };
-    assert_eq!(run(&plan, |_| StepVerdict::Pass).len(), 5);
+    assert_eq!(run(&plan, |_| Verdict::Pass).len(), 5);
 }
 
 #[test]
@@ -151,9 +151,9 @@ fn list_mode_skips_loads_at_or_above_a_generator_limited_one() {
     let plan = SearchPlan::List(vec![1.0, 4.0, 2.0, 8.0, 3.0]);
     let oracle = |load: f64| {
         if load >= 4.0 {
-            StepVerdict::GeneratorLimited
+            Verdict::GeneratorLimited
         } else {
-            StepVerdict::Pass
+            Verdict::Pass
         }
     };
     assert_eq!(loads(&run(&plan, oracle)), [1.0, 4.0, 2.0, 3.0]);
@@ -162,19 +162,16 @@ fn list_mode_skips_loads_at_or_above_a_generator_limited_one() {
 #[test]
 fn a_pass_above_the_lowest_failure_is_flagged_non_monotonic() {
     let noisy = [
-        point(10.0, StepVerdict::Pass),
-        point(40.0, StepVerdict::Fail),
-        point(30.0, StepVerdict::Pass),
-        point(20.0, StepVerdict::Fail),
+        point(10.0, Verdict::Pass),
+        point(40.0, Verdict::Fail),
+        point(30.0, Verdict::Pass),
+        point(20.0, Verdict::Fail),
     ];
     let k = knee(&noisy);
     assert_eq!((k.last_pass, k.first_fail), (Some(10.0), Some(20.0)));
     assert!(k.non_monotonic);
     assert_eq!(k.goodput_at_knee, Some(9.0));
-    let clean = [
-        point(10.0, StepVerdict::Pass),
-        point(20.0, StepVerdict::Fail),
-    ];
+    let clean = [point(10.0, Verdict::Pass), point(20.0, Verdict::Fail)];
     assert!(!knee(&clean).non_monotonic);
 }
 
@@ -198,7 +195,7 @@ fn closed_loop_bisection_uses_integers_and_ends_on_adjacent_ones() {
 #[test]
 fn closed_loop_step_down_ends_at_one_concurrent_request() {
     let plan = SearchPlan::auto(4.0, 1000.0, LoadUnit::Concurrency);
-    assert_eq!(loads(&run(&plan, |_| StepVerdict::Fail)), [4.0, 2.0, 1.0]);
+    assert_eq!(loads(&run(&plan, |_| Verdict::Fail)), [4.0, 2.0, 1.0]);
 }
 
 #[test]
@@ -229,7 +226,7 @@ fn service_rate_is_the_median_achieved_rate_of_saturated_steps() {
     let step = |load: f64, achieved: f64, steady: bool| StepPoint {
         achieved_rate: achieved,
         steady,
-        ..point(load, StepVerdict::Fail)
+        ..point(load, Verdict::Fail)
     };
     let points = [
         step(10.0, 10.0, true),
@@ -248,7 +245,7 @@ fn queue_onset_is_the_lowest_load_whose_waiting_gauge_reached_one_half() {
     let waiting = |load: f64, w: Option<f64>| StepPoint {
         mean_waiting: w,
         confidence: None,
-        ..point(load, StepVerdict::Pass)
+        ..point(load, Verdict::Pass)
     };
     let points = [
         waiting(40.0, Some(3.0)),
@@ -274,15 +271,12 @@ fn closed_loop_climb_advances_by_at_least_one_even_with_a_small_factor() {
         unit: LoadUnit::Concurrency,
         ceiling: None,
     };
-    assert_eq!(
-        loads(&run(&plan, |_| StepVerdict::Pass)),
-        [1.0, 2.0, 3.0, 4.0]
-    );
+    assert_eq!(loads(&run(&plan, |_| Verdict::Pass)), [1.0, 2.0, 3.0, 4.0]);
 }
 
 #[test]
 fn a_generator_limited_first_step_leaves_no_knee_but_names_the_generator() {
-    let history = run(&auto(100.0, 1000.0), |_| StepVerdict::GeneratorLimited);
+    let history = run(&auto(100.0, 1000.0), |_| Verdict::GeneratorLimited);
     assert_eq!(loads(&history), [100.0]);
     let k = knee(&history);
     assert_eq!(
@@ -298,7 +292,7 @@ fn closed_loop_service_rate_comes_from_steps_where_the_server_queued() {
         achieved_rate: achieved,
         mean_waiting: waiting,
         confidence: None,
-        ..point(load, StepVerdict::Pass)
+        ..point(load, Verdict::Pass)
     };
     let points = [
         step(16.0, 42.0, Some(0.0)),

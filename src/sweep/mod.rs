@@ -4,13 +4,13 @@
 //! ([`mod@knee`]), the verdict on one step ([`judge`]) and the one step judge
 //! shared by the live sweep and `kneecap merge` ([`step`]), each step's prompt
 //! seed ([`draws`]); [`rows`] turns
-//! verdicts into the rows of a [`crate::report::sweep::SweepResult`]. PURE:
+//! verdicts into the rows of a [`crate::result::sweep::SweepResult`]. PURE:
 //! the command layer runs the steps, scrapes `/metrics` and writes output;
 //! nothing here reads a clock, a socket or a file.
 //!
 //! A step **passes** only when every SLO holds, the error rate is within its
 //! bound, the step was steady, and the generator was healthy. A step where the
-//! generator was limited is [`StepVerdict::GeneratorLimited`], unless a
+//! generator was limited is [`Verdict::GeneratorLimited`], unless a
 //! latency SLO failed by far more than the generator's own delay could
 //! explain ([`EXPLAINED_BY_GENERATOR`]): a step that failed only because the
 //! generator fell behind is never the server's knee, but a server that
@@ -27,10 +27,12 @@ pub mod adaptive;
 pub mod calibrate;
 pub mod confidence;
 pub mod draws;
+pub mod evidence;
 pub mod failures;
 pub mod knee;
 mod moves;
 pub mod plateau;
+pub mod point;
 pub mod pooled;
 pub mod rows;
 pub mod slo;
@@ -42,9 +44,9 @@ pub mod step;
 mod testing;
 
 pub use crate::metrics::health::{self, generator_health, GeneratorHealth};
+use crate::result::Verdict;
 pub use knee::{
     knee, next_load, queue_onset, service_rate_estimate, Knee, LoadUnit, SearchPlan, StepPoint,
-    StepVerdict,
 };
 pub use slo::{evaluate, from_goodput, tail_samples, Slo, SloMetric, SloOp, SloOutcome, SloStat};
 pub use steady::{assess, combine as combine_steadiness, Steadiness, SteadyThresholds};
@@ -69,7 +71,7 @@ pub struct StepVerdictInput<'a> {
 
 /// Judge one step. Returns the verdict and every reason it is not a pass
 /// (empty for a pass), generator reasons first.
-pub fn judge(input: &StepVerdictInput<'_>) -> (StepVerdict, Vec<String>) {
+pub fn judge(input: &StepVerdictInput<'_>) -> (Verdict, Vec<String>) {
     let mut reasons: Vec<String> = input
         .generator
         .reasons
@@ -115,16 +117,26 @@ pub fn judge(input: &StepVerdictInput<'_>) -> (StepVerdict, Vec<String>) {
         && reasons.len() == generator_reasons
         && passed_beyond_the_generator(input);
     if server_passed {
-        return (StepVerdict::Pass, Vec::new());
+        return (Verdict::Pass, Vec::new());
     }
     let verdict = if input.generator.limited && !server_failed {
-        StepVerdict::GeneratorLimited
+        Verdict::GeneratorLimited
     } else if reasons.is_empty() {
-        StepVerdict::Pass
+        Verdict::Pass
     } else {
-        StepVerdict::Fail
+        Verdict::Fail
     };
     (verdict, reasons)
+}
+
+/// Whether every reason [`judge`] gives is a missed SLO: no generator
+/// reason, errors within bound, steady, and no server failure beyond the
+/// generator's delay. (A step that passed has no reasons at all.)
+pub fn slo_misses_only(input: &StepVerdictInput<'_>) -> bool {
+    input.generator.reasons.is_empty()
+        && input.error_rate <= input.max_error_rate
+        && input.steadiness.steady
+        && !(input.generator.limited && failed_beyond_the_generator(input))
 }
 
 /// How many times its own delay a strained generator could plausibly add to
@@ -229,7 +241,7 @@ mod tests {
             steadiness: &s,
             generator: &g,
         };
-        assert_eq!(judge(&input), (StepVerdict::Pass, vec![]));
+        assert_eq!(judge(&input), (Verdict::Pass, vec![]));
     }
 
     #[test]
@@ -250,7 +262,7 @@ mod tests {
             generator: &g,
         };
         let (verdict, reasons) = judge(&input);
-        assert_eq!(verdict, StepVerdict::Fail);
+        assert_eq!(verdict, Verdict::Fail);
         assert_eq!(
             reasons,
             vec![
@@ -273,7 +285,7 @@ mod tests {
             generator: &g,
         };
         let (verdict, reasons) = judge(&input);
-        assert_eq!(verdict, StepVerdict::GeneratorLimited);
+        assert_eq!(verdict, Verdict::GeneratorLimited);
         assert_eq!(reasons.len(), 2);
         assert!(reasons[0].starts_with("generator limited: generator CPU"));
     }
@@ -299,7 +311,7 @@ mod tests {
         };
         // 3152 ms against 200: 2952 ms over, far beyond 10 × 2.06 ms.
         let (verdict, reasons) = judged(3152.0);
-        assert_eq!(verdict, StepVerdict::Fail);
+        assert_eq!(verdict, Verdict::Fail);
         // The server's miss comes first (the step line shows it), the
         // generator's strain is still listed.
         assert!(reasons[0].starts_with("p99_ttft_ms"), "{reasons:?}");
@@ -312,7 +324,7 @@ mod tests {
             "{reasons:?}"
         );
         // 15 ms over: within what 2 ms of client delay might have done.
-        assert_eq!(judged(215.0).0, StepVerdict::GeneratorLimited);
+        assert_eq!(judged(215.0).0, Verdict::GeneratorLimited);
     }
 
     #[test]
@@ -339,11 +351,11 @@ mod tests {
             judge(&input)
         };
         // 131 ms against 300: 169 ms of margin, over 10 × 3.66 ms.
-        assert_eq!(judged(131.0, true), (StepVerdict::Pass, vec![]));
+        assert_eq!(judged(131.0, true), (Verdict::Pass, vec![]));
         // 290 ms: 10 ms of margin, within what the delay might have done.
-        assert_eq!(judged(290.0, true).0, StepVerdict::GeneratorLimited);
+        assert_eq!(judged(290.0, true).0, Verdict::GeneratorLimited);
         // Far inside the bound but not steady: not a pass.
-        assert_eq!(judged(131.0, false).0, StepVerdict::GeneratorLimited);
+        assert_eq!(judged(131.0, false).0, Verdict::GeneratorLimited);
     }
 
     #[test]
@@ -356,6 +368,6 @@ mod tests {
             steadiness: &s,
             generator: &g,
         };
-        assert_eq!(judge(&input).0, StepVerdict::Fail);
+        assert_eq!(judge(&input).0, Verdict::Fail);
     }
 }

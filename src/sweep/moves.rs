@@ -1,7 +1,8 @@
 //! The knee search's moves: climb (not past the probed μ first), bisect
 //! between the decided ends around the noise band, step down. PURE: loads
 //! in, a load out.
-use super::knee::STEP_DOWN_FLOOR_DIVISOR;
+/// Step-down stops below `start / STEP_DOWN_FLOOR_DIVISOR` (rate loads).
+pub const STEP_DOWN_FLOOR_DIVISOR: f64 = 64.0;
 
 /// Climb from `from`, but not past the probe's μ (`ceiling`) until a step
 /// at it has been measured: a load at μ already fails, so it brackets the

@@ -1,7 +1,7 @@
 //! μ and the queue's onset from measured steps: the throughput plateau of
 //! saturated steps, and the loads where the server's waiting gauge rose.
 //! PURE.
-use super::knee::StepPoint;
+use super::point::StepPoint;
 
 /// A step is saturated when achieved/offered is below this.
 pub const SATURATED_RATIO: f64 = 0.9;

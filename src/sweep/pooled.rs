@@ -18,9 +18,9 @@
 //! end reported is wrong stays within `1 − level`. A pool of one step is that
 //! step's own test again and is not taken.
 
-use super::adaptive::union_bound;
-use super::confidence::{pooled_pass, Evidence};
-use super::knee::{StepPoint, StepVerdict};
+use super::confidence::{pooled_pass, union_bound, Evidence};
+use super::point::StepPoint;
+use crate::result::Verdict;
 
 /// A pass end decided by pooling.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,7 +46,7 @@ pub fn pass_end(
     let level = raw.iter().find_map(|p| p.level)?;
     let mut candidates: Vec<f64> = points
         .iter()
-        .filter(|p| p.verdict == StepVerdict::Pass)
+        .filter(|p| p.verdict == Verdict::Pass)
         .map(|p| p.load)
         .filter(|&l| own_pass.is_none_or(|o| l > o) && first_fail.is_none_or(|f| l < f))
         .collect();
@@ -76,7 +76,7 @@ pub fn within_noise(
 ) -> Option<(f64, f64)> {
     let passes: Vec<&StepPoint> = points
         .iter()
-        .filter(|p| p.verdict == StepVerdict::Pass && first_fail.is_none_or(|f| p.load < f))
+        .filter(|p| p.verdict == Verdict::Pass && first_fail.is_none_or(|f| p.load < f))
         .collect();
     let lowest = passes.iter().map(|p| p.load).reduce(f64::min)?;
     let pool = pool_from(raw, lowest, first_fail);
@@ -98,7 +98,7 @@ pub fn within_noise(
 /// `first_fail`.
 fn pool_from(raw: &[StepPoint], load: f64, first_fail: Option<f64>) -> Vec<&StepPoint> {
     raw.iter()
-        .filter(|p| p.verdict != StepVerdict::GeneratorLimited)
+        .filter(|p| p.verdict != Verdict::GeneratorLimited)
         .filter(|p| p.load >= load && first_fail.is_none_or(|f| p.load < f))
         .collect()
 }

@@ -5,7 +5,7 @@ use crate::sweep::knee::{knee, next_load, LoadUnit, SearchPlan};
 /// A step at `load` with `n` effective samples of a p99, `within` of them
 /// under the bound; undecided unless `decided`. Its own confidence is
 /// corrected for 3 tests, as an adaptive step's is.
-fn step(load: f64, verdict: StepVerdict, n: usize, within: usize, decided: bool) -> StepPoint {
+fn step(load: f64, verdict: Verdict, n: usize, within: usize, decided: bool) -> StepPoint {
     let own = crate::sweep::confidence::binomial_cdf(n, 0.99, within as i64 - 1);
     let own = union_bound(own, 3);
     StepPoint {
@@ -33,9 +33,9 @@ fn two_passes_within_noise_decide_the_lower_one_together() {
     // step's own correction for its tests. 600 pooled: 99.8%, 99.3% after
     // the correction for the two candidates (and the steps' own tests).
     let history = [
-        step(30.0, StepVerdict::Pass, 300, 300, false),
-        step(42.0, StepVerdict::Fail, 300, 200, true),
-        step(33.0, StepVerdict::Pass, 300, 300, false),
+        step(30.0, Verdict::Pass, 300, 300, false),
+        step(42.0, Verdict::Fail, 300, 200, true),
+        step(33.0, Verdict::Pass, 300, 300, false),
     ];
     let k = knee(&history);
     assert_eq!(k.last_pass, Some(30.0), "{k:?}");
@@ -56,9 +56,9 @@ fn a_step_inside_the_pool_counts_whatever_its_own_verdict() {
     // share over is 1%, so nothing is vouched for. Leaving it out because
     // it looked bad is what would bias the pool.
     let history = [
-        step(30.0, StepVerdict::Pass, 300, 300, false),
-        step(33.0, StepVerdict::Fail, 300, 294, false),
-        step(42.0, StepVerdict::Fail, 300, 200, true),
+        step(30.0, Verdict::Pass, 300, 300, false),
+        step(33.0, Verdict::Fail, 300, 294, false),
+        step(42.0, Verdict::Fail, 300, 200, true),
     ];
     let k = knee(&history);
     assert_eq!(k.last_pass, None, "{k:?}");
@@ -74,9 +74,9 @@ fn steps_at_or_above_the_decided_failure_are_not_pooled() {
     // A pass above the lowest decided failure (noise) adds nothing to the
     // pool below it, and a lone step is never its own pool.
     let history = [
-        step(30.0, StepVerdict::Pass, 300, 300, false),
-        step(40.0, StepVerdict::Fail, 300, 200, true),
-        step(44.0, StepVerdict::Pass, 300, 300, false),
+        step(30.0, Verdict::Pass, 300, 300, false),
+        step(40.0, Verdict::Fail, 300, 200, true),
+        step(44.0, Verdict::Pass, 300, 300, false),
     ];
     let k = knee(&history);
     assert_eq!(k.last_pass, None, "{k:?}");
@@ -88,13 +88,13 @@ fn steps_at_or_above_the_decided_failure_are_not_pooled() {
 
 #[test]
 fn without_a_level_or_evidence_nothing_is_pooled() {
-    let mut a = step(30.0, StepVerdict::Pass, 300, 300, false);
-    let mut b = step(33.0, StepVerdict::Pass, 300, 300, false);
+    let mut a = step(30.0, Verdict::Pass, 300, 300, false);
+    let mut b = step(33.0, Verdict::Pass, 300, 300, false);
     a.level = None;
     b.level = None;
     assert_eq!(pass_end(&[a.clone(), b.clone()], &[a, b], None, None), None);
-    let mut a = step(30.0, StepVerdict::Pass, 300, 300, false);
-    let mut b = step(33.0, StepVerdict::Pass, 300, 300, false);
+    let mut a = step(30.0, Verdict::Pass, 300, 300, false);
+    let mut b = step(33.0, Verdict::Pass, 300, 300, false);
     a.evidence = vec![None];
     b.evidence = vec![];
     assert_eq!(pass_end(&[a.clone(), b.clone()], &[a, b], None, None), None);
@@ -129,7 +129,7 @@ fn failed_requests_are_misses_in_the_pooled_evidence() {
         window.insert(k, failed(k as u64 * 10, ErrorKind::Timeout));
     }
     let failing = window_point(12.0, &slos, &window, &rule);
-    assert_eq!(failing.verdict, StepVerdict::Pass);
+    assert_eq!(failing.verdict, Verdict::Pass);
     let want = Evidence {
         effective_samples: 302,
         effective_within: 300,

@@ -1,18 +1,15 @@
-//! Rows: how one step's pure verdicts become the rows of a [`SweepResult`]
+//! Rows: the parts of a [`SweepResult`] step row built from pure values
 //! (distributions, SLO outcomes, steadiness, the step line on the console),
-//! and the knee summary recomputed from the steps. Shared by the live sweep
+//! and the knee summary recomputed from the search's points. Shared by the live sweep
 //! (the command layer) and `kneecap merge` of sharded sweeps, so both write
 //! the same format.
 //! PURE: no clock, no I/O.
 
-use super::confidence::Evidence;
-use super::knee::{self, StepPoint, StepVerdict};
+use super::knee::{self, StepPoint};
 use super::{slo, steady};
 use crate::client::scrape::QueueSample;
 use crate::metrics::stats::{self, Distribution};
-use crate::report::sweep::{
-    self as model, Dist, KneeSummary, LoadUnit, StepResult, SweepResult, Verdict,
-};
+use crate::result::sweep::{self as model, Dist, KneeSummary, LoadUnit, StepResult, SweepResult};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -103,83 +100,6 @@ pub fn steady_row(s: &steady::Steadiness) -> model::SteadyRow {
         in_flight_slope_per_s: s.in_flight_slope_per_s,
         backlog_at_end: s.backlog_at_end,
         reasons: s.reasons.clone(),
-    }
-}
-
-/// The search's verdict as the result writes it.
-pub fn verdict_of(v: StepVerdict) -> Verdict {
-    match v {
-        StepVerdict::Pass => Verdict::Pass,
-        StepVerdict::Fail => Verdict::Fail,
-        StepVerdict::GeneratorLimited => Verdict::GeneratorLimited,
-    }
-}
-
-pub fn point(s: &StepResult) -> StepPoint {
-    let verdict = match s.verdict {
-        Verdict::Pass => StepVerdict::Pass,
-        Verdict::GeneratorLimited => StepVerdict::GeneratorLimited,
-        Verdict::Fail | Verdict::Interrupted => StepVerdict::Fail,
-    };
-    StepPoint {
-        load: s.load,
-        verdict,
-        achieved_rate: s.achieved_rate,
-        offered_rate: s.offered_rate,
-        steady: s.steady.steady,
-        goodput: s.goodput,
-        mean_waiting: s.mean_waiting,
-        confidence: verdict_confidence(s, verdict),
-        // Within noise on its SLOs at the cap; a step that also failed the
-        // steady-state check (a growing queue) or its error bound failed
-        // for that, decided.
-        undecided: s
-            .decision
-            .as_ref()
-            .is_some_and(|d| d.decision == "undecided")
-            && (verdict == StepVerdict::Pass || s.reasons.iter().all(|r| slo_reason(s, r))),
-        evidence: s
-            .slo_outcomes
-            .iter()
-            .map(|o| {
-                let c = o.confidence?;
-                Some(Evidence {
-                    effective_samples: c.effective_samples,
-                    effective_within: c.effective_within?,
-                    quantile: c.quantile?,
-                })
-            })
-            .collect(),
-        level: s.decision.as_ref().map(|d| d.level),
-    }
-}
-
-/// Whether `reason` is one of the step's SLO misses (not an error-rate,
-/// steadiness or generator reason).
-fn slo_reason(s: &StepResult, reason: &str) -> bool {
-    s.slo_outcomes
-        .iter()
-        .filter(|o| !o.pass)
-        .filter_map(|o| o.slo.split(['<', '>', ':', '@']).next())
-        .any(|name| !name.is_empty() && reason.starts_with(name))
-}
-
-/// How sure a step's verdict is, from its SLOs' confidences: a pass as
-/// sure as its least sure SLO, a failure as its surest missed SLO. `None`
-/// without confidences, or when no SLO was missed in a failed step (it
-/// failed on errors or steadiness, which the binomial test does not cover).
-fn verdict_confidence(s: &StepResult, verdict: StepVerdict) -> Option<f64> {
-    let each = s
-        .slo_outcomes
-        .iter()
-        .filter_map(|o| o.confidence.map(|c| (o.pass, c)));
-    match verdict {
-        StepVerdict::Pass => each.map(|(_, c)| c.pass).reduce(f64::min),
-        StepVerdict::Fail => each
-            .filter(|(pass, _)| !pass)
-            .map(|(_, c)| c.fail)
-            .reduce(f64::max),
-        StepVerdict::GeneratorLimited => None,
     }
 }
 

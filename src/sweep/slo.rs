@@ -26,7 +26,7 @@ pub(crate) use super::slo_eval::{
     judge, needed, percentile_with_failures, sample_seconds, sample_sequence, Sampled,
 };
 use crate::metrics::stats::percentile_key;
-use crate::report::sweep::INFINITE;
+use crate::result::sweep::INFINITE;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 use std::str::FromStr;

@@ -19,36 +19,23 @@
 use super::slo::{self, Sampled, Slo, SloMetric, SloOutcome, SloStat};
 use crate::metrics::hist::{LatencyHist, RunHists};
 use crate::metrics::RequestRecord;
-use serde::{Deserialize, Serialize};
 
-/// Additive evidence for a goodput-form SLO: how many samples, how many met it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Attainment {
-    pub samples: u64,
-    pub met: u64,
-}
+pub use crate::result::evidence::Attainment;
 
-impl Attainment {
-    /// The counts over `records` (one shard's window); `None` unless `slo` is
-    /// goodput-form. Same samples and comparison as [`super::slo::evaluate`].
-    pub fn of(slo: &Slo, records: &[RequestRecord]) -> Option<Attainment> {
-        let SloStat::Attainment(_) = slo.stat else {
-            return None;
-        };
-        let values = slo::sample_seconds(slo, records);
-        let bound_s = slo.threshold_ms / 1000.0;
-        let met = values.iter().filter(|&&v| slo.op.holds(v, bound_s)).count();
-        Some(Attainment {
-            samples: values.len() as u64,
-            met: met as u64,
-        })
-    }
-
-    /// Add another shard's counts.
-    pub fn add(&mut self, other: &Attainment) {
-        self.samples += other.samples;
-        self.met += other.met;
-    }
+/// The counts of a goodput-form SLO over `records` (one shard's window);
+/// `None` unless `slo` is goodput-form. Same samples and comparison as
+/// [`super::slo::evaluate`].
+pub fn attainment(slo: &Slo, records: &[RequestRecord]) -> Option<Attainment> {
+    let SloStat::Attainment(_) = slo.stat else {
+        return None;
+    };
+    let values = slo::sample_seconds(slo, records);
+    let bound_s = slo.threshold_ms / 1000.0;
+    let met = values.iter().filter(|&&v| slo.op.holds(v, bound_s)).count();
+    Some(Attainment {
+        samples: values.len() as u64,
+        met: met as u64,
+    })
 }
 
 /// The histogram of `metric`; shard files carry none for TTFO.
@@ -267,7 +254,7 @@ mod tests {
             let slo: Slo = text.parse().unwrap();
             let mut sum = Attainment::default();
             for p in &parts {
-                sum.add(&Attainment::of(&slo, p).unwrap());
+                sum.add(&attainment(&slo, p).unwrap());
             }
             let exact = slo::evaluate(&slo, &union);
             let got = evaluate_hist(&slo, &h, Some(sum), 0);
@@ -317,7 +304,7 @@ mod tests {
                 let slo: Slo = text.parse().unwrap();
                 let mut sum = Attainment::default();
                 for p in &parts {
-                    sum.add(&Attainment::of(&slo, p).unwrap_or_default());
+                    sum.add(&attainment(&slo, p).unwrap_or_default());
                 }
                 let exact = slo::evaluate(&slo, &union);
                 let got = evaluate_hist(&slo, &h, Some(sum), failures);

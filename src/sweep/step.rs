@@ -2,89 +2,68 @@
 //! records) and `kneecap merge` (from the shards' summed counters and merged
 //! histograms) each gather a step's [`StepEvidence`]; [`judge_step`] adds the
 //! server's queue trend to the steady-state check, weighs SLOs, errors,
-//! steadiness and generator health, and assembles the [`StepResult`] both
-//! write. PURE: no clock, no I/O.
+//! steadiness and generator health into one typed [`Judgement`], and builds
+//! from it both the [`StepResult`] row the sweep writes and the
+//! [`StepPoint`] the knee search reads ([`Judged`]). PURE: no clock, no I/O.
 
 use super::confidence::{self, Decision, SloConfidence};
+pub use super::evidence::{StepCounts, StepDists, StepEvidence};
 use super::failures::judge_failures;
-use super::rows::{dist, queue_stats, slo_row, steady_row, verdict_of};
+use super::point::StepPoint;
+use super::rows::{dist, queue_stats, slo_row, steady_row};
 use super::slo::SloOutcome;
 use super::steady::{self, Steadiness};
-use super::{judge, StepVerdictInput};
+use super::{judge, slo_misses_only, StepVerdictInput};
 use crate::client::scrape::QueueSample;
-use crate::metrics::health::{self, GeneratorHealth};
-use crate::metrics::stats::Distribution;
-use crate::report::sweep::{
+use crate::metrics::health;
+use crate::result::sweep::{
     DecisionRow, GeneratorRow, SloConfidenceRow, SloOutcomeRow, StepResult, Verdict,
 };
-use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// The latency distributions of a step's measurement window.
-#[derive(Debug, Clone, Default)]
-pub struct StepDists {
-    pub ttft: Distribution,
-    pub tpot: Distribution,
-    pub itl: Distribution,
-    pub e2el: Distribution,
-    pub ttft_from_due: Distribution,
-    /// Dispatch lateness (sent − due).
-    pub lateness: Distribution,
+/// A judged step: the row the sweep writes and the point the search reads,
+/// both built from one [`Judgement`].
+#[derive(Debug, Clone)]
+pub struct Judged {
+    pub row: StepResult,
+    pub point: StepPoint,
 }
 
-/// The counts and rates of a step's measurement window.
-#[derive(Debug, Clone, Default)]
-pub struct StepCounts {
-    /// Requests due in the window (the error rate's denominator).
-    pub n_requests: usize,
-    pub completed: usize,
-    pub failed: usize,
-    /// Requests meeting every per-request SLO, per second.
-    pub goodput: f64,
-    pub output_token_rate: f64,
-    pub mean_input_tokens: f64,
-    pub mean_output_tokens: f64,
-    pub errors_by_kind: BTreeMap<String, u64>,
-    /// The first few failure messages (redacted by the client at the source).
-    pub first_errors: Vec<String>,
-}
-
-/// Everything one step left behind, in the form both the live sweep and
-/// `kneecap merge` can produce.
-#[derive(Debug, Clone, Default)]
-pub struct StepEvidence {
-    pub load: f64,
-    /// The measurement window (from the step start).
-    pub window: (Duration, Duration),
-    pub counts: StepCounts,
-    pub dists: StepDists,
-    /// One outcome per configured SLO.
-    pub slo_outcomes: Vec<SloOutcome>,
-    /// The client-side steady-state check (the queue trend is added here).
+/// What the judge found about one step, typed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judgement {
+    /// `interrupted` when the evidence was cut short by a signal, else the
+    /// verdict on the failures ([`judge_failures`]) or on everything ([`judge`]).
+    pub verdict: Verdict,
+    /// Every reason the step is not a pass (empty for a pass).
+    pub reasons: Vec<String>,
+    /// Every reason is a missed SLO (no error-rate, steadiness, generator
+    /// or mostly-failed reason): a fail that is the SLO test's alone.
+    pub slo_misses_only: bool,
+    /// The steady-state check with the server's queue trend added.
     pub steadiness: Steadiness,
-    /// The server's queue gauges over the step, and where they came from.
-    pub queue: Vec<QueueSample>,
-    pub queue_source: Option<String>,
-    pub generator: GeneratorHealth,
-    pub cpu_busy_fraction: Option<f64>,
-    pub event_loop_lag_p99_ms: Option<f64>,
-    /// Warnings beyond the SLOs' and the generator's (e.g. a shard late to its slot).
-    pub extra_warnings: Vec<String>,
-    /// Cut short by a signal (on some shard): the verdict is `interrupted`.
-    pub interrupted: bool,
-    /// An adaptive step: the confidence asked and each SLO's confidence
-    /// (aligned with `slo_outcomes`).
-    pub confidence: Option<(f64, Vec<Option<SloConfidence>>)>,
-    /// The adaptive step ended its releases early, decided.
-    pub ended_early: bool,
+    /// Failed / all requests due in the window (0 without requests).
+    pub error_rate: f64,
+    /// An adaptive step: the SLO test's decision at the level asked and how
+    /// sure it is.
+    pub decision: Option<(Decision, f64)>,
 }
 
-/// Judge one step and assemble its row of the sweep result.
-pub fn judge_step(mut e: StepEvidence, max_error_rate: f64) -> StepResult {
+/// Judge one step: its row of the sweep result and its point for the search.
+pub fn judge_step(mut e: StepEvidence, max_error_rate: f64) -> Judged {
+    let j = judgement(&mut e, max_error_rate);
+    let point = point(&e, &j);
+    Judged {
+        row: row(e, j),
+        point,
+    }
+}
+
+/// Weigh the evidence (the generator's verdict may be set aside when most
+/// requests failed, see [`judge_failures`]).
+pub fn judgement(e: &mut StepEvidence, max_error_rate: f64) -> Judgement {
     let failed = judge_failures(&e.counts, max_error_rate, &mut e.generator);
-    let (w0, w1) = e.window;
-    let slo_rows = slo_rows(&e);
-    let steadiness = with_queue_trend(e.steadiness, &e.queue, e.window);
+    let steadiness = with_queue_trend(e.steadiness.clone(), &e.queue, e.window);
     let c = &e.counts;
     let error_rate = if c.n_requests == 0 {
         0.0
@@ -98,42 +77,98 @@ pub fn judge_step(mut e: StepEvidence, max_error_rate: f64) -> StepResult {
         steadiness: &steadiness,
         generator: &e.generator,
     };
+    let slo_only = failed.is_none() && slo_misses_only(&input);
     let (verdict, reasons) = failed.unwrap_or_else(|| judge(&input));
-    // An SLO with a binomial confidence states how sure it is; its
-    // few-tail-samples warning would only repeat that less precisely.
-    let has_confidence = |i: usize| {
-        e.confidence
-            .as_ref()
-            .is_some_and(|(_, each)| each.get(i).is_some_and(Option::is_some))
-    };
-    let mut warnings: Vec<String> = e
-        .slo_outcomes
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| !has_confidence(*i))
-        .filter_map(|(_, o)| o.warning.clone())
-        .collect();
-    warnings.extend(e.generator.warnings.iter().cloned());
-    warnings.extend(e.extra_warnings.iter().cloned());
-    let (mean_waiting, max_waiting, mean_running) = queue_stats(&e.queue, w0, w1);
-    let d = &e.dists;
-    StepResult {
-        load: e.load,
+    Judgement {
         verdict: if e.interrupted {
             Verdict::Interrupted
         } else {
-            verdict_of(verdict)
+            verdict
         },
         reasons,
-        warnings,
+        slo_misses_only: slo_only,
+        steadiness,
+        error_rate,
+        decision: e
+            .confidence
+            .as_ref()
+            .map(|(level, each)| confidence::decide(each, *level)),
+    }
+}
+
+/// The search's point: the verdict, the flows, and how sure the SLO test is.
+fn point(e: &StepEvidence, j: &Judgement) -> StepPoint {
+    let (mean_waiting, _, _) = queue_stats(&e.queue, e.window.0, e.window.1);
+    let each = |i: usize| slo_confidence(e, i);
+    StepPoint {
+        load: e.load,
+        verdict: j.verdict,
+        achieved_rate: j.steadiness.achieved_rate,
+        offered_rate: j.steadiness.offered_rate,
+        steady: j.steadiness.steady,
+        goodput: e.counts.goodput,
+        mean_waiting,
+        confidence: verdict_confidence(&e.slo_outcomes, each, j.verdict),
+        // Within noise on its SLOs at the cap; a step that also failed the
+        // steady-state check (a growing queue) or its error bound failed
+        // for that, decided.
+        undecided: j.decision.is_some_and(|(d, _)| d == Decision::Undecided)
+            && (j.verdict == Verdict::Pass || j.slo_misses_only),
+        evidence: (0..e.slo_outcomes.len())
+            .map(|i| each(i).map(|c| c.evidence()))
+            .collect(),
+        level: e.confidence.as_ref().map(|(level, _)| *level),
+    }
+}
+
+/// How sure a step's verdict is, from its SLOs' confidences: a pass as
+/// sure as its least sure SLO, a failure as its surest missed SLO. `None`
+/// without confidences, or when no SLO was missed in a failed step (it
+/// failed on errors or steadiness, which the binomial test does not cover).
+fn verdict_confidence(
+    outcomes: &[SloOutcome],
+    each: impl Fn(usize) -> Option<SloConfidence>,
+    verdict: Verdict,
+) -> Option<f64> {
+    let each = outcomes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, o)| each(i).map(|c| (o.pass, c)));
+    match verdict {
+        Verdict::Pass => each.map(|(_, c)| c.pass).reduce(f64::min),
+        Verdict::Fail => each
+            .filter(|(pass, _)| !pass)
+            .map(|(_, c)| c.fail)
+            .reduce(f64::max),
+        Verdict::GeneratorLimited | Verdict::Interrupted => None,
+    }
+}
+
+/// SLO `i`'s confidence, when the step has one.
+fn slo_confidence(e: &StepEvidence, i: usize) -> Option<SloConfidence> {
+    e.confidence
+        .as_ref()
+        .and_then(|(_, each)| each.get(i).copied().flatten())
+}
+
+/// The step's row of the sweep result.
+fn row(e: StepEvidence, j: Judgement) -> StepResult {
+    let (w0, w1) = e.window;
+    let (mean_waiting, max_waiting, mean_running) = queue_stats(&e.queue, w0, w1);
+    let (c, d) = (&e.counts, &e.dists);
+    StepResult {
+        load: e.load,
+        verdict: j.verdict,
+        reasons: j.reasons,
+        warnings: warnings(&e),
         window_start_s: w0.as_secs_f64(),
         window_end_s: w1.as_secs_f64(),
         n_requests: c.n_requests,
         completed: c.completed,
         failed: c.failed,
-        error_rate,
-        offered_rate: steadiness.offered_rate,
-        achieved_rate: steadiness.achieved_rate,
+        error_rate: j.error_rate,
+        offered_rate: j.steadiness.offered_rate,
+        achieved_rate: j.steadiness.achieved_rate,
         goodput: c.goodput,
         output_token_rate: c.output_token_rate,
         mean_input_tokens: c.mean_input_tokens,
@@ -144,12 +179,11 @@ pub fn judge_step(mut e: StepEvidence, max_error_rate: f64) -> StepResult {
         e2el_ms: dist(&d.e2el),
         ttft_from_due_ms: dist(&d.ttft_from_due),
         lateness_ms: dist(&d.lateness),
-        slo_outcomes: slo_rows,
-        decision: e
-            .confidence
-            .as_ref()
-            .map(|(level, each)| decision_row(*level, each, e.ended_early, c.completed + c.failed)),
-        steady: steady_row(&steadiness),
+        slo_outcomes: slo_rows(&e),
+        decision: j
+            .decision
+            .map(|(decision, confidence)| decision_row(&e, decision, confidence)),
+        steady: steady_row(&j.steadiness),
         generator: GeneratorRow {
             limited: e.generator.limited,
             lateness_p50_ms: d.lateness.median_ms,
@@ -176,13 +210,25 @@ pub fn judge_step(mut e: StepEvidence, max_error_rate: f64) -> StepResult {
     }
 }
 
+/// The SLOs' warnings, the generator's and the caller's. An SLO with a
+/// binomial confidence states how sure it is; its few-tail-samples warning
+/// would only repeat that less precisely.
+fn warnings(e: &StepEvidence) -> Vec<String> {
+    let mut warnings: Vec<String> = e
+        .slo_outcomes
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| slo_confidence(e, *i).is_none())
+        .filter_map(|(_, o)| o.warning.clone())
+        .collect();
+    warnings.extend(e.generator.warnings.iter().cloned());
+    warnings.extend(e.extra_warnings.iter().cloned());
+    warnings
+}
+
 /// The SLO rows, with each SLO's confidence when the step has them.
 fn slo_rows(e: &StepEvidence) -> Vec<SloOutcomeRow> {
-    let confidence = |i: usize| {
-        e.confidence
-            .as_ref()
-            .and_then(|(_, each)| each.get(i).copied().flatten())
-    };
+    let confidence = |i: usize| slo_confidence(e, i);
     e.slo_outcomes
         .iter()
         .enumerate()
@@ -202,31 +248,25 @@ fn slo_rows(e: &StepEvidence) -> Vec<SloOutcomeRow> {
         .collect()
 }
 
-/// Where the step's SLO verdict stood: the decision its confidences support.
-fn decision_row(
-    level: f64,
-    each: &[Option<SloConfidence>],
-    ended_early: bool,
-    samples: usize,
-) -> DecisionRow {
-    let (decision, confidence) = confidence::decide(each, level);
+/// Where the step's SLO test stood: its decision, how sure it is, and on
+/// how many samples.
+fn decision_row(e: &StepEvidence, decision: Decision, confidence: f64) -> DecisionRow {
+    let (level, each) = e
+        .confidence
+        .as_ref()
+        .map_or((0.0, &[][..]), |(l, each)| (*l, each));
     DecisionRow {
         level,
-        decision: match decision {
-            Decision::Pass => "pass",
-            Decision::Fail => "fail",
-            Decision::Undecided => "undecided",
-        }
-        .into(),
+        decision,
         confidence,
-        samples,
+        samples: e.counts.completed + e.counts.failed,
         effective_samples: each
             .iter()
             .flatten()
             .map(|c| c.effective_samples)
             .min()
             .unwrap_or(0),
-        ended_early,
+        ended_early: e.ended_early,
     }
 }
 
@@ -248,139 +288,5 @@ fn with_queue_trend(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn steady_evidence() -> StepEvidence {
-        StepEvidence {
-            load: 10.0,
-            window: (Duration::from_secs(1), Duration::from_secs(11)),
-            counts: StepCounts {
-                n_requests: 100,
-                completed: 100,
-                ..StepCounts::default()
-            },
-            steadiness: Steadiness {
-                steady: true,
-                offered_rate: 10.0,
-                achieved_rate: 10.0,
-                ..Steadiness::default()
-            },
-            ..StepEvidence::default()
-        }
-    }
-
-    fn queue(waiting: impl Fn(f64) -> f64) -> Vec<QueueSample> {
-        (0..12)
-            .map(|i| QueueSample {
-                t_s: i as f64,
-                waiting: Some(waiting(i as f64)),
-                running: Some(4.0),
-                kv_cache_usage: None,
-                preemptions: None,
-            })
-            .collect()
-    }
-
-    #[test]
-    fn a_steady_step_with_a_flat_queue_passes_with_its_window_and_queue_means() {
-        let e = StepEvidence {
-            queue: queue(|_| 0.0),
-            ..steady_evidence()
-        };
-        let step = judge_step(e, 0.01);
-        assert_eq!(step.verdict, Verdict::Pass, "{:?}", step.reasons);
-        assert_eq!((step.window_start_s, step.window_end_s), (1.0, 11.0));
-        assert_eq!(step.mean_waiting, Some(0.0));
-        assert_eq!(step.mean_running, Some(4.0));
-    }
-
-    #[test]
-    fn a_growing_server_queue_makes_a_client_steady_step_fail_as_not_steady() {
-        let e = StepEvidence {
-            queue: queue(|t| 10.0 * t),
-            ..steady_evidence()
-        };
-        let step = judge_step(e, 0.01);
-        assert_eq!(step.verdict, Verdict::Fail);
-        assert!(!step.steady.steady);
-        assert!(
-            step.reasons.iter().any(|r| r.starts_with("not steady:")),
-            "{:?}",
-            step.reasons
-        );
-    }
-
-    #[test]
-    fn the_error_rate_counts_failures_over_every_request_due_in_the_window() {
-        let mut e = steady_evidence();
-        e.counts.failed = 3;
-        e.counts.completed = 97;
-        let step = judge_step(e, 0.01);
-        assert_eq!(step.error_rate, 0.03);
-        assert_eq!(step.verdict, Verdict::Fail);
-    }
-
-    #[test]
-    fn a_step_where_most_requests_failed_is_judged_on_them_not_on_the_generator() {
-        let mut e = steady_evidence();
-        e.counts.failed = 100;
-        e.counts.completed = 0;
-        e.counts.errors_by_kind.insert("http_status".into(), 100);
-        e.counts.first_errors = vec![r#"HTTP 400 Bad Request: {"message":"too long"}"#.into()];
-        e.generator = health::generator_health(
-            &Distribution {
-                max_ms: 655.0,
-                percentiles_ms: vec![(99.0, 655.0)],
-                ..Distribution::default()
-            },
-            1.0,
-            None,
-            None,
-        );
-        assert!(
-            e.generator.limited,
-            "the self-check alone would blame the generator"
-        );
-        let step = judge_step(e, 0.01);
-        assert_eq!(step.verdict, Verdict::Fail);
-        assert_eq!(
-            step.reasons,
-            vec![
-                "most requests failed: 100 of 100 (100%, 1% allowed; http_status 100); \
-                  first: HTTP 400 Bad Request: \"too long\""
-            ]
-        );
-        assert!(!step.generator.limited && step.generator.reasons.is_empty());
-        assert!(
-            step.warnings
-                .iter()
-                .any(|w| w.contains("self-check is not weighed")),
-            "{:?}",
-            step.warnings
-        );
-    }
-
-    #[test]
-    fn an_interrupted_step_keeps_its_data_but_not_a_verdict() {
-        let e = StepEvidence {
-            interrupted: true,
-            ..steady_evidence()
-        };
-        let step = judge_step(e, 0.01);
-        assert_eq!(step.verdict, Verdict::Interrupted);
-        assert_eq!(step.n_requests, 100);
-    }
-
-    #[test]
-    fn warnings_gather_the_generators_and_the_callers() {
-        let mut e = steady_evidence();
-        e.generator.warnings.push("CPU 85% busy".into());
-        e.extra_warnings.push("shard 1/2 started late".into());
-        let step = judge_step(e, 0.01);
-        assert_eq!(
-            step.warnings,
-            vec!["CPU 85% busy", "shard 1/2 started late"]
-        );
-    }
-}
+#[path = "step_tests.rs"]
+mod tests;

@@ -23,7 +23,8 @@
 
 use super::explain::{KV_PREEMPTIONS_PER_REQUEST, SLOTS_MEAN_FILL};
 use crate::report::explain::{Binding, Evidence, ExplainSource, KneeExplain};
-use crate::report::sweep::{KneeSummary, StepResult, Verdict};
+use crate::result::sweep::{KneeSummary, StepResult};
+use crate::result::Verdict;
 use crate::sweep::slo::{Slo, SloMetric};
 
 /// KV-cache usage that counts as full.

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::client::scrape::QueueSample;
-use crate::report::sweep::{Dist, SloOutcomeRow};
+use crate::result::sweep::{Dist, SloOutcomeRow};
 
 /// What the server's gauges read during a step (constant over its samples,
 /// the preemption counter rising by `preempted` in all).

@@ -15,7 +15,7 @@
 //! - [`plan`]: the probe design, sized to the budget from a pilot.
 //! - [`observe`]: records reduced to what the fits need (a decode level's
 //!   window and batch, tokens in flight against the KV gauge).
-//! - [`line`]: least squares with standard errors and a lack-of-fit check.
+//! - [`mod@line`]: least squares with standard errors and a lack-of-fit check.
 //! - [`prefill`], [`interference`], [`decode`], [`kv`]: one fit each.
 //! - [`fit`]: the fits in order, into a `ServerProfile`.
 //! - [`table`]: the profile's console table.

@@ -18,14 +18,15 @@ const FLOORS: &[(&str, u32)] = &[
     ("twin", 5),
     ("sweep", 6),
     ("report", 7),
-    ("shard", 8),
-    ("engine", 9),
-    ("client", 10),
-    ("metrics", 11),
-    ("workload", 11),
-    ("schedule", 11),
-    ("sim", 11),
-    ("rxstamp", 12),
+    ("result", 8),
+    ("shard", 9),
+    ("engine", 10),
+    ("client", 11),
+    ("metrics", 12),
+    ("workload", 12),
+    ("schedule", 12),
+    ("sim", 12),
+    ("rxstamp", 13),
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

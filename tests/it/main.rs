@@ -22,6 +22,7 @@ mod profile_predict;
 mod proto_props;
 mod reasoning_sim;
 mod responses_sim;
+mod result_types;
 mod run_cli;
 mod run_errors_cli;
 mod shard_cli;

@@ -6,7 +6,7 @@ use super::run::run_config;
 use crate::cli::sweep::{SweepArgs, SweepMode};
 use crate::config::sweep::{StepTiming, SweepConfig};
 use crate::config::{RunConfig, Target};
-use crate::report::cost::Pricing;
+use crate::result::cost::Pricing;
 use crate::sweep::knee::{LoadUnit, SearchPlan};
 use crate::sweep::slo::{self, Slo};
 use anyhow::{bail, Result};

@@ -7,7 +7,7 @@ use super::Ctx;
 use crate::cmd::prepare::{self as runner, Level};
 use crate::engine::Releases;
 use crate::metrics::ErrorKind;
-use crate::report::sweep::{CalibrationRow, ProbeLevelRow};
+use crate::result::sweep::{CalibrationRow, ProbeLevelRow};
 use crate::sweep::calibrate::{
     departure_rate, next_probe, steady_latency, ProbeEnd, ProbeLevel, ProbeStep,
 };

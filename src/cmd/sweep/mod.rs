@@ -20,9 +20,10 @@ use crate::cli::sweep::SweepArgs;
 use crate::client::scrape::Scraper;
 use crate::config::sweep::SweepConfig;
 use crate::config::UiMode;
-use crate::report::sweep::{StepResult, SweepResult, Verdict};
-use crate::sweep::knee::{self, LoadUnit, StepPoint, StepVerdict};
-use crate::sweep::rows::{exit_code, finish, point, step_line};
+use crate::result::sweep::{SweepResult, Verdict};
+use crate::sweep::knee::{self, LoadUnit, StepPoint};
+use crate::sweep::rows::{exit_code, finish, step_line};
+use crate::sweep::step::Judged;
 use anyhow::Result;
 use start::{announce, new_result};
 use std::path::{Path, PathBuf};
@@ -164,7 +165,7 @@ async fn sweep(
     }
     result.complete = !result.interrupted;
     if let Some(p) = cfg.pricing {
-        crate::report::cost::apply(&mut result, p);
+        result.price(p);
     }
     save(&result, out)?;
     let mut live = ctx.live.take();
@@ -202,7 +203,7 @@ async fn search(
     }
     let mut history: Vec<StepPoint> = Vec::new();
     while let Some(load) = knee::next_load(&plan, &history) {
-        let refining = history.iter().any(|p| p.verdict == StepVerdict::Fail);
+        let refining = history.iter().any(|p| p.verdict == Verdict::Fail);
         if history.iter().any(|p| p.load == load) {
             say(
                 ctx,
@@ -227,7 +228,7 @@ pub(crate) fn say(ctx: &Ctx<'_>, line: String) {
 
 /// One stderr line on the probe: its μ and where the search starts, or why
 /// it fell back to the doubling search.
-fn calibration_line(c: &crate::report::sweep::CalibrationRow) -> String {
+fn calibration_line(c: &crate::result::sweep::CalibrationRow) -> String {
     let streams: Vec<String> = c.levels.iter().map(|l| l.concurrency.to_string()).collect();
     let probe = format!(
         "closed-loop probe at {} streams, {:.1} s",
@@ -253,10 +254,14 @@ pub(crate) fn keep_step(
     ctx: &Ctx<'_>,
     result: &mut SweepResult,
     history: &mut Vec<StepPoint>,
-    mut step: StepResult,
+    judged: Judged,
     interrupted: bool,
     out: &Path,
 ) -> Result<bool> {
+    let Judged {
+        row: mut step,
+        point,
+    } = judged;
     if interrupted {
         step.verdict = Verdict::Interrupted;
         step.reasons
@@ -267,7 +272,7 @@ pub(crate) fn keep_step(
         return Ok(false);
     }
     say(ctx, step_line(&step, result.load_unit()));
-    history.push(point(&step));
+    history.push(point);
     result.steps.push(step);
     finish(result, history);
     save(result, out)?;

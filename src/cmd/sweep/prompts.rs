@@ -31,7 +31,7 @@ use super::Ctx;
 use crate::cmd::prepare::Prepared;
 use crate::cmd::sessions;
 use crate::config::sweep::SweepConfig;
-use crate::report::sweep::{PromptDraw, StepPrompts, StepResult};
+use crate::result::sweep::{PromptDraw, StepPrompts, StepResult};
 use crate::sweep::draws::{probe_seed, step_seed};
 use crate::sweep::knee::SearchPlan;
 use crate::workload::dataset::{self, DatasetConfig, DatasetKind};

@@ -1,7 +1,7 @@
 //! Unit tests of the steps' prompt windows and the prefix-cache warnings.
 
 use super::*;
-use crate::report::PrefixCacheStats;
+use crate::result::PrefixCacheStats;
 
 fn file_source(distinct: usize, per_step: usize, steps: usize) -> Prompts {
     Prompts {

@@ -25,16 +25,16 @@ use crate::cmd::prepare::Level;
 use crate::config::sweep::{StepTiming, SweepConfig};
 use crate::engine::EngineOutput;
 use crate::metrics::hist::RunHists;
-use crate::report::shard::{ShardCounters, ShardIdentity, ShardPart};
-use crate::report::sweep::SweepResult;
+use crate::result::shard::{ShardCounters, ShardIdentity, ShardPart};
+use crate::result::shard_sweep::{StepShard, SweepIdentity};
+use crate::result::sweep::SweepResult;
 use crate::shard::{self, apply, Shard, StartAt};
 use crate::sweep::knee::{LoadUnit, SearchPlan, StepPoint};
 use crate::sweep::rows::{due_times, goodput_slo};
-use crate::sweep::slo_hist::Attainment;
+use crate::sweep::slo_hist::attainment;
 use crate::sweep::steady::{self, SteadyThresholds};
 use crate::workload::RequestSpec;
 use anyhow::{bail, Result};
-use serde_json::{json, Value};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -58,9 +58,10 @@ pub(super) async fn run_all_steps(
         .map(|&l| step_length(cfg, &timing, l))
         .collect();
     let slots = shard::step_starts(&lengths, timing.drain);
-    let mut id = identity(cfg, me, start, &ctx.prepared.model_id, &loads).to_json();
-    id["slots_s"] = json!(slots.iter().map(Duration::as_secs_f64).collect::<Vec<_>>());
-    result.shard = Some(id);
+    result.shard = Some(SweepIdentity {
+        id: identity(cfg, me, start, &ctx.prepared.model_id, &loads),
+        slots_s: slots.iter().map(Duration::as_secs_f64).collect(),
+    });
     say(
         ctx,
         format!(
@@ -94,15 +95,16 @@ pub(super) async fn run_all_steps(
             ended_early: false,
             tests: 1,
         };
-        let mut step = live::judge_records(cfg, load, evidence);
+        let mut judged = live::judge_records(cfg, load, evidence);
+        let step = &mut judged.row;
         let slot_info = Slot { at, overran_ms };
         let flags = (step.generator.limited, interrupted);
         step.shard = Some(step_block(cfg, &m.out, window, slot_info, flags));
         if cfg.run.output.save_detailed {
             step.due_times_s = due_times(&m.out.records);
         }
-        live::note_prompts(ctx, &mut step, (drawn.row, reset), m.out.records.len());
-        if !keep_step(ctx, result, &mut history, step, interrupted, out)? {
+        live::note_prompts(ctx, step, (drawn.row, reset), m.out.records.len());
+        if !keep_step(ctx, result, &mut history, judged, interrupted, out)? {
             break;
         }
     }
@@ -120,7 +122,7 @@ fn my_level(
     let (cfg, timing) = (ctx.cfg, &ctx.cfg.timing);
     let (releases, length, cap) = live::step_releases(cfg, timing, k, load, None);
     if let Some(dash) = &ctx.live {
-        let unit = crate::report::sweep::load_unit(cfg.run.sessions.is_some(), cfg.mode);
+        let unit = crate::result::sweep::load_unit(cfg.run.sessions.is_some(), cfg.mode);
         dash.begin(Some(k), Some(load), unit, Some(length));
     }
     let flag = match cfg.mode {
@@ -210,7 +212,7 @@ fn step_block(
     window: (Duration, Duration),
     slot: Slot,
     flags: (bool, bool),
-) -> Value {
+) -> StepShard {
     let (w0, w1) = window;
     let in_window = live::due_in(&out.records, window);
     let start = clock::unix_s(out.started_at);
@@ -224,15 +226,11 @@ fn step_block(
         interrupted: flags.1,
     };
     let steadiness = steady::assess(&out.records, window, &SteadyThresholds::default());
-    let attainment: Vec<Option<Attainment>> = cfg
-        .slos
-        .iter()
-        .map(|s| Attainment::of(s, &in_window))
-        .collect();
-    let mut v = part.to_json();
-    v["slot_start_unix_s"] = json!(slot.at.unix_s());
-    v["overran_slot_ms"] = json!(slot.overran_ms);
-    v["steadiness"] = serde_json::to_value(&steadiness).unwrap_or(Value::Null);
-    v["slo_attainment"] = json!(attainment);
-    v
+    StepShard {
+        part,
+        slot_start_unix_s: slot.at.unix_s(),
+        overran_slot_ms: slot.overran_ms,
+        steadiness,
+        slo_attainment: cfg.slos.iter().map(|s| attainment(s, &in_window)).collect(),
+    }
 }

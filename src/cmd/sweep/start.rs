@@ -4,7 +4,7 @@
 
 use super::Ctx;
 use crate::config::sweep::SweepConfig;
-use crate::report::sweep::{self as model, SweepResult};
+use crate::result::sweep::{self as model, SweepResult};
 use crate::sweep::knee::LoadUnit;
 
 pub(super) fn new_result(ctx: &Ctx<'_>) -> SweepResult {
@@ -25,7 +25,7 @@ pub(super) fn new_result(ctx: &Ctx<'_>) -> SweepResult {
         crate::sim::service_rate(s, i.round() as u32, o.round() as u32)
     });
     SweepResult {
-        kind: "kneecap_sweep".into(),
+        kind: model::KIND.into(),
         schema_version: model::SCHEMA_VERSION,
         kneecap_version: env!("CARGO_PKG_VERSION").into(),
         started_at: chrono::Local::now().to_rfc3339(),

@@ -14,13 +14,13 @@ use crate::engine::{self, probe, Releases};
 use crate::metrics::health;
 use crate::metrics::stats::{self, StatsOptions};
 use crate::metrics::{RequestRecord, KNEECAP_PERCENTILES};
-use crate::report::sweep::{StepPrompts, StepResult};
-use crate::report::PrefixCacheStats;
+use crate::result::sweep::{StepPrompts, StepResult};
+use crate::result::PrefixCacheStats;
 use crate::schedule::{self, Arrival};
 use crate::sweep::adaptive::{step_decision, AdaptiveRule};
 use crate::sweep::knee::LoadUnit;
 use crate::sweep::rows::{due_times, goodput_slo, mean};
-use crate::sweep::step::{judge_step, StepCounts, StepDists, StepEvidence};
+use crate::sweep::step::{judge_step, Judged, StepCounts, StepDists, StepEvidence};
 use crate::sweep::{slo, steady};
 use rand::{rngs::StdRng, SeedableRng};
 use std::sync::Arc;
@@ -44,7 +44,7 @@ pub(crate) async fn run_step(
     load: f64,
     refining: bool,
     interrupt: watch::Receiver<bool>,
-) -> anyhow::Result<StepResult> {
+) -> anyhow::Result<Judged> {
     let cfg = ctx.cfg;
     let timing = match (refining, cfg.confidence) {
         (true, None) => cfg.timing.refined(),
@@ -59,7 +59,7 @@ pub(crate) async fn run_step(
         drawn,
     } = StepLoad::plan(ctx, index, load, &timing);
     if let Some(live) = &ctx.live {
-        let unit = crate::report::sweep::load_unit(cfg.run.sessions.is_some(), cfg.mode);
+        let unit = crate::result::sweep::load_unit(cfg.run.sessions.is_some(), cfg.mode);
         live.begin(Some(index), Some(load), unit, Some(length));
     }
     let (end_tx, end_rx) = watch::channel(false);
@@ -101,17 +101,18 @@ pub(crate) async fn run_step(
         ended_early: m.out.releases_ended_at.is_some(),
         tests,
     };
-    let mut step = judge_records(cfg, load, evidence);
+    let mut judged = judge_records(cfg, load, evidence);
+    let step = &mut judged.row;
     if cfg.run.output.save_detailed {
         step.due_times_s = due_times(&m.out.records);
     }
     if cfg.html.is_some() {
-        step.latency_series = crate::report::series::latency_series(&m.out.records);
+        step.latency_series = crate::result::series::latency_series(&m.out.records);
     }
     step.prefix_cache = m.prefix_cache;
     let sent = m.out.records.len();
-    note_prompts(ctx, &mut step, (row, prefix_cache_reset), sent);
-    Ok(step)
+    note_prompts(ctx, step, (row, prefix_cache_reset), sent);
+    Ok(judged)
 }
 
 /// A step's releases, length (scheduled, and the minimum an adaptive step
@@ -190,7 +191,7 @@ pub(crate) fn note_prompts(
     step.prompts = Some(row);
     step.prefix_cache_reset = reset;
     if let Some(w) = ctx.prompts.hit_warning(step, sent) {
-        let unit = crate::report::sweep::load_unit(ctx.cfg.run.sessions.is_some(), ctx.cfg.mode);
+        let unit = crate::result::sweep::load_unit(ctx.cfg.run.sessions.is_some(), ctx.cfg.mode);
         super::say(
             ctx,
             format!("kneecap sweep: warning: step at {} {unit}: {w}", step.load),
@@ -324,7 +325,7 @@ pub(crate) struct Evidence<'a> {
 
 /// Judge a step from its records: the window's stats, SLOs, steadiness and
 /// generator health become [`StepEvidence`] for the one step judge.
-pub(crate) fn judge_records(cfg: &SweepConfig, load: f64, e: Evidence<'_>) -> StepResult {
+pub(crate) fn judge_records(cfg: &SweepConfig, load: f64, e: Evidence<'_>) -> Judged {
     let (w0, w1) = e.window;
     let in_window = due_in(e.records, e.window);
     let opts = StatsOptions {

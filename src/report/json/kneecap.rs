@@ -5,8 +5,8 @@
 
 use super::dist::DistJson;
 use super::lenient;
-use crate::report::shard::{run_block, ShardIdentity, ShardPart, ShardRun};
 use crate::report::RunResult;
+use crate::result::shard::ShardRun;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -72,7 +72,7 @@ pub struct KneecapJson {
     pub reasoning_tokens: Option<Vec<u32>>,
     /// The server's prefix-cache hit rate over the run, when it reports one.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub prefix_cache: Option<crate::report::PrefixCacheStats>,
+    pub prefix_cache: Option<crate::result::PrefixCacheStats>,
     /// `--multi-turn`: sessions by outcome, duration, TTFT by turn.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sessions: Option<crate::report::sessions::SessionsJson>,
@@ -155,10 +155,10 @@ pub struct ServerTimings {
 }
 
 /// `kneecap.shard`: one shard's identity and measurements (the fields of
-/// [`crate::report::shard`]), plus what the merged result must show.
+/// [`crate::result::shard`]), plus what the merged result must show.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ShardJson {
-    #[serde(flatten, with = "shard_run")]
+    #[serde(flatten)]
     pub run: ShardRun,
     /// `--metric-percentiles` of the shard's run.
     #[serde(default = "p99_only")]
@@ -170,25 +170,6 @@ pub struct ShardJson {
 
 fn p99_only() -> Vec<f64> {
     vec![99.0]
-}
-
-/// [`ShardRun`] in the form [`crate::report::shard`] defines, spliced into
-/// the `shard` object.
-mod shard_run {
-    use super::*;
-    use serde::{de::Error, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(r: &ShardRun, s: S) -> Result<S::Ok, S::Error> {
-        run_block(&r.id, &r.part).serialize(s)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ShardRun, D::Error> {
-        let block = serde_json::Value::Object(serde_json::Map::deserialize(d)?);
-        Ok(ShardRun {
-            id: ShardIdentity::from_json(&block).map_err(D::Error::custom)?,
-            part: ShardPart::from_json(&block).map_err(D::Error::custom)?,
-        })
-    }
 }
 
 /// `kneecap.merged`: which shards a `kneecap merge` result came from, over

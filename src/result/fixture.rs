@@ -4,7 +4,7 @@
 //! explodes; the waiting queue is empty, then climbs).
 
 use crate::client::scrape::QueueSample;
-use crate::report::sweep::{
+use crate::result::sweep::{
     Dist, KneeSummary, LoadUnit, StepResult, SweepResult, Verdict, Workload,
 };
 
@@ -25,7 +25,7 @@ pub fn dist(p50: f64, p99: f64) -> Dist {
 }
 
 /// One step at `load` with a verdict; latency and queue follow utilisation.
-pub fn step(load: f64, verdict: &str, offered: f64, mu: f64) -> StepResult {
+pub fn step(load: f64, verdict: Verdict, offered: f64, mu: f64) -> StepResult {
     let rho = if mu > 0.0 { load / mu } else { 0.0 };
     let achieved = offered.min(mu * 1.005);
     let p99_ttft = if rho < 0.85 {
@@ -43,8 +43,6 @@ pub fn step(load: f64, verdict: &str, offered: f64, mu: f64) -> StepResult {
             preemptions: Some(if rho > 1.0 { i as f64 * 3.0 } else { 0.0 }),
         })
         .collect();
-    let verdict: Verdict =
-        serde_json::from_value(serde_json::Value::from(verdict)).expect("a verdict name");
     let pass = verdict == Verdict::Pass;
     StepResult {
         load,
@@ -73,7 +71,7 @@ pub fn step(load: f64, verdict: &str, offered: f64, mu: f64) -> StepResult {
         mean_running: Some((rho.min(1.0) * 48.0).round()),
         queue_source: Some("vllm".into()),
         queue,
-        steady: crate::report::sweep::SteadyRow {
+        steady: crate::result::sweep::SteadyRow {
             steady: rho < 0.95,
             ..Default::default()
         },
@@ -85,9 +83,9 @@ pub fn step(load: f64, verdict: &str, offered: f64, mu: f64) -> StepResult {
 pub fn sweep_with(passes: &[f64], fails: &[f64]) -> SweepResult {
     let mut steps: Vec<StepResult> = passes
         .iter()
-        .map(|&l| step(l, "pass", l, MU * 10.0))
+        .map(|&l| step(l, Verdict::Pass, l, MU * 10.0))
         .collect();
-    steps.extend(fails.iter().map(|&l| step(l, "fail", l, MU)));
+    steps.extend(fails.iter().map(|&l| step(l, Verdict::Fail, l, MU)));
     let last_pass = passes.iter().copied().reduce(f64::max);
     SweepResult {
         kind: "sweep".into(),
@@ -127,13 +125,13 @@ pub fn sweep() -> SweepResult {
     };
     // Ran in search order, not load order: renderers must sort.
     for &(l, v) in &[
-        (8.0, "pass"),
-        (16.0, "pass"),
-        (48.0, "fail"),
-        (32.0, "pass"),
-        (40.0, "fail"),
-        (24.0, "pass"),
-        (36.0, "fail"),
+        (8.0, Verdict::Pass),
+        (16.0, Verdict::Pass),
+        (48.0, Verdict::Fail),
+        (32.0, Verdict::Pass),
+        (40.0, Verdict::Fail),
+        (24.0, Verdict::Pass),
+        (36.0, Verdict::Fail),
     ] {
         r.steps.push(step(l, v, l, MU));
     }

@@ -1,7 +1,13 @@
 //! SweepResult: the one result type of a sweep. The sweep JSON, the console
 //! table and charts, the HTML report, `kneecap report` and `kneecap compare`
-//! all render from it. Plain serializable data; no logic beyond accessors.
+//! all render from it. Plain serializable data; no logic beyond accessors
+//! and pricing ([`SweepResult::price`]).
 
+use super::cost::{usd_per_million_output_tokens, CostSummary, Pricing};
+use super::series::LatencyPoint;
+use super::shard_sweep::{MergedSweep, StepShard, SweepIdentity};
+pub use super::verdict::{Decision, LoadUnit, Verdict};
+use super::PrefixCacheStats;
 use crate::client::scrape::QueueSample;
 use serde::{Deserialize, Serialize};
 
@@ -12,80 +18,18 @@ pub const INFINITE: &str = "∞ (failed)";
 /// Schema version of the sweep JSON.
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// What a load number means (the sweep JSON's `mode`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum LoadUnit {
-    /// Open loop: requests per second (real numbers).
-    #[default]
-    Rate,
-    /// Closed loop: concurrent requests (integers ≥ 1).
-    Concurrency,
-    /// A trace replayed this many times faster than recorded (real numbers).
-    TraceSpeed,
-}
+/// The sweep JSON's `kind`: what tells a sweep from a run result.
+pub const KIND: &str = "kneecap_sweep";
 
-impl LoadUnit {
-    /// The JSON name: `rate`, `concurrency` or `trace_speed`.
-    pub fn name(self) -> &'static str {
-        match self {
-            LoadUnit::Rate => "rate",
-            LoadUnit::Concurrency => "concurrency",
-            LoadUnit::TraceSpeed => "trace_speed",
-        }
-    }
-
-    /// Unit of the load axis: `req/s`, `streams` or `× trace speed`.
-    pub fn axis(self) -> &'static str {
-        match self {
-            LoadUnit::Rate => "req/s",
-            LoadUnit::Concurrency => "streams",
-            LoadUnit::TraceSpeed => "× trace speed",
-        }
-    }
-}
-
-/// A step's verdict as written in the sweep JSON.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// Every SLO held, errors within bound, steady, generator healthy.
-    Pass,
-    /// Something the server is responsible for did not hold (the default:
-    /// a step is not a pass until it is shown to be one).
-    #[default]
-    Fail,
-    /// The load generator fell behind: never the server's knee.
-    GeneratorLimited,
-    /// Cut short by a signal: its data is kept, its verdict is not used.
-    Interrupted,
-}
-
-impl Verdict {
-    /// The JSON name: `pass`, `fail`, `generator_limited`, `interrupted`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Verdict::Pass => "pass",
-            Verdict::Fail => "fail",
-            Verdict::GeneratorLimited => "generator_limited",
-            Verdict::Interrupted => "interrupted",
-        }
-    }
-
-    /// The console label: `PASS`, `FAIL`, `GEN-LIMITED`, `INTERRUPTED`.
-    pub fn label(self) -> &'static str {
-        match self {
-            Verdict::Pass => "PASS",
-            Verdict::Fail => "FAIL",
-            Verdict::GeneratorLimited => "GEN-LIMITED",
-            Verdict::Interrupted => "INTERRUPTED",
-        }
-    }
+/// Whether a parsed JSON object is a sweep result (its `kind` is [`KIND`]).
+pub fn is_sweep(doc: &serde_json::Map<String, serde_json::Value>) -> bool {
+    doc.get("kind").and_then(serde_json::Value::as_str) == Some(KIND)
 }
 
 /// The whole sweep.
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 pub struct SweepResult {
+    /// Always [`KIND`].
     pub kind: String,
     pub schema_version: u32,
     pub kneecap_version: String,
@@ -118,13 +62,13 @@ pub struct SweepResult {
     /// A shard's file (`--shard i/N`): its identity (`kneecap merge` reads it);
     /// its steps hold only its share of the load.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shard: Option<serde_json::Value>,
+    pub shard: Option<SweepIdentity>,
     /// A merged sharded sweep: which shards, how well their steps aligned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub merged: Option<serde_json::Value>,
+    pub merged: Option<MergedSweep>,
     /// `--gpu-hour-cost`: dollars per million output tokens at the knee.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cost: Option<super::cost::CostSummary>,
+    pub cost: Option<CostSummary>,
 }
 
 /// Workload shape printed beside the knee.
@@ -230,7 +174,7 @@ pub struct StepResult {
     /// Client latency percentiles over the step, on the gauges' time axis
     /// (kept with `--html`, which charts them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub latency_series: Vec<super::series::LatencyPoint>,
+    pub latency_series: Vec<LatencyPoint>,
     /// `--gpu-hour-cost`: dollars per million output tokens at this step's rate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usd_per_million_output_tokens: Option<f64>,
@@ -240,11 +184,11 @@ pub struct StepResult {
     /// A shard's step: counters, histograms and steady-state inputs that
     /// `kneecap merge` adds up (written by the command layer, `cmd/sweep/sharded.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shard: Option<serde_json::Value>,
+    pub shard: Option<StepShard>,
     /// The server's prefix-cache hit rate over the step (vLLM's counters'
     /// delta from its start to its end, or llama.cpp's per-request timings).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prefix_cache: Option<super::PrefixCacheStats>,
+    pub prefix_cache: Option<PrefixCacheStats>,
     /// Which prompts the step sent (absent from sweeps written before each
     /// step drew its own).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -390,7 +334,7 @@ pub struct DecisionRow {
     /// Confidence asked (`--confidence`).
     pub level: f64,
     /// `pass`, `fail` or `undecided` (the step reached its cap first).
-    pub decision: String,
+    pub decision: Decision,
     /// How sure that decision is, 0–1.
     pub confidence: f64,
     /// Requests the SLO tests rest on, failed ones included (each a miss).
@@ -446,6 +390,28 @@ impl SweepResult {
     pub fn load_unit(&self) -> &'static str {
         load_unit(self.workload.sessions.is_some(), self.mode)
     }
+
+    /// Price every step and the knee (the last passing step at the knee's
+    /// load) at `p` (`--gpu-hour-cost`, `--gpus`).
+    pub fn price(&mut self, p: Pricing) {
+        for s in &mut self.steps {
+            s.usd_per_million_output_tokens = usd_per_million_output_tokens(p, s.output_token_rate);
+        }
+        let knee = self.knee.last_pass.and_then(|load| {
+            self.steps
+                .iter()
+                .rev()
+                .find(|s| s.load == load && s.verdict == Verdict::Pass)
+        });
+        self.cost = Some(CostSummary {
+            gpu_hour_cost: p.gpu_hour_cost,
+            gpus: p.gpus,
+            knee_load: knee.map(|s| s.load),
+            knee_output_token_rate: knee.map(|s| s.output_token_rate),
+            usd_per_million_output_tokens_at_knee: knee
+                .and_then(|s| s.usd_per_million_output_tokens),
+        });
+    }
 }
 
 /// Unit of a sweep's load axis: sessions/s or users for multi-turn
@@ -455,5 +421,43 @@ pub fn load_unit(sessions: bool, mode: LoadUnit) -> &'static str {
         (true, LoadUnit::Rate) => "sessions/s",
         (true, LoadUnit::Concurrency) => "users",
         (_, mode) => mode.axis(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_knee_is_priced_at_its_passing_step() {
+        let step = |load: f64, verdict: Verdict, rate: f64| StepResult {
+            load,
+            verdict,
+            output_token_rate: rate,
+            ..StepResult::default()
+        };
+        let mut r = SweepResult {
+            steps: vec![
+                step(1.0, Verdict::Pass, 100.0),
+                step(2.0, Verdict::Pass, 200.0),
+                step(4.0, Verdict::Fail, 250.0),
+            ],
+            knee: KneeSummary {
+                last_pass: Some(2.0),
+                first_fail: Some(4.0),
+                ..KneeSummary::default()
+            },
+            ..SweepResult::default()
+        };
+        let p = Pricing {
+            gpu_hour_cost: 3.6,
+            gpus: 1,
+        };
+        r.price(p);
+        let c = r.cost.clone().unwrap();
+        assert_eq!(c.knee_load, Some(2.0));
+        // $0.001/s at 200 tok/s: $5 per million.
+        assert!((c.usd_per_million_output_tokens_at_knee.unwrap() - 5.0).abs() < 1e-9);
+        assert!((r.steps[0].usd_per_million_output_tokens.unwrap() - 10.0).abs() < 1e-9);
     }
 }
