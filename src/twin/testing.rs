@@ -92,64 +92,16 @@ pub fn fake_run(
     end: Duration,
     every: Duration,
 ) -> FakeRun {
+    let mut client = FakeClient::new(streams);
     let mut engine = Engine::new(params.clone()).with_prefix_caching(caching);
-    let mut fresh = 1u64 << 40;
-    let mut due: Vec<(Duration, usize, Ask)> = Vec::new();
-    let mut seq_next: Vec<usize> = vec![0; streams.len()];
-    for (g, s) in streams.iter().enumerate() {
-        match s {
-            Stream::Sequential(asks) => due.extend(asks.first().map(|a| (Duration::ZERO, g, *a))),
-            Stream::Closed {
-                streams: n,
-                prompt,
-                output,
-            } => {
-                for _ in 0..*n {
-                    fresh += 1;
-                    due.push((
-                        Duration::ZERO,
-                        g,
-                        Ask {
-                            prompt: *prompt,
-                            output: *output,
-                            prompt_id: fresh,
-                        },
-                    ));
-                }
-            }
-            Stream::Timed(asks) => due.extend(asks.iter().map(|(t, a)| (*t, g, *a))),
-        }
-    }
-    let mut run = FakeRun {
-        records: vec![Vec::new(); streams.len()],
-        gauges: Vec::new(),
-    };
-    let mut where_: Vec<(usize, usize)> = Vec::new();
-    let mut done: Vec<bool> = Vec::new();
     let (mut now, mut next_gauge) = (Duration::ZERO, Duration::ZERO);
     while now < end {
-        due.sort_by_key(|d| d.0);
-        while due.first().is_some_and(|d| d.0 <= now) {
-            let (t, g, a) = due.remove(0);
-            let blocks: Vec<u64> = (0..a.prompt / 16)
-                .map(|k| a.prompt_id << 20 | u64::from(k))
-                .collect();
-            engine.submit_blocks(where_.len() as u64, a.prompt, blocks, a.output, t);
-            let index = run.records[g].len();
-            where_.push((g, index));
-            done.push(false);
-            run.records[g].push(RequestRecord {
-                index,
-                sent: t,
-                prompt_len: a.prompt,
-                ..Default::default()
-            });
-        }
+        client.submit_due(&mut engine, now);
         let out = match engine.step(now) {
             Some(out) if !out.duration.is_zero() => out,
-            _ => match due.first() {
-                Some(d) => {
-                    now = d.0;
+            _ => match client.next_due() {
+                Some(t) => {
+                    now = t;
                     continue;
                 }
                 None => break,
@@ -159,60 +111,149 @@ pub fn fake_run(
         // Published at the step's end, as the real-time driver does: the
         // engine's state after the step, stamped when its tokens arrive.
         if now >= next_gauge {
-            let c = engine.counters();
-            run.gauges.push(GaugeSample {
-                t_s: t.as_secs_f64(),
-                running: Some(engine.n_running() as f64),
-                kv_usage: Some(engine.kv_usage()),
-                preemptions: Some(c.n_preemptions as f64),
-            });
+            client.run.gauges.push(gauge(&engine, t));
             next_gauge = now + every;
         }
         for ev in &out.events {
-            let EventKind::Token { index, last } = ev.kind else {
-                continue;
-            };
-            let (g, i) = where_[ev.id as usize];
-            let r = &mut run.records[g][i];
-            match r.last_token {
-                None => r.first_token = Some(t),
-                Some(prev) => r.itl.push(t - prev),
-            }
-            r.last_token = Some(t);
-            if last {
-                r.output_tokens = index;
-                done[ev.id as usize] = true;
-                match &streams[g] {
-                    Stream::Sequential(asks) => {
-                        seq_next[g] += 1;
-                        due.extend(asks.get(seq_next[g]).map(|a| (t, g, *a)));
-                    }
-                    Stream::Closed { prompt, output, .. } => {
-                        fresh += 1;
-                        due.push((
-                            t,
-                            g,
-                            Ask {
-                                prompt: *prompt,
-                                output: *output,
-                                prompt_id: fresh,
-                            },
-                        ));
-                    }
-                    Stream::Timed(_) => {}
-                }
+            if let EventKind::Token { index, last } = ev.kind {
+                client.token(ev.id as usize, index, last, t);
             }
         }
         now = t;
     }
-    for (id, (g, i)) in where_.into_iter().enumerate() {
-        if !done[id] {
-            run.records[g][i].error = Some(RequestError {
-                kind: ErrorKind::Cancelled,
-                status: None,
-                message: "cut".into(),
+    client.finish()
+}
+
+/// The engine's gauges after a step, stamped at `t`.
+fn gauge(engine: &Engine, t: Duration) -> GaugeSample {
+    GaugeSample {
+        t_s: t.as_secs_f64(),
+        running: Some(engine.n_running() as f64),
+        kv_usage: Some(engine.kv_usage()),
+        preemptions: Some(engine.counters().n_preemptions as f64),
+    }
+}
+
+/// The zero-latency client of [`fake_run`]: what is due when, and where each
+/// submitted request's record lives.
+struct FakeClient<'a> {
+    streams: &'a [Stream],
+    run: FakeRun,
+    /// (when, stream group, ask), not yet submitted.
+    due: Vec<(Duration, usize, Ask)>,
+    /// The next ask of each sequential group.
+    seq_next: Vec<usize>,
+    /// Engine id → (group, index in its records), and whether it finished.
+    where_: Vec<(usize, usize)>,
+    done: Vec<bool>,
+    /// The last fresh prompt id handed out.
+    fresh: u64,
+}
+
+impl<'a> FakeClient<'a> {
+    fn new(streams: &'a [Stream]) -> Self {
+        let mut c = FakeClient {
+            streams,
+            run: FakeRun {
+                records: vec![Vec::new(); streams.len()],
+                gauges: Vec::new(),
+            },
+            due: Vec::new(),
+            seq_next: vec![0; streams.len()],
+            where_: Vec::new(),
+            done: Vec::new(),
+            fresh: 1u64 << 40,
+        };
+        for (g, s) in streams.iter().enumerate() {
+            match s {
+                Stream::Sequential(asks) => {
+                    c.due.extend(asks.first().map(|a| (Duration::ZERO, g, *a)))
+                }
+                Stream::Closed { streams: n, .. } => {
+                    (0..*n).for_each(|_| c.follow_up(g, Duration::ZERO));
+                }
+                Stream::Timed(asks) => c.due.extend(asks.iter().map(|(t, a)| (*t, g, *a))),
+            }
+        }
+        c
+    }
+
+    /// When the earliest request not yet submitted is due.
+    fn next_due(&self) -> Option<Duration> {
+        self.due.first().map(|d| d.0)
+    }
+
+    /// Submits every request due by `now`, in order of its due time.
+    fn submit_due(&mut self, engine: &mut Engine, now: Duration) {
+        self.due.sort_by_key(|d| d.0);
+        while self.due.first().is_some_and(|d| d.0 <= now) {
+            let (t, g, a) = self.due.remove(0);
+            let blocks: Vec<u64> = (0..a.prompt / 16)
+                .map(|k| a.prompt_id << 20 | u64::from(k))
+                .collect();
+            engine.submit_blocks(self.where_.len() as u64, a.prompt, blocks, a.output, t);
+            let index = self.run.records[g].len();
+            self.where_.push((g, index));
+            self.done.push(false);
+            self.run.records[g].push(RequestRecord {
+                index,
+                sent: t,
+                prompt_len: a.prompt,
+                ..Default::default()
             });
         }
     }
-    run
+
+    /// Records token `index` of request `id` at `t`; a last token sends the
+    /// group's next request.
+    fn token(&mut self, id: usize, index: u32, last: bool, t: Duration) {
+        let (g, i) = self.where_[id];
+        let r = &mut self.run.records[g][i];
+        match r.last_token {
+            None => r.first_token = Some(t),
+            Some(prev) => r.itl.push(t - prev),
+        }
+        r.last_token = Some(t);
+        if last {
+            r.output_tokens = index;
+            self.done[id] = true;
+            self.follow_up(g, t);
+        }
+    }
+
+    /// Queues group `g`'s next request at `t` (a closed loop's fresh prompt,
+    /// a sequential group's next ask; nothing for a timed group).
+    fn follow_up(&mut self, g: usize, t: Duration) {
+        match &self.streams[g] {
+            Stream::Sequential(asks) => {
+                self.seq_next[g] += 1;
+                self.due
+                    .extend(asks.get(self.seq_next[g]).map(|a| (t, g, *a)));
+            }
+            Stream::Closed { prompt, output, .. } => {
+                self.fresh += 1;
+                let ask = Ask {
+                    prompt: *prompt,
+                    output: *output,
+                    prompt_id: self.fresh,
+                };
+                self.due.push((t, g, ask));
+            }
+            _ => {}
+        }
+    }
+
+    /// The records, with every request unfinished at the end cut.
+    fn finish(mut self) -> FakeRun {
+        for (id, (g, i)) in self.where_.into_iter().enumerate() {
+            if !self.done[id] {
+                self.run.records[g][i].error = Some(RequestError {
+                    kind: ErrorKind::Cancelled,
+                    status: None,
+                    message: "cut".into(),
+                });
+            }
+        }
+        self.run
+    }
 }
