@@ -16,8 +16,12 @@
 //!   Prometheus text, all drawn from one pure state model.
 //! - [`sweep`]: SLOs, the steady-state check, the one step judge and the knee
 //!   search (pure).
-//! - [`report`]: the result types ([`report::RunResult`], [`report::sweep::SweepResult`])
-//!   and their renderings (console, JSON, table, charts, HTML).
+//! - [`report`]: the renderings of the results (console, table, charts,
+//!   HTML) and writing them to files.
+//! - [`result`]: every result written and read back, as serde types: the run
+//!   ([`result::RunResult`], [`result::json::RunJson`]), the sweep
+//!   ([`result::sweep::SweepResult`]), the one [`result::Verdict`], the shard
+//!   blocks (typed, adding up for the merge).
 //! - [`shard`]: splitting one load over N processes (`--shard i/N`) and the
 //!   common start (`--start-at`) (pure).
 //! - [`engine`]: the dispatcher that releases requests on time and collects

@@ -2,7 +2,8 @@
 //! [`crate::merge`]), write the merged result and print its summary.
 
 use crate::cli::merge::MergeArgs;
-use crate::report::{console, json, save};
+use crate::report::{console, save};
+use crate::result::json;
 use crate::result::sweep::is_sweep;
 use anyhow::{bail, Context, Result};
 use serde_json::Value;

@@ -6,11 +6,11 @@
 use super::{check_set, ShardFile};
 use crate::metrics::stats::{Distribution, Summary};
 use crate::metrics::KNEECAP_PERCENTILES;
-use crate::report::assemble::{RunHeader, RunOutcome};
-use crate::report::json::kneecap::MergedBlock;
-use crate::report::json::RunJson;
-use crate::report::{GeneratorVerdict, RunResult};
+use crate::result::json::kneecap::MergedBlock;
+use crate::result::json::RunJson;
 use crate::result::shard::ShardPart;
+use crate::result::{GeneratorVerdict, RunResult};
+use crate::result::{RunHeader, RunOutcome};
 use serde_json::Value;
 
 /// How many failure messages the merged result keeps (over all shards).
