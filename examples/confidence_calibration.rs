@@ -45,13 +45,8 @@ fn slot_server() -> ModelParams {
 
 /// One seeded window at `rate`, as the records a step would hold.
 fn window(rate: f64, length: Duration, seed: u64) -> Vec<RequestRecord> {
-    let load = VirtualLoad {
-        input_len: 16,
-        output_len: 19,
-        warmup: 200,
-        requests: (rate * length.as_secs_f64()).ceil() as usize,
-        token_times: false,
-    };
+    let requests = (rate * length.as_secs_f64()).ceil() as usize;
+    let load = VirtualLoad::fixed(16, 19, 200, requests);
     let gaps = unit_gaps(seed, 1.0, load.gaps_needed()).expect("Poisson gaps");
     let run = simulate(&slot_server(), &load, &gaps, rate).expect("a valid model");
     let t0 = run.requests[0].arrival;

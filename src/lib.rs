@@ -14,6 +14,10 @@
 //! - [`live`]: watching a run as it goes: the engine observer that
 //!   aggregates snapshots, the terminal dashboard and kneecap's own
 //!   Prometheus text, all drawn from one pure state model.
+//! - [`twin`]: the server's twin: the profile (the simulator's parameters
+//!   measured on a server, with uncertainties), the pure fits that build it,
+//!   and the model run in virtual time to predict a knee for any workload
+//!   and say what binds it (pure).
 //! - [`sweep`]: SLOs, the steady-state check, the one step judge and the knee
 //!   search (pure).
 //! - [`report`]: the renderings of the results (console, table, charts,
@@ -54,4 +58,5 @@ pub mod schedule;
 pub mod shard;
 pub mod sim;
 pub mod sweep;
+pub mod twin;
 pub mod workload;

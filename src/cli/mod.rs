@@ -3,6 +3,8 @@
 
 pub mod compare;
 pub mod merge;
+pub mod predict;
+pub mod profile;
 pub mod report;
 pub mod run;
 pub mod sim;
@@ -14,6 +16,8 @@ use clap::{Parser, Subcommand};
 
 pub use compare::CompareArgs;
 pub use merge::MergeArgs;
+pub use predict::PredictArgs;
+pub use profile::ProfileArgs;
 pub use report::ReportArgs;
 pub use run::RunArgs;
 pub use sim::SimArgs;
@@ -42,9 +46,17 @@ pub enum Command {
     /// Find the knee: step the offered load up, judge each step against the
     /// SLO, bracket and refine the highest load that still meets it.
     Sweep(Box<SweepArgs>),
+    /// Measure a server once: fit the simulator's parameters (with their
+    /// uncertainties) from short probes within --budget seconds, print them
+    /// and write the profile JSON (`kneecap sim --profile FILE` serves it).
+    Profile(Box<ProfileArgs>),
     /// Serve the built-in simulated continuous-batching LLM server
     /// (completions, chat, responses; embeddings, rerank and pooling).
     Sim(Box<SimArgs>),
+    /// Predict the knee of the simulator's engine model for a workload and
+    /// SLO in virtual time (CPU seconds, no server), say what binds it and
+    /// what moves it; over a grid of shapes with --grid. PREDICTED, not measured.
+    Predict(Box<PredictArgs>),
     /// Re-render a saved sweep JSON (table, charts, --html) or summarize a run JSON.
     Report(Box<ReportArgs>),
     /// Compare two sweeps or two runs (A = baseline, B = candidate); --fail-if for CI.

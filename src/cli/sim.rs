@@ -18,27 +18,12 @@ pub struct SimArgs {
     /// 24 GB GPU, simulated).
     #[arg(long, default_value = "tiny")]
     pub preset: String,
-    /// Override: most sequences in the running batch.
-    #[arg(long)]
-    pub max_num_seqs: Option<u32>,
-    /// Override: token budget of one engine step.
-    #[arg(long)]
-    pub max_num_batched_tokens: Option<u32>,
-    /// Override: KV-cache capacity in tokens.
-    #[arg(long)]
-    pub kv_cache_tokens: Option<u32>,
-    /// Override: longest prompt + max_tokens accepted.
-    #[arg(long)]
-    pub max_model_len: Option<u32>,
-    /// Override: fixed cost of each step, milliseconds.
-    #[arg(long, value_name = "MS")]
-    pub step_base_ms: Option<f64>,
-    /// Override: cost per prefill token, microseconds.
-    #[arg(long, value_name = "US")]
-    pub prefill_token_us: Option<f64>,
-    /// Override: cost per decoding sequence, microseconds.
-    #[arg(long, value_name = "US")]
-    pub decode_seq_us: Option<f64>,
+    /// Serve a simulator with the parameters of a `kneecap profile` JSON
+    /// (the engine overrides below still apply on top).
+    #[arg(long, value_name = "FILE")]
+    pub profile: Option<PathBuf>,
+    #[command(flatten)]
+    pub engine: SimEngineArgs,
     /// Model name in responses and /v1/models.
     #[arg(long, default_value = crate::sim::DEFAULT_MODEL_NAME)]
     pub served_model_name: String,
@@ -150,6 +135,40 @@ pub struct SimArgs {
         value_name = "FRACTION"
     )]
     pub cache_hit_fraction: f64,
+}
+
+/// The simulator's engine overrides, shared by `kneecap sim` and by
+/// `kneecap profile` (which starts the built-in simulator without
+/// --base-url).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SimEngineArgs {
+    /// Override: most sequences in the running batch.
+    #[arg(long)]
+    pub max_num_seqs: Option<u32>,
+    /// Override: token budget of one engine step.
+    #[arg(long)]
+    pub max_num_batched_tokens: Option<u32>,
+    /// Override: KV-cache capacity in tokens.
+    #[arg(long)]
+    pub kv_cache_tokens: Option<u32>,
+    /// Override: longest prompt + max_tokens accepted.
+    #[arg(long)]
+    pub max_model_len: Option<u32>,
+    /// Override: fixed cost of each step, milliseconds.
+    #[arg(long, value_name = "MS")]
+    pub step_base_ms: Option<f64>,
+    /// Override: cost per prefill token, microseconds.
+    #[arg(long, value_name = "US")]
+    pub prefill_token_us: Option<f64>,
+    /// Override: cost per decoding sequence, microseconds.
+    #[arg(long, value_name = "US")]
+    pub decode_seq_us: Option<f64>,
+    /// Override: how much an arriving prefill slows the sequences already
+    /// decoding, 0..=1: 1 (default) prefill and decode share one batch step
+    /// (vLLM, SGLang, llama.cpp); 0 prefill runs on other workers
+    /// (disaggregated prefill/decode).
+    #[arg(long, value_name = "FRACTION")]
+    pub prefill_interference: Option<f64>,
     /// Turn the simulated prefix cache off (vLLM's --no-enable-prefix-caching).
     #[arg(long)]
     pub no_enable_prefix_caching: bool,

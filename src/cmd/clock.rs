@@ -65,3 +65,19 @@ pub async fn wait_for_slot(slot: StartAt) -> Option<f64> {
         tokio::time::sleep(Duration::from_nanos(left as u64)).await;
     }
 }
+
+/// CPU seconds this process has used so far, every thread counted (`None`
+/// where the OS clock is not available).
+pub fn cpu_seconds() -> Option<f64> {
+    #[cfg(target_os = "linux")]
+    {
+        use nix::time::{clock_gettime, ClockId};
+        clock_gettime(ClockId::CLOCK_PROCESS_CPUTIME_ID)
+            .ok()
+            .map(|t| t.tv_sec() as f64 + t.tv_nsec() as f64 * 1e-9)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}

@@ -10,7 +10,9 @@ mod compare;
 mod live;
 mod live_serve;
 mod merge;
+mod predict;
 mod prepare;
+mod profile;
 mod refused;
 mod report;
 mod run;
@@ -35,6 +37,8 @@ pub async fn dispatch(cli: Cli, interrupt: watch::Receiver<bool>) -> Result<Exit
         } => run::execute(&args, DefaultTarget::VllmLocalhost, interrupt).await,
         Command::Sweep(args) => sweep::execute(&args, interrupt).await,
         Command::Sim(args) => sim::execute(*args, interrupt).await,
+        Command::Profile(args) => profile::execute(&args, interrupt).await,
+        Command::Predict(args) => predict::execute(&args),
         Command::Report(args) => report::execute(&args),
         Command::Compare(args) => compare::execute(&args),
         Command::Merge(args) => merge::execute(&args),

@@ -33,6 +33,12 @@ pub async fn start(target: &Target) -> Result<Server> {
 async fn start_sim(preset: &str) -> Result<Server> {
     let cfg = crate::sim::SimConfig::from_preset(preset)
         .map_err(|e| anyhow::anyhow!("--sim-preset: {e:#}"))?;
+    start_sim_config(cfg).await
+}
+
+/// Start the built-in simulator with `cfg` on a free loopback port.
+pub async fn start_sim_config(cfg: crate::sim::SimConfig) -> Result<Server> {
+    let preset = cfg.preset.clone();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let handle = crate::sim::start(cfg.clone(), listener).await?;
     let base_url = format!("http://{}", handle.addr());
@@ -40,7 +46,7 @@ async fn start_sim(preset: &str) -> Result<Server> {
     Ok(Server {
         base_url,
         simulated: true,
-        preset: Some(preset.to_string()),
+        preset: Some(preset),
         sim_config: Some(cfg),
         sim: Some(handle),
     })

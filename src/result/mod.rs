@@ -12,6 +12,7 @@ pub mod assemble;
 pub mod cache;
 pub mod cost;
 pub mod evidence;
+pub mod explain;
 #[cfg(test)]
 pub(crate) mod fixture;
 pub mod json;

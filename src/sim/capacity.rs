@@ -25,6 +25,16 @@
 //!
 //! When the KV cache binds, preemptions add recompute work that the formula
 //! ignores, so μ is then an upper estimate.
+//!
+//! With a prefill interference `α < 1` ([`super::params`]), the prefill term
+//! of `T` is `α·per_prefill_token·r·n_c`, a prefill takes
+//! `k_p = ⌈n_c / min(budget, lane cap)⌉` steps (the lane cap taken at the
+//! steady batch; a lone request's prefill is a plain prefill step, so its
+//! TTFT does not depend on `α`), and the prefill lane must keep up:
+//! `(1 − α)·per_prefill_token·r·n_c ≤ base + per_decode_seq·r·(n_out − 1)`,
+//! which bounds `r` when prompts are long and decodes cheap (the bottleneck
+//! is then [`Bottleneck::PrefillLane`]). At `α = 1` all of this reduces to
+//! the formulas above.
 
 use super::model::ModelParams;
 
@@ -37,6 +47,9 @@ pub enum Bottleneck {
     KvCache,
     /// The per-step token budget is full.
     TokenBudget,
+    /// The prefill lane is busy all the time (`α < 1`: prompts are computed
+    /// beside the decode steps, as fast as the lane goes).
+    PrefillLane,
 }
 
 /// The capacity estimate and its intermediate quantities.
@@ -84,8 +97,7 @@ pub fn capacity_cached(
     let c_p = p.per_prefill_token.as_secs_f64();
     let c_d = p.per_decode_seq.as_secs_f64();
 
-    let k_p = (n_in / budget).ceil();
-    let lifetime = k_p + n_out - 1.0;
+    let alpha = p.prefill_interference.clamp(0.0, 1.0);
     let seqs = f64::from(p.max_num_seqs.max(1));
     let kv_batch = (f64::from(p.kv_cache_tokens) - shared).max(0.0) / (n_in + n_out / 2.0);
     let (batch, mut bottleneck) = if kv_batch < seqs {
@@ -93,14 +105,23 @@ pub fn capacity_cached(
     } else {
         (seqs, Bottleneck::MaxNumSeqs)
     };
+    let chunk = |decoders: f64| budget.min(f64::from(p.prefill_lane_cap(decoders as u64)));
+    let k_p = (n_in / chunk(batch)).ceil();
+    let lifetime = k_p + n_out - 1.0;
     let mut r = batch / lifetime;
     let budget_r = budget / (n_in + n_out - 1.0);
     if budget_r < r {
         r = budget_r;
         bottleneck = Bottleneck::TokenBudget;
     }
-    let step_s = base + c_p * r * n_in + c_d * r * (n_out - 1.0);
+    let lane_excess = (1.0 - alpha) * c_p * n_in - c_d * (n_out - 1.0);
+    if alpha < 1.0 && lane_excess > 0.0 && base / lane_excess < r {
+        r = base / lane_excess;
+        bottleneck = Bottleneck::PrefillLane;
+    }
+    let step_s = base + alpha * c_p * r * n_in + c_d * r * (n_out - 1.0);
     let mu = r / step_s;
+
     Capacity {
         mu,
         output_tokens_per_s: mu * n_out,
@@ -109,7 +130,7 @@ pub fn capacity_cached(
         completions_per_step: r,
         step_s,
         bottleneck,
-        lone_ttft_s: k_p * base + c_p * n_in,
+        lone_ttft_s: (n_in / budget).ceil() * base + c_p * n_in,
         lone_tpot_s: base + c_d,
     }
 }
@@ -128,6 +149,7 @@ mod tests {
             step_base: Duration::from_millis(5),
             per_prefill_token: Duration::from_micros(10),
             per_decode_seq: Duration::from_micros(100),
+            prefill_interference: 1.0,
         }
     }
 

@@ -8,7 +8,10 @@
 //!
 //! # Layout
 //! - [`model`]: the engine model (running batch, FIFO queue, KV budget,
-//!   chunked prefill, recompute preemption, step-time formula). Pure.
+//!   chunked prefill, recompute preemption). Pure.
+//! - [`params`]: the engine's parameters and the step-time formula, with
+//!   the prefill interference (how much an arriving prefill slows the
+//!   decoding batch: 1 one shared step, 0 disaggregated). Pure.
 //! - [`capacity`]: the sustainable rate μ for a workload shape. Pure.
 //! - [`virtual_time`]: the engine model run in virtual time on an open,
 //!   seeded load (a discrete-event simulation), for the true knee. Pure.
@@ -50,6 +53,7 @@ pub mod events;
 pub mod fault;
 pub mod metrics;
 pub mod model;
+pub mod params;
 mod pool_serve;
 pub mod pooling;
 pub mod prefix;
@@ -61,6 +65,7 @@ pub mod shared;
 pub mod stream;
 pub mod tls;
 pub mod trace;
+pub mod usage;
 pub mod virtual_time;
 
 use std::fmt::Write as _;
@@ -215,6 +220,13 @@ pub fn explain_cached(
         us(p.per_prefill_token),
         us(p.per_decode_seq)
     );
+    if p.prefill_interference < 1.0 {
+        let _ = writeln!(
+            s,
+            "  prefill interference {:.2}: that share of a prefill lengthens the decode steps beside it (0 = disaggregated)",
+            p.prefill_interference
+        );
+    }
     let _ = writeln!(
         s,
         "workload: {input_len} input tokens, {output_len} output tokens (ignore_eos)"
@@ -237,6 +249,7 @@ pub fn explain_cached(
         capacity::Bottleneck::MaxNumSeqs => "max_num_seqs",
         capacity::Bottleneck::KvCache => "KV cache (an upper estimate: preemptions add recompute)",
         capacity::Bottleneck::TokenBudget => "per-step token budget",
+        capacity::Bottleneck::PrefillLane => "prefill compute (beside the decode steps)",
     };
     let _ = writeln!(
         s,

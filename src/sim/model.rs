@@ -18,9 +18,14 @@
 //!    the token budget has room and the KV cache can hold their first chunk.
 //!
 //! The step time is
-//! `step_base + per_prefill_token × prefill_tokens + per_decode_seq × decode_seqs`,
+//! `step_base + α × per_prefill_token × prefill_tokens + per_decode_seq × decode_seqs`,
 //! where `prefill_tokens` are the prompt (or recompute) tokens computed in the
-//! step and `decode_seqs` the sequences that decode one token in it. A step's
+//! step and `decode_seqs` the sequences that decode one token in it, and `α`
+//! the prefill interference ([`super::params`]: 1 by default, prefill and
+//! decode in one batch step). Below 1, a step also computes no more prompt
+//! tokens than its overlapping share can hide
+//! ([`ModelParams::prefill_lane_cap`], from the decoders counted before
+//! preemptions), so a long prompt spreads over several steps. A step's
 //! tokens leave at its end: a request's first token at the end of the step that
 //! completes its prefill, then one token per step until it has produced its
 //! target length.
@@ -43,61 +48,8 @@ use std::time::Duration;
 
 use super::blocks::{splitmix64, BLOCK_TOKENS};
 pub use super::events::{Counters, Event, EventKind, StepOutcome};
+pub use super::params::ModelParams;
 use super::prefix::PrefixCache;
-
-/// Engine parameters: the batch limits and the step-time cost model.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ModelParams {
-    /// Most sequences in the running batch (vLLM `--max-num-seqs`).
-    pub max_num_seqs: u32,
-    /// Token budget of one step, prefill and decode tokens together
-    /// (vLLM `--max-num-batched-tokens`).
-    pub max_num_batched_tokens: u32,
-    /// KV-cache capacity in tokens (prompt + generated of every running sequence).
-    pub kv_cache_tokens: u32,
-    /// Longest prompt + `max_tokens` a request may ask for (vLLM `--max-model-len`).
-    pub max_model_len: u32,
-    /// Fixed cost of every step (weights read, launch overhead).
-    pub step_base: Duration,
-    /// Cost of each prompt token computed in a step.
-    pub per_prefill_token: Duration,
-    /// Cost of each sequence decoding one token in a step.
-    pub per_decode_seq: Duration,
-}
-
-impl ModelParams {
-    /// Checks the parameters are usable; the message names the offending field.
-    pub fn validate(&self) -> Result<(), String> {
-        if self.max_num_seqs == 0 {
-            return Err("max_num_seqs must be at least 1".into());
-        }
-        if self.max_num_batched_tokens == 0 {
-            return Err("max_num_batched_tokens must be at least 1".into());
-        }
-        if self.max_model_len < 2 {
-            return Err("max_model_len must be at least 2".into());
-        }
-        if self.kv_cache_tokens < self.max_model_len {
-            return Err(format!(
-                "kv_cache_tokens ({}) must be at least max_model_len ({}) so one request always fits",
-                self.kv_cache_tokens, self.max_model_len
-            ));
-        }
-        if self.step_base.is_zero() {
-            return Err("step_base must be positive".into());
-        }
-        Ok(())
-    }
-
-    /// Duration of a step that computes `prefill_tokens` prompt tokens and
-    /// decodes one token for each of `decode_seqs` sequences.
-    pub fn step_time(&self, prefill_tokens: u64, decode_seqs: u64) -> Duration {
-        let nanos = self.step_base.as_nanos()
-            + self.per_prefill_token.as_nanos() * u128::from(prefill_tokens)
-            + self.per_decode_seq.as_nanos() * u128::from(decode_seqs);
-        Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
-    }
-}
 
 /// One request inside the engine.
 #[derive(Debug, Clone)]
@@ -271,7 +223,7 @@ impl Engine {
     /// when there is no work to schedule.
     pub fn step(&mut self, now: Duration) -> Option<StepOutcome> {
         let mut events = Vec::new();
-        let mut budget = self.params.max_num_batched_tokens;
+        let mut budget = StepBudget::new(&self.params, &self.running);
         let preempted = self.schedule_running(&mut budget, &mut events);
         self.evict_to_fit();
         if !preempted {
@@ -330,23 +282,23 @@ impl Engine {
 
     /// Schedules running sequences oldest first, preempting the newest when
     /// the KV cache is full. Returns whether anything was preempted.
-    fn schedule_running(&mut self, budget: &mut u32, events: &mut Vec<Event>) -> bool {
+    fn schedule_running(&mut self, budget: &mut StepBudget, events: &mut Vec<Event>) -> bool {
         let mut preempted = false;
         let mut i = 0;
         while i < self.running.len() {
             let seq = &mut self.running[i];
             seq.step_tokens = 0;
-            if *budget == 0 {
-                i += 1;
-                continue;
-            }
             let decodes = !seq.in_prefill();
             let want = if decodes {
                 1
             } else {
                 seq.prefill_target - seq.computed
             };
-            let tokens = want.min(*budget);
+            let tokens = budget.grant(want, decodes);
+            if tokens == 0 {
+                i += 1;
+                continue;
+            }
             while self.kv_free() < u64::from(tokens) && i < self.running.len() {
                 self.preempt_newest(events);
                 preempted = true;
@@ -359,7 +311,7 @@ impl Engine {
             seq.step_decodes = decodes;
             seq.computed += tokens;
             self.kv_private += u64::from(tokens);
-            *budget -= tokens;
+            budget.take(tokens, decodes);
             i += 1;
         }
         preempted
@@ -382,8 +334,8 @@ impl Engine {
     }
 
     /// Admits waiting requests FIFO while the batch, budget and KV cache allow.
-    fn admit_waiting(&mut self, budget: &mut u32, events: &mut Vec<Event>) {
-        while self.running.len() < self.params.max_num_seqs as usize && *budget > 0 {
+    fn admit_waiting(&mut self, budget: &mut StepBudget, events: &mut Vec<Event>) {
+        while self.running.len() < self.params.max_num_seqs as usize && budget.prefill_room() {
             let Some(head) = self.waiting.front() else {
                 break;
             };
@@ -392,7 +344,7 @@ impl Engine {
             let max_hit = ((head.prefill_target - 1) / BLOCK_TOKENS) as usize;
             let hit = self.cache.lookup(&head.blocks, max_hit);
             let cached = hit.blocks as u32 * BLOCK_TOKENS;
-            let tokens = (head.prefill_target - cached).min(*budget);
+            let tokens = budget.grant(head.prefill_target - cached, false);
             let need = u64::from(tokens) + hit.revived as u64 * u64::from(BLOCK_TOKENS);
             if self.kv_free() < need {
                 break;
@@ -418,7 +370,7 @@ impl Engine {
             seq.step_decodes = false;
             seq.computed += tokens;
             self.kv_private += u64::from(tokens);
-            *budget -= tokens;
+            budget.take(tokens, false);
             self.running.push(seq);
             self.evict_to_fit();
         }
@@ -470,6 +422,48 @@ impl Engine {
     }
 }
 
+/// What is left of one step's token budget, and of its prefill lane
+/// ([`ModelParams::prefill_lane_cap`]).
+struct StepBudget {
+    tokens: u32,
+    prefill: u32,
+}
+
+impl StepBudget {
+    /// The full budget of a step over `running` (the lane cap counts its
+    /// decoders before any preemption).
+    fn new(params: &ModelParams, running: &[Seq]) -> Self {
+        let tokens = params.max_num_batched_tokens;
+        let decoders = running.iter().filter(|s| !s.in_prefill()).count() as u64;
+        Self {
+            tokens,
+            prefill: params.prefill_lane_cap(decoders.min(u64::from(tokens))),
+        }
+    }
+
+    /// Tokens a sequence wanting `want` gets (a decode needs only the budget).
+    fn grant(&self, want: u32, decodes: bool) -> u32 {
+        let room = if decodes {
+            self.tokens
+        } else {
+            self.tokens.min(self.prefill)
+        };
+        want.min(room)
+    }
+
+    fn take(&mut self, tokens: u32, decodes: bool) {
+        self.tokens -= tokens;
+        if !decodes {
+            self.prefill = self.prefill.saturating_sub(tokens);
+        }
+    }
+
+    /// Whether a prompt token still fits.
+    fn prefill_room(&self) -> bool {
+        self.tokens > 0 && self.prefill > 0
+    }
+}
+
 /// Output length of a request sent without `ignore_eos`: uniform on
 /// `1..=max_tokens`, drawn from a SplitMix64 hash of `(seed, request_index)` so
 /// the same request gets the same length whatever the arrival order.
@@ -488,3 +482,7 @@ mod tests;
 #[cfg(test)]
 #[path = "model_prefix_tests.rs"]
 mod prefix_tests;
+
+#[cfg(test)]
+#[path = "model_interference_tests.rs"]
+mod interference_tests;

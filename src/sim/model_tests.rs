@@ -359,6 +359,7 @@ fn a_pooling_request_ends_with_its_prefill() {
         step_base: Duration::from_millis(1),
         per_prefill_token: Duration::from_micros(10),
         per_decode_seq: Duration::from_micros(100),
+        prefill_interference: 1.0,
     };
     let mut engine = Engine::new(params).with_prefix_caching(false);
     engine.submit(7, 150, 0, Duration::ZERO);

@@ -24,6 +24,7 @@ pub fn tiny() -> ModelParams {
         step_base: Duration::from_millis(5),
         per_prefill_token: Duration::from_micros(5),
         per_decode_seq: Duration::from_micros(50),
+        prefill_interference: 1.0,
     }
 }
 
@@ -46,6 +47,7 @@ pub fn seven_b_24gb() -> ModelParams {
         step_base: Duration::from_millis(14),
         per_prefill_token: Duration::from_micros(100),
         per_decode_seq: Duration::from_micros(60),
+        prefill_interference: 1.0,
     }
 }
 

@@ -28,7 +28,10 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use rand_distr::{Distribution, Exp1, Gamma};
 
-use super::model::{Engine, EventKind, ModelParams};
+use super::blocks::splitmix64;
+use super::blocks::BLOCK_TOKENS;
+use super::model::{Engine, EventKind, ModelParams, StepOutcome};
+use super::usage::{StepState, Usage, UsageMeter};
 
 /// The shape of a virtual-time load (the rate and the gaps are passed apart).
 #[derive(Debug, Clone, PartialEq)]
@@ -43,13 +46,54 @@ pub struct VirtualLoad {
     pub requests: usize,
     /// Keep every token's time (needed for ITL; costs memory).
     pub token_times: bool,
+    /// Per-request `(prompt, output)` lengths, request `i` taking entry
+    /// `i mod len` (the prompt's own tokens, after the shared prefix); empty:
+    /// every request asks for `input_len` and `output_len`.
+    pub lengths: Vec<(u32, u32)>,
+    /// Tokens of one prefix every prompt starts with, before its own tokens
+    /// (`kneecap run --random-prefix-len`); 0 for none. With prefix caching
+    /// its full KV blocks are computed once and then served from the cache.
+    pub shared_prefix: u32,
+    /// The engine's prefix cache (`SimConfig::prefix_caching`, on by default).
+    pub prefix_caching: bool,
 }
 
 impl VirtualLoad {
+    /// Every request asks for `input_len` prompt and `output_len` output
+    /// tokens; no shared prefix, prefix caching on, no token times.
+    pub fn fixed(input_len: u32, output_len: u32, warmup: usize, requests: usize) -> Self {
+        Self {
+            input_len,
+            output_len,
+            warmup,
+            requests,
+            token_times: false,
+            lengths: Vec::new(),
+            shared_prefix: 0,
+            prefix_caching: true,
+        }
+    }
+
     /// How many unit gaps [`simulate`] may use: warm-up, measured requests
     /// and as many again to keep the load on while the measured ones finish.
     pub fn gaps_needed(&self) -> usize {
         self.warmup + 2 * self.requests
+    }
+
+    /// Request `i`'s `(prompt, output)` tokens, the shared prefix included.
+    pub fn shape(&self, i: usize) -> (u32, u32) {
+        let (own, output) = match self.lengths.len() {
+            0 => (self.input_len, self.output_len),
+            n => self.lengths[i % n],
+        };
+        (self.shared_prefix.saturating_add(own), output)
+    }
+
+    /// The longest prompt + output any request asks for.
+    fn longest(&self) -> u64 {
+        let longest = |(i, o): (u32, u32)| u64::from(i) + u64::from(o);
+        let own = self.lengths.iter().copied().map(longest).max();
+        own.unwrap_or(longest((self.input_len, self.output_len))) + u64::from(self.shared_prefix)
     }
 }
 
@@ -92,6 +136,9 @@ pub struct VirtualRun {
     pub steps: u64,
     /// Preemptions.
     pub preemptions: u64,
+    /// The engine's resources over the measured window (from the first
+    /// measured arrival to the last measured finish).
+    pub usage: Usage,
 }
 
 impl VirtualRun {
@@ -152,47 +199,39 @@ pub fn simulate(
     check(params, load, gaps, rate)?;
     let arrivals = arrival_times(gaps, rate);
     let measured = load.warmup..load.warmup + load.requests;
+    let prefix = prefix_blocks(load.shared_prefix);
     let mut tracks: Vec<Track> = Vec::with_capacity(arrivals.len());
-    let mut engine = Engine::new(params.clone());
+    let mut engine = Engine::new(params.clone()).with_prefix_caching(load.prefix_caching);
+    let mut meter = UsageMeter::new(params, arrivals[load.warmup]);
     let mut clock = Duration::ZERO;
     let mut left = load.requests;
     while left > 0 {
-        let next = tracks.len();
         if engine.is_idle() {
             // Nothing to do until the next arrival (there is one: a measured
             // request is still unfinished, so it has not arrived yet).
-            clock = clock.max(arrivals[next]);
+            let next = arrivals[tracks.len()];
+            meter.idle(clock, next);
+            clock = clock.max(next);
         }
         while tracks.len() < arrivals.len() && arrivals[tracks.len()] <= clock {
             let id = tracks.len();
-            engine.submit(id as u64, load.input_len, load.output_len, arrivals[id]);
+            let (input, output) = load.shape(id);
+            engine.submit_blocks(id as u64, input, prefix.clone(), output, arrivals[id]);
             tracks.push(Track::default());
         }
         let out = engine
             .step(clock)
             .ok_or_else(|| "the engine model stalled with work queued".to_string())?;
-        let end = out.end();
-        for ev in &out.events {
-            let EventKind::Token { index, last } = ev.kind else {
-                continue;
-            };
-            let id = ev.id as usize;
-            let t = &mut tracks[id];
-            if index == 1 {
-                t.first_token = Some(end);
-            }
-            t.tokens = index;
-            if load.token_times && measured.contains(&id) {
-                t.times.push(end);
-            }
-            if last {
-                t.finish = Some(end);
-                if measured.contains(&id) {
-                    left -= 1;
-                }
-            }
-        }
-        clock = end;
+        let done = record_step(&out, &mut tracks, load.token_times, &measured);
+        left -= done.measured_finished;
+        let state = StepState {
+            running: engine.n_running() as u64 + done.finished,
+            waiting: engine.n_waiting() as u64,
+            kv_usage: engine.kv_usage(),
+            preemptions: done.preemptions,
+        };
+        meter.step(params, &out, state);
+        clock = out.end();
     }
     let counters = engine.counters();
     Ok(VirtualRun {
@@ -200,7 +239,70 @@ pub fn simulate(
         requests: collect(&arrivals, &mut tracks, measured),
         steps: counters.n_steps,
         preemptions: counters.n_preemptions,
+        usage: meter.usage(),
     })
+}
+
+/// The hashes of a shared prefix's full KV blocks: the same for every
+/// request, so the prefix cache can serve them.
+fn prefix_blocks(tokens: u32) -> Vec<u64> {
+    let mut chain = 0x7368_6172_6564_0000_u64; // "shared" in ASCII
+    (0..tokens / BLOCK_TOKENS)
+        .map(|i| {
+            chain = splitmix64(chain ^ u64::from(i));
+            chain
+        })
+        .collect()
+}
+
+/// What one step did to the requests: how many finished (of them, measured)
+/// and how many were preempted.
+struct StepDone {
+    finished: u64,
+    measured_finished: usize,
+    preemptions: u64,
+}
+
+/// Records the step's tokens in the requests' tracks.
+fn record_step(
+    out: &StepOutcome,
+    tracks: &mut [Track],
+    token_times: bool,
+    measured: &std::ops::Range<usize>,
+) -> StepDone {
+    let end = out.end();
+    let mut done = StepDone {
+        finished: 0,
+        measured_finished: 0,
+        preemptions: 0,
+    };
+    for ev in &out.events {
+        let (index, last) = match ev.kind {
+            EventKind::Token { index, last } => (index, last),
+            EventKind::Preempted => {
+                done.preemptions += 1;
+                continue;
+            }
+            EventKind::Scheduled { .. } => continue,
+        };
+        let id = ev.id as usize;
+        let t = &mut tracks[id];
+        if index == 1 {
+            t.first_token = Some(end);
+        }
+        t.tokens = index;
+        if token_times && measured.contains(&id) {
+            t.times.push(end);
+        }
+        if last {
+            t.finish = Some(end);
+            done.finished += 1;
+            if measured.contains(&id) {
+                done.measured_finished += 1;
+            }
+        }
+    }
+    done
 }
 
 fn check(params: &ModelParams, load: &VirtualLoad, gaps: &[f64], rate: f64) -> Result<(), String> {
@@ -208,10 +310,11 @@ fn check(params: &ModelParams, load: &VirtualLoad, gaps: &[f64], rate: f64) -> R
     if !(rate.is_finite() && rate > 0.0) {
         return Err(format!("the rate must be a positive number, got {rate}"));
     }
-    if load.input_len == 0 || load.output_len == 0 {
+    let empty = |(i, o): (u32, u32)| i.saturating_add(load.shared_prefix) == 0 || o == 0;
+    if empty((load.input_len, load.output_len)) || load.lengths.iter().copied().any(empty) {
         return Err("input and output lengths must be at least 1".into());
     }
-    let total = u64::from(load.input_len) + u64::from(load.output_len);
+    let total = load.longest();
     if total > u64::from(params.max_model_len) {
         return Err(format!(
             "input + output length ({total}) exceeds max_model_len ({}); the server would refuse every request",

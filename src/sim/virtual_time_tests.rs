@@ -5,13 +5,7 @@ use crate::sim::capacity::capacity;
 use crate::sim::preset;
 
 fn load(input_len: u32, output_len: u32, warmup: usize, requests: usize) -> VirtualLoad {
-    VirtualLoad {
-        input_len,
-        output_len,
-        warmup,
-        requests,
-        token_times: false,
-    }
+    VirtualLoad::fixed(input_len, output_len, warmup, requests)
 }
 
 /// The slot server of issue 14: 4 slots, 5 ms steps, no per-token cost.
@@ -187,4 +181,110 @@ fn bad_inputs_are_refused_with_a_reason() {
         let err = simulate(&p, &l, &gaps, rate).unwrap_err();
         assert!(err.contains(want), "{l:?} at {rate}: {err}");
     }
+}
+
+#[test]
+fn per_request_lengths_cycle_and_the_shared_prefix_is_part_of_the_prompt() {
+    let p = preset::tiny();
+    let l = VirtualLoad {
+        lengths: vec![(10, 3), (20, 5), (30, 7)],
+        shared_prefix: 100,
+        ..load(999, 999, 2, 6)
+    };
+    assert_eq!((l.shape(0), l.shape(4)), ((110, 3), (120, 5)));
+    let gaps = unit_gaps(2, 1.0, l.gaps_needed()).unwrap();
+    let run = simulate(&p, &l, &gaps, 1.0).unwrap();
+    let outputs: Vec<u32> = run.requests.iter().map(|r| r.output_tokens).collect();
+    // Measured requests are 2..8: lengths 2, 0, 1, 2, 0, 1 of the cycle.
+    assert_eq!(outputs, vec![7, 3, 5, 7, 3, 5]);
+}
+
+#[test]
+fn a_cached_shared_prefix_is_computed_once() {
+    let p = preset::tiny();
+    let ttft_of_second = |caching: bool| {
+        let l = VirtualLoad {
+            shared_prefix: 1024,
+            prefix_caching: caching,
+            ..load(64, 2, 1, 1)
+        };
+        // Ten seconds apart: the second request finds an idle engine.
+        let run = simulate(&p, &l, &[1.0, 10.0], 1.0).unwrap();
+        run.requests[0].ttft()
+    };
+    // 1024 prefix tokens are 64 full blocks: only the 64 own tokens compute.
+    assert_eq!(ttft_of_second(true), p.step_time(64, 0));
+    assert_eq!(ttft_of_second(false), p.step_time(1088, 0));
+}
+
+#[test]
+fn usage_shows_full_slots_at_overload_and_idle_time_at_light_load() {
+    let p = slot_server();
+    let l = load(16, 19, 300, 3_000);
+    let gaps = unit_gaps(4, 1.0, l.gaps_needed()).unwrap();
+    let mu = capacity(&p, 16, 19).mu;
+    let over = simulate(&p, &l, &gaps, 2.0 * mu).unwrap().usage;
+    assert!(over.full_slots_share > 0.95, "{over:?}");
+    assert!((over.mean_running - 4.0).abs() < 0.2, "{over:?}");
+    // No per-token cost: every step is its fixed cost.
+    assert!((over.base_share - 1.0).abs() < 1e-12 && over.prefill_share == 0.0);
+    assert!(
+        over.busy_share > 0.99 && over.mean_waiting > 10.0,
+        "{over:?}"
+    );
+    let light = simulate(&p, &l, &gaps, 0.2 * mu).unwrap().usage;
+    // Little's law: 0.2 μ × 95 ms of service ≈ 0.8 sequences running.
+    assert!((light.mean_running - 0.8).abs() < 0.1, "{light:?}");
+    assert!(
+        light.busy_share < 0.7 && light.full_slots_share < 0.05,
+        "{light:?}"
+    );
+}
+
+#[test]
+fn a_kv_cache_too_small_for_the_batch_preempts_and_blocks_admission() {
+    let p = ModelParams {
+        max_num_seqs: 64,
+        kv_cache_tokens: 4_096,
+        max_model_len: 4_096,
+        ..preset::tiny()
+    };
+    // 64 sequences of 256 + 256 tokens would need 32k tokens of KV.
+    let l = load(256, 256, 100, 1_000);
+    let gaps = unit_gaps(5, 1.0, l.gaps_needed()).unwrap();
+    let run = simulate(&p, &l, &gaps, 2.0 * capacity(&p, 256, 256).mu).unwrap();
+    let u = run.usage;
+    assert!(
+        u.preemptions > 0 && run.preemptions >= u.preemptions,
+        "{u:?}"
+    );
+    assert!(u.kv_blocked_share > 0.3 && u.mean_kv_usage > 0.8, "{u:?}");
+    assert!(u.full_slots_share < 0.01 && u.mean_running < 20.0, "{u:?}");
+}
+
+#[test]
+fn shaped_loads_are_checked_against_max_model_len_and_empty_requests() {
+    let p = preset::tiny();
+    let gaps = [1.0; 4];
+    let long = VirtualLoad {
+        lengths: vec![(10, 10), (4_000, 100)],
+        ..load(10, 10, 0, 1)
+    };
+    assert!(simulate(&p, &long, &gaps, 1.0)
+        .unwrap_err()
+        .contains("4100"));
+    let prefixed = VirtualLoad {
+        shared_prefix: 4_000,
+        ..load(10, 100, 0, 1)
+    };
+    assert!(simulate(&p, &prefixed, &gaps, 1.0)
+        .unwrap_err()
+        .contains("max_model_len"));
+    let empty = VirtualLoad {
+        lengths: vec![(10, 0)],
+        ..load(10, 10, 0, 1)
+    };
+    assert!(simulate(&p, &empty, &gaps, 1.0)
+        .unwrap_err()
+        .contains("at least 1"));
 }

@@ -15,6 +15,7 @@ const FLOORS: &[(&str, u32)] = &[
     ("merge", 5),
     ("compare", 5),
     ("live", 5),
+    ("twin", 5),
     ("sweep", 6),
     ("report", 7),
     ("result", 8),

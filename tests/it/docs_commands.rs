@@ -9,7 +9,9 @@ use std::process::Command as Process;
 use std::time::{Duration, Instant};
 
 /// Subcommands a documented command may start with.
-const SUBCOMMANDS: [&str; 7] = ["run", "bench", "sweep", "sim", "report", "compare", "merge"];
+const SUBCOMMANDS: [&str; 9] = [
+    "run", "bench", "sweep", "sim", "profile", "predict", "report", "compare", "merge",
+];
 
 /// A command found in a doc: where it was, and its words after `kneecap`.
 #[derive(Debug)]
@@ -132,9 +134,27 @@ fn all_commands() -> Vec<DocCommand> {
     cmds
 }
 
+/// A profile `kneecap profile` wrote (of the simulator), standing in for
+/// the file a documented `sim --profile` or `predict --profile` names.
+const PROFILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/profile.json");
+
+/// The command's words, a `--profile FILE` of `sim` or `predict` pointing
+/// at [`PROFILE`] (`run --profile` is vLLM's flag, without a value).
+fn with_profile(cmd: &DocCommand) -> Vec<String> {
+    let mut words = cmd.words.clone();
+    if matches!(words[0].as_str(), "sim" | "predict") {
+        if let Some(i) = words.iter().position(|w| w == "--profile") {
+            if let Some(file) = words.get_mut(i + 1) {
+                *file = PROFILE.to_string();
+            }
+        }
+    }
+    words
+}
+
 /// Parse as `main` does, then convert to the command's validated config.
 fn check(cmd: &DocCommand) -> Result<(), String> {
-    let argv = std::iter::once("kneecap".to_string()).chain(cmd.words.iter().cloned());
+    let argv = std::iter::once("kneecap".to_string()).chain(with_profile(cmd));
     let cli = Cli::try_parse_from(normalize_args(argv)).map_err(|e| e.to_string())?;
     let err = |e: anyhow::Error| format!("{e:#}");
     match cli.command {
@@ -147,6 +167,12 @@ fn check(cmd: &DocCommand) -> Result<(), String> {
             .map(drop)
             .map_err(err),
         Command::Sweep(a) => kneecap::cmd::args::sweep::sweep_config(&a)
+            .map(drop)
+            .map_err(err),
+        Command::Profile(a) => kneecap::cmd::args::profile::profile_config(&a)
+            .map(drop)
+            .map_err(err),
+        Command::Predict(a) => kneecap::cmd::args::predict::predict_options(&a)
             .map(drop)
             .map_err(err),
         Command::Sim(a) => {
@@ -177,8 +203,9 @@ fn every_documented_command_parses_and_makes_a_valid_config() {
 }
 
 /// Quick: against the simulator (no target flag) and bounded by design:
-/// `sim --explain` (virtual time, no server), or a `run` of a few hundred
-/// requests at a given rate.
+/// `sim --explain` and `predict` (virtual time, no server), a `profile` of
+/// the simulator within a budget of at most 30 s, or a `run` of a few
+/// hundred requests at a given rate.
 fn quick(c: &DocCommand) -> bool {
     let has = |flag: &str| {
         c.words
@@ -188,9 +215,17 @@ fn quick(c: &DocCommand) -> bool {
     let targeted = has("--base-url") || has("--host") || has("--port");
     match c.words[0].as_str() {
         "sim" => has("--explain"),
+        "predict" => true,
+        "profile" => !targeted && budget_s(c).is_some_and(|b| b <= 30.0),
         "run" => !targeted && has("--num-prompts") && has("--request-rate"),
         _ => false,
     }
+}
+
+/// A documented `profile`'s `--budget` in seconds.
+fn budget_s(c: &DocCommand) -> Option<f64> {
+    let i = c.words.iter().position(|w| w == "--budget")?;
+    c.words.get(i + 1)?.parse().ok()
 }
 
 #[test]

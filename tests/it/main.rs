@@ -17,6 +17,8 @@ mod interrupt;
 mod kernel_stamps;
 mod live_cli;
 mod pooling_sim;
+mod predict_cli;
+mod profile_predict;
 mod proto_props;
 mod reasoning_sim;
 mod responses_sim;

@@ -116,13 +116,7 @@ async fn the_virtual_time_ttfts_match_a_real_run_on_the_same_arrivals() {
             gap
         })
         .collect();
-    let load = VirtualLoad {
-        input_len: 16,
-        output_len: 19,
-        warmup: 0,
-        requests: N,
-        token_times: false,
-    };
+    let load = VirtualLoad::fixed(16, 19, 0, N);
     let des = simulate(&slot_server(), &load, &gaps, RATE).unwrap();
     let virt: Vec<f64> = des
         .requests

@@ -5,6 +5,8 @@
 
 pub mod dataset;
 pub mod live;
+pub mod predict;
+pub mod profile;
 pub mod run;
 pub mod session;
 pub mod sim;

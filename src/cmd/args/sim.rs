@@ -1,9 +1,10 @@
 //! Sim arguments to [`SimOptions`]: the preset with the user's overrides, the
 //! fault rates and the `--explain` shape, each rule naming its flag.
 
-use crate::cli::sim::SimArgs;
-use crate::sim::{self, SimConfig, SimOptions};
+use crate::cli::sim::{SimArgs, SimEngineArgs};
+use crate::sim::{self, ModelParams, SimConfig, SimOptions};
 use crate::sweep::slo::Slo;
+use crate::twin::ServerProfile;
 use anyhow::{bail, Context as _};
 use std::str::FromStr;
 use std::time::Duration;
@@ -11,35 +12,11 @@ use std::time::Duration;
 /// Validate `kneecap sim`'s flags into [`SimOptions`]; errors name the flag.
 pub fn sim_options(a: SimArgs) -> anyhow::Result<SimOptions> {
     let mut cfg = SimConfig::from_preset(&a.preset).context("--preset")?;
-    let p = &mut cfg.params;
-    set(&mut p.max_num_seqs, a.max_num_seqs);
-    set(&mut p.max_num_batched_tokens, a.max_num_batched_tokens);
-    set(&mut p.kv_cache_tokens, a.kv_cache_tokens);
-    set(&mut p.max_model_len, a.max_model_len);
-    if let Some(ms) = a.step_base_ms {
-        p.step_base = positive_duration("--step-base-ms", ms / 1e3)?;
+    if let Some(path) = &a.profile {
+        load_profile(path)?.apply(&mut cfg);
+        cfg.preset = format!("profile {}", path.display());
     }
-    if let Some(us) = a.prefill_token_us {
-        p.per_prefill_token = duration("--prefill-token-us", us / 1e6)?;
-    }
-    if let Some(us) = a.decode_seq_us {
-        p.per_decode_seq = duration("--decode-seq-us", us / 1e6)?;
-    }
-    for (flag, v) in [
-        ("--max-num-seqs", p.max_num_seqs),
-        ("--max-num-batched-tokens", p.max_num_batched_tokens),
-    ] {
-        if v == 0 {
-            bail!("{flag} must be at least 1");
-        }
-    }
-    if p.kv_cache_tokens < p.max_model_len {
-        bail!(
-            "--kv-cache-tokens ({}) must be at least --max-model-len ({}) so one request always fits",
-            p.kv_cache_tokens,
-            p.max_model_len
-        );
-    }
+    apply_engine(&a.engine, &mut cfg)?;
     cfg.served_model_name = a.served_model_name;
     cfg.seed = a.seed;
     cfg.trace = a.trace;
@@ -74,7 +51,6 @@ pub fn sim_options(a: SimArgs) -> anyhow::Result<SimOptions> {
             a.cache_hit_fraction
         );
     }
-    cfg.prefix_caching = !a.no_enable_prefix_caching;
     cfg.validate()?;
     Ok(SimOptions {
         config: cfg,
@@ -135,6 +111,96 @@ pub fn truth_args(a: &SimArgs) -> anyhow::Result<Option<TruthArgs>> {
             .collect(),
         burstiness: a.burstiness,
     }))
+}
+
+/// Applies the engine overrides (each rule names its flag) to `cfg`.
+pub fn apply_engine(a: &SimEngineArgs, cfg: &mut SimConfig) -> anyhow::Result<()> {
+    override_params(a, &mut cfg.params)?;
+    if a.no_enable_prefix_caching {
+        cfg.prefix_caching = false;
+    }
+    Ok(())
+}
+
+/// Applies the overrides of the engine's parameters (all but the prefix
+/// cache) to `p`, checking the result; each rule names its flag.
+pub fn override_params(a: &SimEngineArgs, p: &mut ModelParams) -> anyhow::Result<()> {
+    set(&mut p.max_num_seqs, a.max_num_seqs);
+    set(&mut p.max_num_batched_tokens, a.max_num_batched_tokens);
+    set(&mut p.kv_cache_tokens, a.kv_cache_tokens);
+    set(&mut p.max_model_len, a.max_model_len);
+    if let Some(ms) = a.step_base_ms {
+        p.step_base = positive_duration("--step-base-ms", ms / 1e3)?;
+    }
+    if let Some(us) = a.prefill_token_us {
+        p.per_prefill_token = duration("--prefill-token-us", us / 1e6)?;
+    }
+    if let Some(us) = a.decode_seq_us {
+        p.per_decode_seq = duration("--decode-seq-us", us / 1e6)?;
+    }
+    if let Some(alpha) = a.prefill_interference {
+        if !(0.0..=1.0).contains(&alpha) {
+            bail!("--prefill-interference must be between 0 and 1 (1 = one shared batch step, 0 = disaggregated prefill), got {alpha}");
+        }
+        p.prefill_interference = alpha;
+    }
+    for (flag, v) in [
+        ("--max-num-seqs", p.max_num_seqs),
+        ("--max-num-batched-tokens", p.max_num_batched_tokens),
+    ] {
+        if v == 0 {
+            bail!("{flag} must be at least 1");
+        }
+    }
+    if p.kv_cache_tokens < p.max_model_len {
+        bail!(
+            "--kv-cache-tokens ({}) must be at least --max-model-len ({}) so one request always fits",
+            p.kv_cache_tokens,
+            p.max_model_len
+        );
+    }
+    Ok(())
+}
+
+/// The preset's parameters with the overrides applied (`kneecap predict`);
+/// errors name the flag. The prefix cache is the workload's to say, so
+/// `--no-enable-prefix-caching` is read by the caller.
+pub fn engine_params(preset: &str, a: &SimEngineArgs) -> anyhow::Result<ModelParams> {
+    let mut cfg = SimConfig::from_preset(preset).context("--preset")?;
+    apply_engine(a, &mut cfg)?;
+    Ok(cfg.params)
+}
+
+/// Whether any engine override was given.
+pub fn any_engine_flag(a: &SimEngineArgs) -> Option<&'static str> {
+    [
+        (a.max_num_seqs.is_some(), "--max-num-seqs"),
+        (
+            a.max_num_batched_tokens.is_some(),
+            "--max-num-batched-tokens",
+        ),
+        (a.kv_cache_tokens.is_some(), "--kv-cache-tokens"),
+        (a.max_model_len.is_some(), "--max-model-len"),
+        (a.step_base_ms.is_some(), "--step-base-ms"),
+        (a.prefill_token_us.is_some(), "--prefill-token-us"),
+        (a.decode_seq_us.is_some(), "--decode-seq-us"),
+        (a.prefill_interference.is_some(), "--prefill-interference"),
+        (a.no_enable_prefix_caching, "--no-enable-prefix-caching"),
+    ]
+    .into_iter()
+    .find_map(|(set, flag)| set.then_some(flag))
+}
+
+/// Reads a `kneecap profile` JSON; the error names the file and the fix.
+pub fn load_profile(path: &std::path::Path) -> anyhow::Result<ServerProfile> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        anyhow::anyhow!(
+            "--profile: cannot read '{}': {e}; give the JSON that `kneecap profile -o FILE` wrote",
+            path.display()
+        )
+    })?;
+    ServerProfile::from_json(&text)
+        .map_err(|e| anyhow::anyhow!("--profile '{}': {e}", path.display()))
 }
 
 fn set(field: &mut u32, v: Option<u32>) {
@@ -222,7 +288,8 @@ mod tests {
     #[test]
     fn every_engine_override_replaces_the_preset_value() {
         let line = "--max-num-seqs 3 --max-num-batched-tokens 512 --kv-cache-tokens 9000 \
-                    --max-model-len 2048 --step-base-ms 1 --prefill-token-us 0 --decode-seq-us 7";
+                    --max-model-len 2048 --step-base-ms 1 --prefill-token-us 0 --decode-seq-us 7 \
+                    --prefill-interference 0.25";
         let o = parse(&argv(line)).unwrap();
         let want = crate::sim::model::ModelParams {
             max_num_seqs: 3,
@@ -232,6 +299,7 @@ mod tests {
             step_base: Duration::from_millis(1),
             per_prefill_token: Duration::ZERO,
             per_decode_seq: Duration::from_micros(7),
+            prefill_interference: 0.25,
         };
         assert_eq!(o.config.params, want);
     }
@@ -245,6 +313,8 @@ mod tests {
                 "--step-base-ms 0 => --step-base-ms must be greater than 0",
                 "--prefill-token-us=-1 => --prefill-token-us must be a non-negative number",
                 "--decode-seq-us=-1 => --decode-seq-us must be a non-negative number",
+                "--prefill-interference 1.5 => --prefill-interference must be between 0 and 1",
+                "--prefill-interference=-0.1 => --prefill-interference must be between 0 and 1",
                 "--fault-stall=-1 => --fault-stall must be a non-negative number",
                 // One request of --max-model-len must fit in the KV cache.
                 "--max-model-len 9000 --kv-cache-tokens 8999 => \

@@ -1,11 +1,12 @@
 //! `kneecap sim --explain [--slo ...] [--json]`: the capacity explanation and,
-//! with `--slo`, the true knee from [`truth::true_knee`], as text or JSON.
+//! with `--slo`, the true knee from [`crate::twin::knee::true_knee`], as text
+//! or JSON.
 
-use super::truth::{self, KneeKind, SeedKnee, Truth, TruthConfig};
 use crate::cmd::args::sim::TruthArgs;
 use crate::sim::capacity::{capacity, Bottleneck};
 use crate::sim::virtual_time::VirtualLoad;
 use crate::sim::{self, SimConfig};
+use crate::twin::knee::{self as truth, KneeKind, SeedKnee, Truth, TruthConfig};
 use anyhow::Result;
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -45,6 +46,7 @@ struct ExplainJson {
     step_base_ms: f64,
     prefill_token_us: f64,
     decode_seq_us: f64,
+    prefill_interference: f64,
     lone_ttft_ms: f64,
     lone_tpot_ms: f64,
     bottleneck: &'static str,
@@ -93,13 +95,11 @@ fn truth_config(cfg: &SimConfig, input_len: u32, output_len: u32, t: &TruthArgs)
     TruthConfig {
         params: cfg.params.clone(),
         load: VirtualLoad {
-            input_len,
-            output_len,
-            warmup: t.warmup,
-            requests: t.requests,
             token_times: truth::needs_token_times(&t.slos),
+            ..VirtualLoad::fixed(input_len, output_len, t.warmup, t.requests)
         },
         slos: t.slos.clone(),
+        range_ratio: (0.0, 0.0),
         burstiness: t.burstiness,
         seeds: t.seeds.clone(),
         precision: PRECISION,
@@ -192,12 +192,14 @@ fn explain_json(
         step_base_ms: p.step_base.as_secs_f64() * 1e3,
         prefill_token_us: p.per_prefill_token.as_secs_f64() * 1e6,
         decode_seq_us: p.per_decode_seq.as_secs_f64() * 1e6,
+        prefill_interference: p.prefill_interference,
         lone_ttft_ms: c.lone_ttft_s * 1e3,
         lone_tpot_ms: c.lone_tpot_s * 1e3,
         bottleneck: match c.bottleneck {
             Bottleneck::MaxNumSeqs => "max_num_seqs",
             Bottleneck::KvCache => "kv_cache",
             Bottleneck::TokenBudget => "token_budget",
+            Bottleneck::PrefillLane => "prefill_lane",
         },
         mu_req_s: c.mu,
         output_tokens_per_s: c.output_tokens_per_s,

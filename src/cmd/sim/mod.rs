@@ -3,7 +3,6 @@
 //! on `--host`/`--port` until Ctrl-C / SIGTERM, then shut it down.
 
 mod explain;
-mod truth;
 
 use super::args::sim::{sim_options, truth_args};
 use crate::cli::sim::SimArgs;

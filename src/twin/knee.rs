@@ -6,11 +6,16 @@
 //! clock, seeded randomness.
 
 use crate::metrics::RequestRecord;
-use crate::sim::capacity::capacity;
+use crate::sim::blocks::BLOCK_TOKENS;
+use crate::sim::capacity::capacity_cached;
+use crate::sim::usage::Usage;
 use crate::sim::virtual_time::{simulate, unit_gaps, VirtualLoad, VirtualRun};
 use crate::sim::ModelParams;
 use crate::sweep::slo::{evaluate, Slo, SloMetric, SloOutcome};
-use serde::Serialize;
+use crate::workload::random::{input_len_range, output_len_range, RandomParams};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
 
 /// What to search.
 #[derive(Debug, Clone)]
@@ -21,6 +26,10 @@ pub struct TruthConfig {
     pub load: VirtualLoad,
     /// Every SLO must hold at the knee.
     pub slos: Vec<Slo>,
+    /// `--random-range-ratio` of the prompt's own and of the output length:
+    /// each seed draws every request's lengths uniformly from the ranges
+    /// `kneecap run`'s random dataset uses; `(0, 0)` keeps them fixed.
+    pub range_ratio: (f64, f64),
     /// Arrival burstiness (1 = Poisson, infinity = evenly spaced).
     pub burstiness: f64,
     /// One independent search per seed.
@@ -30,7 +39,7 @@ pub struct TruthConfig {
 }
 
 /// How a seed's search ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum KneeKind {
     /// A knee between the lowest and the highest rate tried.
@@ -56,6 +65,15 @@ pub struct SeedKnee {
     pub runs: usize,
     /// The SLOs at the knee rate (at the lowest rate when none passed).
     pub at_knee: Vec<SloOutcome>,
+    /// The engine's utilisation at the knee rate (as `at_knee`).
+    #[serde(skip)]
+    pub usage: Usage,
+    /// The SLOs at the failing rate, when one failed.
+    #[serde(skip)]
+    pub at_fail: Vec<SloOutcome>,
+    /// Whether the server kept up at the failing rate (else it fell behind).
+    #[serde(skip)]
+    pub fail_kept_up: bool,
 }
 
 /// The search's result over all seeds.
@@ -79,7 +97,9 @@ pub struct Truth {
 #[derive(Debug, Clone)]
 struct Verdict {
     pass: bool,
+    kept_up: bool,
     outcomes: Vec<SloOutcome>,
+    usage: Usage,
 }
 
 /// Finds the true knee for every seed (seeds run on their own threads).
@@ -93,7 +113,7 @@ pub fn true_knee(cfg: &TruthConfig) -> Result<Truth, String> {
             cfg.precision
         ));
     }
-    let mu = capacity(&cfg.params, cfg.load.input_len, cfg.load.output_len).mu;
+    let mu = service_rate(cfg);
     let bracket = (mu / 100.0, mu * 1.5);
     let results: Vec<Result<SeedKnee, String>> = std::thread::scope(|s| {
         let handles: Vec<_> = cfg
@@ -129,8 +149,9 @@ fn search_seed(
     seed: u64,
     (lowest, highest): (f64, f64),
 ) -> Result<SeedKnee, String> {
-    let gaps = unit_gaps(seed, cfg.burstiness, cfg.load.gaps_needed())?;
-    let judge = |rate: f64| judge(cfg, &gaps, rate);
+    let load = load_for_seed(cfg, seed)?;
+    let gaps = unit_gaps(seed, cfg.burstiness, load.gaps_needed())?;
+    let judge = |rate: f64| judge(cfg, &load, &gaps, rate);
     let mut result = SeedKnee {
         seed,
         knee: 0.0,
@@ -138,48 +159,113 @@ fn search_seed(
         fails_at: None,
         runs: 2,
         at_knee: Vec::new(),
+        usage: Usage::default(),
+        at_fail: Vec::new(),
+        fail_kept_up: true,
     };
     let low = judge(lowest)?;
     if !low.pass {
         result.kind = KneeKind::BelowLowest;
         result.fails_at = Some(lowest);
-        result.at_knee = low.outcomes;
+        result.fail_kept_up = low.kept_up;
+        result.at_fail = low.outcomes.clone();
+        (result.at_knee, result.usage) = (low.outcomes, low.usage);
         return Ok(result);
     }
     let high = judge(highest)?;
     if high.pass {
         result.kind = KneeKind::AboveHighest;
         result.knee = highest;
-        result.at_knee = high.outcomes;
+        (result.at_knee, result.usage) = (high.outcomes, high.usage);
         return Ok(result);
     }
-    let (mut lo, mut hi, mut at_lo) = (lowest, highest, low.outcomes);
+    let (mut lo, mut hi, mut at_lo, mut at_hi) = (lowest, highest, low, high);
     while hi - lo > cfg.precision * lo {
         let mid = (lo + hi) / 2.0;
         let v = judge(mid)?;
         result.runs += 1;
         if v.pass {
-            (lo, at_lo) = (mid, v.outcomes);
+            (lo, at_lo) = (mid, v);
         } else {
-            hi = mid;
+            (hi, at_hi) = (mid, v);
         }
     }
     result.knee = lo;
     result.fails_at = Some(hi);
-    result.at_knee = at_lo;
+    (result.at_knee, result.usage) = (at_lo.outcomes, at_lo.usage);
+    (result.at_fail, result.fail_kept_up) = (at_hi.outcomes, at_hi.kept_up);
     Ok(result)
+}
+
+/// Salt of the lengths' random stream (apart from the arrival gaps').
+const LENGTHS_SALT: u64 = 0x6c65_6e67_7468_7321; // "lengths!"
+
+/// The load one seed runs: with a range ratio, every request's lengths drawn
+/// as `kneecap run`'s random dataset draws them (no tokenizer), seeded.
+fn load_for_seed(cfg: &TruthConfig, seed: u64) -> Result<VirtualLoad, String> {
+    let (ri, ro) = cfg.range_ratio;
+    if ri == 0.0 && ro == 0.0 {
+        return Ok(cfg.load.clone());
+    }
+    for (name, r) in [("input", ri), ("output", ro)] {
+        if !(0.0..1.0).contains(&r) {
+            return Err(format!("the {name} range ratio must be in [0, 1), got {r}"));
+        }
+    }
+    let params = RandomParams {
+        input_len: cfg.load.input_len,
+        output_len: cfg.load.output_len,
+        range_ratio_input: ri,
+        range_ratio_output: ro,
+        prefix_len: cfg.load.shared_prefix,
+    };
+    let (inputs, outputs) = (input_len_range(&params, 0), output_len_range(&params));
+    let mut rng = StdRng::seed_from_u64(seed ^ LENGTHS_SALT);
+    let lengths = (0..cfg.load.gaps_needed())
+        .map(|_| {
+            let input = rng.random_range(inputs.clone());
+            (input, rng.random_range(outputs.clone()))
+        })
+        .collect();
+    Ok(VirtualLoad {
+        lengths,
+        ..cfg.load.clone()
+    })
+}
+
+/// The computed capacity μ the search is bracketed from: the mean shape,
+/// with the shared prefix served by the cache when it is on.
+fn service_rate(cfg: &TruthConfig) -> f64 {
+    let l = &cfg.load;
+    let prompt = l.shared_prefix.saturating_add(l.input_len);
+    let hit = if l.prefix_caching && prompt > 0 {
+        f64::from(l.shared_prefix / BLOCK_TOKENS * BLOCK_TOKENS) / f64::from(prompt)
+    } else {
+        0.0
+    };
+    capacity_cached(&cfg.params, prompt, l.output_len, hit).mu
 }
 
 /// Runs the load at `rate` and judges every SLO over the measured requests.
 /// A rate the server cannot keep up with ([`keeps_up`]) fails even if the
 /// SLOs hold: over a finite run an overloaded queue's latency is finite, but
 /// it grows without bound in steady state.
-fn judge(cfg: &TruthConfig, gaps: &[f64], rate: f64) -> Result<Verdict, String> {
-    let run = simulate(&cfg.params, &cfg.load, gaps, rate)?;
+fn judge(
+    cfg: &TruthConfig,
+    load: &VirtualLoad,
+    gaps: &[f64],
+    rate: f64,
+) -> Result<Verdict, String> {
+    let run = simulate(&cfg.params, load, gaps, rate)?;
     let records = records(&run);
     let outcomes: Vec<SloOutcome> = cfg.slos.iter().map(|s| evaluate(s, &records)).collect();
-    let pass = outcomes.iter().all(|o| o.pass) && keeps_up(&run);
-    Ok(Verdict { pass, outcomes })
+    let kept_up = keeps_up(&run);
+    Ok(Verdict {
+        pass: kept_up && outcomes.iter().all(|o| o.pass),
+        kept_up,
+        outcomes,
+        usage: run.usage,
+    })
 }
 
 /// Most the measured requests' finishes may spread beyond their arrivals,
@@ -225,5 +311,5 @@ pub fn needs_token_times(slos: &[Slo]) -> bool {
 }
 
 #[cfg(test)]
-#[path = "truth_tests.rs"]
+#[path = "knee_tests.rs"]
 mod tests;

@@ -16,14 +16,9 @@ fn slot_server(slos: &[&str], seeds: Vec<u64>) -> TruthConfig {
             per_decode_seq: std::time::Duration::ZERO,
             ..preset::tiny()
         },
-        load: VirtualLoad {
-            input_len: 16,
-            output_len: 19,
-            warmup: 300,
-            requests: 3_000,
-            token_times: false,
-        },
+        load: VirtualLoad::fixed(16, 19, 300, 3_000),
         slos: slos.iter().map(|s| s.parse().unwrap()).collect(),
+        range_ratio: (0.0, 0.0),
         burstiness: 1.0,
         seeds,
         precision: 0.005,
@@ -111,6 +106,7 @@ fn records_carry_vllms_ttft_tpot_and_itl() {
         arrived: 1,
         steps: 4,
         preemptions: 0,
+        usage: Default::default(),
     };
     let r = &records(&run)[0];
     assert!((ttft_seconds(r).unwrap() - 0.030).abs() < 1e-12);
@@ -140,4 +136,58 @@ fn a_server_keeps_up_below_its_service_rate_and_not_above() {
     // μ ≈ 42.1 req/s: 5% over it grows the backlog by ~5% of the span.
     assert!(at(30.0) && at(40.0));
     assert!(!at(44.5) && !at(60.0));
+}
+
+#[test]
+fn a_range_ratio_draws_each_seeds_lengths_from_the_random_datasets_ranges() {
+    let mut cfg = slot_server(&["p99_ttft_ms<=300"], vec![0]);
+    cfg.range_ratio = (0.5, 0.25);
+    let a = load_for_seed(&cfg, 1).unwrap();
+    assert_eq!(a.lengths.len(), cfg.load.gaps_needed());
+    // 16 ± 50% and 19 ± 25%, as `kneecap run --random-range-ratio` draws them.
+    assert!(a
+        .lengths
+        .iter()
+        .all(|&(i, o)| (8..=24).contains(&i) && (14..=24).contains(&o)));
+    let inputs: std::collections::BTreeSet<u32> = a.lengths.iter().map(|l| l.0).collect();
+    assert_eq!(inputs.len(), 17, "every length of 8..=24 drawn");
+    assert_eq!(a, load_for_seed(&cfg, 1).unwrap());
+    assert_ne!(a, load_for_seed(&cfg, 2).unwrap());
+    cfg.range_ratio = (1.0, 0.0);
+    assert!(load_for_seed(&cfg, 1).unwrap_err().contains("range ratio"));
+}
+
+#[test]
+fn a_cached_shared_prefix_raises_the_knee_of_a_prefill_bound_server() {
+    let server = |caching: bool| TruthConfig {
+        params: ModelParams {
+            per_prefill_token: Duration::from_micros(50),
+            ..preset::tiny()
+        },
+        load: VirtualLoad {
+            shared_prefix: 1024,
+            prefix_caching: caching,
+            ..VirtualLoad::fixed(128, 16, 200, 2_000)
+        },
+        ..slot_server(&["p99_ttft_ms<=200"], vec![0])
+    };
+    let cold = true_knee(&server(false)).unwrap();
+    let warm = true_knee(&server(true)).unwrap();
+    // The cache leaves 128 of 1152 prompt tokens to compute.
+    assert!(warm.mu > 2.0 * cold.mu, "{} vs {}", warm.mu, cold.mu);
+    assert!(warm.median > 2.0 * cold.median, "{warm:?} vs {cold:?}");
+}
+
+#[test]
+fn the_search_keeps_the_usage_at_the_knee_and_the_slos_where_it_fails() {
+    let t = true_knee(&slot_server(&["p99_ttft_ms<=300"], vec![0])).unwrap();
+    let k = &t.seeds[0];
+    assert!(!k.at_fail.is_empty() && !k.at_fail[0].pass, "{k:?}");
+    assert!(k.at_knee[0].pass);
+    // 4 slots near their capacity: most of the time all four are taken.
+    assert!(
+        k.usage.mean_running > 3.0 && k.usage.full_slots_share > 0.5,
+        "{:?}",
+        k.usage
+    );
 }

@@ -1,0 +1,156 @@
+//! `kneecap profile`: measure a server's model within a time budget. Starts
+//! the target (a URL, or the built-in simulator with `sim`'s engine flags),
+//! prepares the client as `run` does, runs the probes the pure plan
+//! ([`crate::twin::plan`]) sizes to the budget, fits them
+//! ([`crate::twin::fit`]), prints the table and writes the profile JSON.
+
+mod probes;
+
+use super::args::profile::{profile_config, ProfileConfig};
+use super::prepare::{self as runner};
+use super::target::{self, Server};
+use crate::cli::ProfileArgs;
+use crate::client::openai;
+use crate::client::scrape::{GaugeSource, Scraper};
+use crate::twin::fit::{self, Header, Observations};
+use crate::twin::plan;
+use crate::twin::ServerProfile;
+use crate::workload::dataset::DatasetKind;
+use anyhow::Result;
+use probes::Probe;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+/// Planning assumes this `max_model_len` when `/v1/models` lists none.
+const ASSUMED_MAX_LEN: u32 = 2048;
+
+/// Run `kneecap profile`.
+pub async fn execute(args: &ProfileArgs, interrupt: watch::Receiver<bool>) -> Result<ExitCode> {
+    let started = Instant::now();
+    let cfg = profile_config(args)?;
+    let dir = cfg.output.parent().filter(|p| !p.as_os_str().is_empty());
+    crate::report::save::check_writable(dir, "-o/--output")?;
+    crate::client::limits::raise_open_file_limit();
+    let server = match &cfg.sim {
+        Some(sim) => target::start_sim_config(sim.clone()).await?,
+        None => target::start(&cfg.run.target).await?,
+    };
+    let outcome = profile(&cfg, &server, started, interrupt).await;
+    server.shutdown().await;
+    let profile = outcome?;
+    print!("{}", crate::twin::table::render(&profile));
+    crate::report::save::write_atomic(&cfg.output, profile.to_json().as_bytes())?;
+    eprintln!(
+        "kneecap: profile written to {} (serve it with: kneecap sim --profile {})",
+        cfg.output.display(),
+        cfg.output.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prepares the client, runs the probes and fits them.
+async fn profile(
+    cfg: &ProfileConfig,
+    server: &Server,
+    started: Instant,
+    interrupt: watch::Receiver<bool>,
+) -> Result<ServerProfile> {
+    let mut run = cfg.run.clone();
+    // The ready check sends one short request; the probes make their own.
+    run.dataset.kind = DatasetKind::Random {
+        input_len: 16,
+        output_len: 4,
+        range_ratio_input: 0.0,
+        range_ratio_output: 0.0,
+        prefix_len: 0,
+    };
+    run.dataset.num_prompts = 1;
+    run.load.num_warmups = 0;
+    let prepared = runner::prepare(&run, server).await?;
+    let metrics_url = cfg
+        .metrics_url
+        .clone()
+        .unwrap_or_else(|| format!("{}/metrics", server.base_url));
+    let listed = max_model_len(&prepared).await;
+    let max_len = listed.unwrap_or(ASSUMED_MAX_LEN);
+    let model = prepared.model_id.clone();
+    let mut probe = Probe {
+        cfg: &run,
+        prepared,
+        scraper: Scraper::new(&metrics_url).ok(),
+        deadline: started + cfg.budget,
+        interrupt,
+        seed: 0,
+        summaries: Vec::new(),
+        gauges: None,
+    };
+    let obs = observe(&mut probe, cfg.budget, max_len, listed, server.simulated).await?;
+    let header = Header {
+        kneecap_version: env!("CARGO_PKG_VERSION").into(),
+        base_url: server.base_url.clone(),
+        simulated: server.simulated,
+        model,
+        gauges: probe.gauges.map(|g| match g {
+            GaugeSource::Vllm => "vllm".into(),
+            GaugeSource::LlamaCpp => "llama_cpp".into(),
+        }),
+        budget_s: cfg.budget.as_secs_f64(),
+        elapsed_s: started.elapsed().as_secs_f64(),
+        probes: probe.summaries.clone(),
+    };
+    Ok(fit::fit(&obs, header))
+}
+
+/// The probes in order: pilot, lone prefills, interference, decode levels.
+async fn observe(
+    probe: &mut Probe<'_>,
+    budget: Duration,
+    max_len: u32,
+    listed: Option<u32>,
+    simulated: bool,
+) -> Result<Observations> {
+    let pilot = probe.pilot(max_len).await?;
+    let share = |s: f64| budget.mul_f64(s);
+    let prefill_plan = plan::prefill(&pilot, budget, max_len);
+    let prefill = probe
+        .prefill(&prefill_plan, share(plan::PREFILL_SHARE * 1.5))
+        .await?;
+    let inter = plan::interference(&pilot, budget, max_len);
+    let interference = probe.interference(&inter).await?;
+    let mut obs = Observations {
+        longest_request: prefill_plan
+            .lengths
+            .iter()
+            .max()
+            .map_or(0, |n| n + plan::PREFILL_OUTPUT)
+            .max(inter.prompt_tokens + 1),
+        prefill,
+        interference,
+        max_model_len: listed,
+        ..Default::default()
+    };
+    let decode_share = probe.left().saturating_sub(share(plan::SLACK_SHARE));
+    probe
+        .decode(&pilot, decode_share, max_len, &mut obs)
+        .await?;
+    if simulated {
+        // The built-in simulator counts KV token by token, as the client does.
+        obs.kv_systematic = 0.0;
+    }
+    Ok(obs)
+}
+
+/// `max_model_len` of the served model, from `GET /v1/models`.
+async fn max_model_len(prepared: &runner::Prepared) -> Option<u32> {
+    let (status, body) = prepared.client.get("/v1/models").await.ok()?;
+    if status != 200 {
+        return None;
+    }
+    let models = openai::parse_models(&body).ok()?;
+    models
+        .iter()
+        .find(|m| m.id == prepared.model_id || m.root.as_deref() == Some(&prepared.model_id))
+        .or(models.first())
+        .and_then(|m| m.max_model_len)
+}

@@ -1,0 +1,319 @@
+//! Running `kneecap profile`'s probes: each is one engine level (the same
+//! `prepare::run_level` a run or a sweep step uses), its prompts from the
+//! random dataset at exact lengths, the decode levels with `/metrics`
+//! scraped beside them; every level is cancelled at the budget's deadline.
+
+use crate::client::scrape::{GaugeSource, Scraper};
+use crate::cmd::prepare::{self as runner, Level, Prepared};
+use crate::config::RunConfig;
+use crate::engine::Releases;
+use crate::metrics::{ErrorKind, RequestRecord};
+use crate::twin::decode::saturated;
+use crate::twin::fit::Observations;
+use crate::twin::interference::{self, InterferenceObs};
+use crate::twin::observe::{decode_level, kv_level_point, tokens_in_flight, GaugeSample};
+use crate::twin::plan::{self, InterferencePlan, Pilot, PrefillPlan};
+use crate::twin::prefill::TtftSample;
+use crate::twin::profile::ProbeSummary;
+use crate::workload::dataset::{self, DatasetKind};
+use crate::workload::RequestSpec;
+use anyhow::{bail, Result};
+use indicatif::ProgressBar;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+/// How often the decode levels scrape `/metrics`.
+const SCRAPE_EVERY: Duration = Duration::from_millis(50);
+
+/// The probes' shared state.
+pub(super) struct Probe<'a> {
+    pub(super) cfg: &'a RunConfig,
+    pub(super) prepared: Prepared,
+    pub(super) scraper: Option<Scraper>,
+    pub(super) deadline: Instant,
+    pub(super) interrupt: watch::Receiver<bool>,
+    /// Seeds the next batch of prompts (every prompt is new unless repeated on purpose).
+    pub(super) seed: u64,
+    pub(super) summaries: Vec<ProbeSummary>,
+    pub(super) gauges: Option<GaugeSource>,
+}
+
+impl Probe<'_> {
+    /// Time left before the deadline.
+    pub(super) fn left(&self) -> Duration {
+        self.deadline.saturating_duration_since(Instant::now())
+    }
+
+    /// `n` fresh prompts of `input` tokens asking for `output` tokens.
+    fn specs(&mut self, input: u32, output: u32, n: usize) -> Result<Vec<RequestSpec>> {
+        self.seed += 1;
+        let mut ds = self.cfg.dataset.clone();
+        ds.kind = DatasetKind::Random {
+            input_len: input.max(1),
+            output_len: output.max(1),
+            range_ratio_input: 0.0,
+            range_ratio_output: 0.0,
+            prefix_len: 0,
+        };
+        ds.num_prompts = n;
+        ds.seed = self.cfg.dataset.seed.wrapping_add(self.seed);
+        ds.batch_size = 1;
+        dataset::load(&ds, self.prepared.tokenizer.as_ref())
+    }
+
+    /// Runs one level, cut at `length` (and at the deadline), scraping the
+    /// gauges when `scrape`. Errors when interrupted.
+    async fn level(
+        &mut self,
+        releases: Releases,
+        specs: Vec<RequestSpec>,
+        max_concurrency: Option<usize>,
+        length: Duration,
+        scrape: bool,
+    ) -> Result<(Vec<RequestRecord>, Vec<GaugeSample>)> {
+        let level = Level {
+            releases,
+            specs: Arc::new(specs),
+            max_concurrency,
+            cancel_at: Some(length.min(self.left())),
+            watch: None,
+            sessions: None,
+        };
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let t0 = Instant::now();
+        let scraper = self.scraper.as_ref().filter(|_| scrape);
+        let gauges = async {
+            match scraper {
+                Some(s) => s.series(t0, SCRAPE_EVERY, stop_rx).await,
+                None => (None, Vec::new()),
+            }
+        };
+        let run = async {
+            let out = runner::run_level(
+                &self.prepared,
+                level,
+                ProgressBar::hidden(),
+                self.interrupt.clone(),
+            )
+            .await;
+            let _ = stop_tx.send(true);
+            out
+        };
+        let (out, (source, samples)) = tokio::join!(run, gauges);
+        let out = out?;
+        if out.interrupted {
+            bail!("interrupted before the profile finished; nothing written");
+        }
+        self.gauges = self.gauges.or(source);
+        let samples = samples
+            .iter()
+            .map(|q| GaugeSample {
+                t_s: q.t_s,
+                running: q.running,
+                kv_usage: q.kv_cache_usage,
+                preemptions: q.preemptions,
+            })
+            .collect();
+        Ok((out.records, samples))
+    }
+
+    fn summary(&mut self, name: &str, records: &[RequestRecord], took: Duration, detail: String) {
+        let failed = records.iter().filter(|r| failed(r)).count();
+        eprintln!(
+            "kneecap profile: {name} probe: {} requests ({failed} failed) in {:.1} s: {detail}",
+            records.len(),
+            took.as_secs_f64()
+        );
+        self.summaries.push(ProbeSummary {
+            name: name.into(),
+            requests: records.len(),
+            failed,
+            duration_s: took.as_secs_f64(),
+            detail,
+        });
+    }
+
+    /// A warm-up request, then a short and a long lone request.
+    pub(super) async fn pilot(&mut self, max_len: u32) -> Result<Pilot> {
+        let long = (max_len / 2).clamp(64, 1040);
+        let mut specs = self.specs(16, 4, 1)?;
+        specs.extend(self.specs(16, 16, 1)?);
+        specs.extend(self.specs(long, 2, 1)?);
+        let t = Instant::now();
+        let (r, _) = self
+            .level(
+                Releases::Scheduled(vec![Duration::ZERO; 3]),
+                specs,
+                Some(1),
+                self.left(),
+                false,
+            )
+            .await?;
+        self.summary(
+            "pilot",
+            &r,
+            t.elapsed(),
+            format!("one warm-up, then lone prompts of 16 and {long} tokens"),
+        );
+        let (Some(short), Some(long_t)) = (ttft(&r[1]), ttft(&r[2])) else {
+            bail!(
+                "the server did not answer the pilot requests ({}); check the target and --model",
+                first_error(&r)
+            );
+        };
+        let mut gaps: Vec<f64> = r[1].itl.iter().map(Duration::as_secs_f64).collect();
+        gaps.sort_by(f64::total_cmp);
+        let gap = gaps.get(gaps.len() / 2).copied().unwrap_or(short);
+        Ok(Pilot::new(
+            (r[1].prompt_len, short),
+            (r[2].prompt_len, long_t),
+            gap,
+        ))
+    }
+
+    /// Lone requests, one after another.
+    pub(super) async fn prefill(
+        &mut self,
+        plan: &PrefillPlan,
+        share: Duration,
+    ) -> Result<Vec<TtftSample>> {
+        let reqs = plan.requests();
+        let mut specs: Vec<RequestSpec> = Vec::with_capacity(reqs.len());
+        for &(n, again) in &reqs {
+            let spec = match (again, specs.last()) {
+                (true, Some(prev)) => prev.clone(),
+                _ => self.specs(n, plan::PREFILL_OUTPUT, 1)?.remove(0),
+            };
+            specs.push(spec);
+        }
+        let t = Instant::now();
+        let releases = Releases::Scheduled(vec![Duration::ZERO; specs.len()]);
+        let (r, _) = self.level(releases, specs, Some(1), share, false).await?;
+        let detail = format!(
+            "lengths {:?} x {} rounds, the two longest sent twice in a row",
+            plan.lengths, plan.rounds
+        );
+        self.summary("prefill", &r, t.elapsed(), detail);
+        Ok(r.iter()
+            .zip(&reqs)
+            .filter_map(|(rec, &(_, repeat))| {
+                Some(TtftSample {
+                    prompt_tokens: rec.prompt_len,
+                    ttft_s: ttft(rec)?,
+                    repeat,
+                })
+            })
+            .collect())
+    }
+
+    /// Decoders from the start, prompts at the plan's times.
+    pub(super) async fn interference(
+        &mut self,
+        plan: &InterferencePlan,
+    ) -> Result<Option<InterferenceObs>> {
+        let mut specs = self.specs(plan::DECODE_PROMPT, plan.decoder_output, plan::DECODERS)?;
+        specs.extend(self.specs(plan.prompt_tokens, 1, plan.sends.len())?);
+        let mut offsets = vec![Duration::ZERO; plan::DECODERS];
+        offsets.extend(&plan.sends);
+        let t = Instant::now();
+        let (r, _) = self
+            .level(
+                Releases::Scheduled(offsets),
+                specs,
+                None,
+                plan.length,
+                false,
+            )
+            .await?;
+        let detail = format!(
+            "{} streams decoding, {} prompts of {} tokens arriving",
+            plan::DECODERS,
+            plan.sends.len(),
+            plan.prompt_tokens
+        );
+        self.summary("interference", &r, t.elapsed(), detail);
+        let (decoders, injected) = r.split_at(plan::DECODERS.min(r.len()));
+        Ok(interference::observe(decoders, injected))
+    }
+
+    /// Closed-loop levels at doubling concurrency, within `share`.
+    pub(super) async fn decode(
+        &mut self,
+        pilot: &Pilot,
+        share: Duration,
+        max_len: u32,
+        obs: &mut Observations,
+    ) -> Result<()> {
+        let output = plan::DECODE_OUTPUT
+            .min(max_len.saturating_sub(plan::DECODE_PROMPT + 1))
+            .max(2);
+        let until = Instant::now() + share.min(self.left());
+        let t = Instant::now();
+        let mut done = Vec::new();
+        let mut all = Vec::new();
+        while let Some((k, length)) = plan::next_decode_level(
+            &done,
+            pilot,
+            until.saturating_duration_since(Instant::now()),
+        ) {
+            let specs = self.specs(plan::DECODE_PROMPT, output, 4 * k)?;
+            let (r, gauges) = self
+                .level(Releases::ClosedFor(length), specs, Some(k), length, true)
+                .await?;
+            let bad = r.iter().filter(|x| failed(x)).count();
+            if let Some(level) = decode_level(k, output, &r, &gauges, length) {
+                done.push((k, saturated(&level), level.mean_gap_s));
+                let from = Duration::from_secs_f64(level.start_s);
+                if let Some(point) = kv_level_point(&r, &gauges, from, length) {
+                    obs.kv_systematic = block_rounding(&level, point.tokens);
+                    obs.kv_points.push(point);
+                }
+                for g in &gauges {
+                    let held = tokens_in_flight(&r, Duration::from_secs_f64(g.t_s)).0;
+                    obs.most_held_tokens = obs.most_held_tokens.max(held);
+                }
+                obs.decode.push(level);
+            }
+            all.extend(r);
+            if bad * 10 > k {
+                eprintln!("kneecap profile: {bad} requests failed at {k} streams; the decode probe stops there");
+                break;
+            }
+        }
+        let levels: Vec<String> = done.iter().map(|d| d.0.to_string()).collect();
+        let detail = format!(
+            "closed loops of {} streams, {}-token prompts, {output}-token outputs",
+            levels.join(", "),
+            plan::DECODE_PROMPT
+        );
+        self.summary("decode", &all, t.elapsed(), detail);
+        Ok(())
+    }
+}
+
+/// vLLM counts KV in 16-token blocks; tokens counted one by one can be short
+/// by up to half a block per sequence. The relative size of that at a level.
+fn block_rounding(level: &crate::twin::observe::DecodeLevel, held: f64) -> f64 {
+    if held > 0.0 {
+        8.0 * level.streaming / held
+    } else {
+        0.0
+    }
+}
+
+fn ttft(r: &RequestRecord) -> Option<f64> {
+    Some(r.first_token?.saturating_sub(r.sent).as_secs_f64())
+}
+
+fn failed(r: &RequestRecord) -> bool {
+    r.error
+        .as_ref()
+        .is_some_and(|e| e.kind != ErrorKind::Cancelled)
+}
+
+fn first_error(r: &[RequestRecord]) -> String {
+    r.iter()
+        .find_map(|x| x.error.as_ref().map(|e| e.message.clone()))
+        .unwrap_or_else(|| "no first token".into())
+}

@@ -1,0 +1,203 @@
+//! The engine's parameters and its step-time cost model, prefill
+//! interference included. Pure arithmetic; no clock, no I/O.
+//!
+//! # The step time
+//! A step that computes `P` prompt tokens and decodes one token for each of
+//! `D ≥ 1` sequences lasts
+//!
+//! `T = step_base + α × per_prefill_token × P + per_decode_seq × D`
+//!
+//! where `α` is [`ModelParams::prefill_interference`], in `[0, 1]`. A step
+//! with no sequence decoding (`D = 0`) is a plain prefill step,
+//! `step_base + per_prefill_token × P`, whatever `α` is: there is no decode
+//! work for the prefill to interfere with or hide behind.
+//!
+//! # Prefill interference
+//! `α` says how much an arriving prefill slows the sequences already
+//! decoding. The model: beside a decode step, prompt tokens are computed at
+//! one per `per_prefill_token` of wall time whatever `α` is (a *prefill
+//! lane*); the share `α` of that work is serialized with the decode step and
+//! lengthens it, the share `1 − α` overlaps with it (it runs on other units
+//! or other workers). A step cannot end before the prompt tokens it computed
+//! are done, so a decode step computes at most
+//! `(step_base + per_decode_seq × D) / ((1 − α) × per_prefill_token)`
+//! prompt tokens ([`ModelParams::prefill_lane_cap`]; at least 1, so a prompt
+//! always progresses); a longer prompt continues in the next steps, like a
+//! chunked prefill.
+//!
+//! - `α = 1` (the default, and the only behaviour before the parameter
+//!   existed): prefill and decode share one batch step, as in vLLM, SGLang
+//!   and llama.cpp. The lane cap is infinite, so a step takes every prompt
+//!   token its token budget allows and the decoders wait for all of them.
+//! - `α = 0`: disaggregated prefill/decode (llm-d, Dynamo) or a pool of
+//!   separate prefill workers: decode steps last `step_base + per_decode_seq
+//!   × D` whatever arrives, and a prompt of `n` tokens arriving beside them is
+//!   computed over the decode steps that fit `n × per_prefill_token`.
+//! - In between, a prompt of `n` tokens adds `α × per_prefill_token × n` in
+//!   all to the steps of the sequences decoding beside it (spread over the
+//!   steps its prefill spans); its own time to first token stays about
+//!   `n × per_prefill_token`, rounded up to whole steps.
+//!
+//! A lone request (nothing decoding) takes `⌈n / max_num_batched_tokens⌉`
+//! plain prefill steps to its first token, `⌈n / budget⌉ × step_base +
+//! per_prefill_token × n`, for every `α`.
+
+use std::time::Duration;
+
+/// Engine parameters: the batch limits and the step-time cost model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelParams {
+    /// Most sequences in the running batch (vLLM `--max-num-seqs`).
+    pub max_num_seqs: u32,
+    /// Token budget of one step, prefill and decode tokens together
+    /// (vLLM `--max-num-batched-tokens`).
+    pub max_num_batched_tokens: u32,
+    /// KV-cache capacity in tokens (prompt + generated of every running sequence).
+    pub kv_cache_tokens: u32,
+    /// Longest prompt + `max_tokens` a request may ask for (vLLM `--max-model-len`).
+    pub max_model_len: u32,
+    /// Fixed cost of every step (weights read, launch overhead).
+    pub step_base: Duration,
+    /// Cost of each prompt token computed in a step.
+    pub per_prefill_token: Duration,
+    /// Cost of each sequence decoding one token in a step.
+    pub per_decode_seq: Duration,
+    /// How much of a prefill's compute lengthens the steps of the sequences
+    /// decoding beside it, in `[0, 1]` (see the module docs): 1 (default) =
+    /// one shared batch step, 0 = prefill on other workers.
+    pub prefill_interference: f64,
+}
+
+/// The default [`ModelParams::prefill_interference`]: one shared batch step.
+pub const SHARED_STEP: f64 = 1.0;
+
+impl ModelParams {
+    /// Checks the parameters are usable; the message names the offending field.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.max_num_seqs == 0 {
+            return Err("max_num_seqs must be at least 1".into());
+        }
+        if self.max_num_batched_tokens == 0 {
+            return Err("max_num_batched_tokens must be at least 1".into());
+        }
+        if self.max_model_len < 2 {
+            return Err("max_model_len must be at least 2".into());
+        }
+        if self.kv_cache_tokens < self.max_model_len {
+            return Err(format!(
+                "kv_cache_tokens ({}) must be at least max_model_len ({}) so one request always fits",
+                self.kv_cache_tokens, self.max_model_len
+            ));
+        }
+        if self.step_base.is_zero() {
+            return Err("step_base must be positive".into());
+        }
+        if !(0.0..=1.0).contains(&self.prefill_interference) {
+            return Err(format!(
+                "prefill_interference must be between 0 and 1, got {}",
+                self.prefill_interference
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether prefill shares the batch step fully (`α = 1`).
+    fn shared_step(&self) -> bool {
+        self.prefill_interference >= SHARED_STEP
+    }
+
+    /// Duration of a step that computes `prefill_tokens` prompt tokens and
+    /// decodes one token for each of `decode_seqs` sequences (the prompt
+    /// tokens cost `α` of their compute beside decoders, all of it alone).
+    pub fn step_time(&self, prefill_tokens: u64, decode_seqs: u64) -> Duration {
+        let prefill = self.per_prefill_token.as_nanos() * u128::from(prefill_tokens);
+        let prefill = if self.shared_step() || decode_seqs == 0 {
+            prefill
+        } else {
+            (prefill as f64 * self.prefill_interference.max(0.0)).round() as u128
+        };
+        let nanos = self.step_base.as_nanos()
+            + prefill
+            + self.per_decode_seq.as_nanos() * u128::from(decode_seqs);
+        Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
+    }
+
+    /// Most prompt tokens a step with `decode_seqs` decoders can compute:
+    /// the prefill lane's share that overlaps the step must fit in it.
+    /// `u32::MAX` (no cap) at `α = 1`, with free prefill or with no decoder
+    /// (a plain prefill step); at least 1.
+    pub fn prefill_lane_cap(&self, decode_seqs: u64) -> u32 {
+        let hidden = (1.0 - self.prefill_interference) * self.per_prefill_token.as_secs_f64();
+        if self.shared_step() || hidden <= 0.0 || decode_seqs == 0 {
+            return u32::MAX;
+        }
+        let room =
+            self.step_base.as_secs_f64() + self.per_decode_seq.as_secs_f64() * decode_seqs as f64;
+        let cap = (room / hidden * (1.0 + 1e-12)).floor();
+        if cap >= f64::from(u32::MAX) {
+            u32::MAX
+        } else {
+            (cap as u32).max(1)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(alpha: f64) -> ModelParams {
+        ModelParams {
+            max_num_seqs: 8,
+            max_num_batched_tokens: 512,
+            kv_cache_tokens: 10_000,
+            max_model_len: 1000,
+            step_base: Duration::from_millis(10),
+            per_prefill_token: Duration::from_micros(100),
+            per_decode_seq: Duration::from_micros(500),
+            prefill_interference: alpha,
+        }
+    }
+
+    #[test]
+    fn interference_scales_only_the_prefill_term() {
+        let ms = |x: f64| Duration::from_secs_f64(x / 1e3);
+        // 200 prompt tokens (20 ms of compute) and 4 decoders (2 ms).
+        assert_eq!(params(1.0).step_time(200, 4), ms(32.0));
+        assert_eq!(params(0.5).step_time(200, 4), ms(22.0));
+        assert_eq!(params(0.0).step_time(200, 4), ms(12.0));
+        assert_eq!(params(0.0).step_time(0, 4), params(1.0).step_time(0, 4));
+        // Nothing decoding: a plain prefill step at full cost.
+        assert_eq!(params(0.0).step_time(200, 0), ms(30.0));
+    }
+
+    #[test]
+    fn the_lane_cap_is_what_the_overlapping_share_can_hide() {
+        assert_eq!(params(1.0).prefill_lane_cap(4), u32::MAX);
+        // α = 0: the step (10 + 0.5·4 = 12 ms) hides 12 ms / 100 µs = 120 tokens.
+        assert_eq!(params(0.0).prefill_lane_cap(4), 120);
+        // α = 0.5: half of each token's 100 µs is hidden: 240 tokens.
+        assert_eq!(params(0.5).prefill_lane_cap(4), 240);
+        assert_eq!(params(0.0).prefill_lane_cap(1), 105);
+        assert_eq!(params(0.0).prefill_lane_cap(0), u32::MAX, "no decoder");
+        let free = ModelParams {
+            per_prefill_token: Duration::ZERO,
+            ..params(0.0)
+        };
+        assert_eq!(free.prefill_lane_cap(0), u32::MAX);
+        let slow = ModelParams {
+            per_prefill_token: Duration::from_secs(1),
+            ..params(0.0)
+        };
+        assert_eq!(slow.prefill_lane_cap(1), 1, "a prompt always progresses");
+    }
+
+    #[test]
+    fn interference_outside_zero_to_one_is_refused() {
+        for bad in [-0.1, 1.5, f64::NAN] {
+            let err = params(bad).validate().unwrap_err();
+            assert!(err.contains("prefill_interference"), "{err}");
+        }
+        assert_eq!(params(0.0).validate(), Ok(()));
+    }
+}

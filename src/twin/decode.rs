@@ -1,0 +1,171 @@
+//! Decode cost and the batch limit from closed-loop levels of short prompts
+//! and long outputs at rising concurrency. Pure.
+//!
+//! **Decode cost.** A decode step with `D` sequences lasts
+//! `step_base + per_decode_seq × D`, lengthened by `α × c_p` per prompt
+//! token computed beside it (`sim::params`). Over a level's steady window
+//! of length `W`, the steps tile the window and the arriving prompts add
+//! `α × c_p × P` in all (`P` prompt tokens), so the mean token gap `ḡ`
+//! gives the plain decode step `ḡ × (1 − α × c_p × P / W)`. Fitting that
+//! against the decoding batch `D` (the requests streaming, as the client
+//! sees them) gives the base (intercept) and the cost per sequence (slope).
+//! The correction's own uncertainty (from `α` and `c_p`) is carried over by
+//! fitting again with it at its upper end.
+//!
+//! **Batch limit.** While the server has free slots, every stream decodes:
+//! the batch follows the concurrency. Once it is full, extra streams wait
+//! and the batch stops rising: the limit is the running gauge's peak
+//! (`vllm:num_requests_running`, `llamacpp:requests_processing`) when
+//! scraped, else the streaming count (a request holds its slot for its
+//! prefill step too: `D × n_out / (n_out − 1)`). A level that preempted or
+//! filled the KV cache is limited by the KV cache, not by the slot count,
+//! and then gives only a lower bound.
+
+use super::line;
+use super::observe::DecodeLevel;
+use super::profile::Estimate;
+use crate::metrics::stats::mean;
+
+/// Fewest gaps a level needs to be fitted.
+const MIN_GAPS: usize = 20;
+/// A level is saturated when it offered this many times the slots it got.
+const SATURATED: f64 = 1.15;
+
+/// The decode fit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecodeFit {
+    pub step_base_ms: Estimate,
+    pub decode_seq_us: Estimate,
+    pub max_num_seqs: Estimate,
+    /// What the levels left unexplained.
+    pub warnings: Vec<String>,
+}
+
+/// The slots a level held: the running gauge's peak, else the streaming
+/// count corrected for the prefill step.
+fn slots(l: &DecodeLevel) -> f64 {
+    let out = f64::from(l.output_tokens.max(2));
+    l.running_max
+        .unwrap_or_else(|| l.streaming * out / (out - 1.0))
+}
+
+/// Whether the level offered clearly more streams than got a slot.
+pub fn saturated(l: &DecodeLevel) -> bool {
+    l.concurrency as f64 > SATURATED * slots(l)
+}
+
+/// Whether the KV cache, not the slot count, limited the level.
+fn kv_bound(l: &DecodeLevel) -> bool {
+    l.preemptions.is_some_and(|p| p > 0.0) || l.kv_usage_max.is_some_and(|u| u >= 0.98)
+}
+
+/// Fits the levels; `interference` is `α × c_p` (seconds per prompt token)
+/// and its standard uncertainty. `None` without 3 fittable levels.
+pub fn fit(levels: &[DecodeLevel], interference: (f64, f64)) -> Option<DecodeFit> {
+    let usable: Vec<&DecodeLevel> = levels
+        .iter()
+        .filter(|l| l.gaps >= MIN_GAPS && !kv_bound(l))
+        .collect();
+    let points = |ac: f64| -> Vec<(f64, f64)> {
+        usable
+            .iter()
+            .map(|l| {
+                let share = (ac * l.prefill_tokens_per_s).clamp(0.0, 0.9);
+                (l.streaming, l.mean_gap_s * (1.0 - share))
+            })
+            .collect()
+    };
+    let central = line::fit(&points(interference.0), 1e-4)?;
+    let shifted = line::fit(&points(interference.0 + interference.1), 1e-4)?;
+    let sigma_base = central
+        .se_intercept
+        .hypot(shifted.intercept - central.intercept);
+    let sigma_seq = central.se_slope.hypot(shifted.slope - central.slope);
+    let batches: Vec<String> = usable
+        .iter()
+        .map(|l| format!("{:.0}", l.streaming))
+        .collect();
+    let how = |what: &str| {
+        format!(
+            "{what} of the least-squares line of the decode step (mean token gap less the prompts' share) against the decoding batch: {} closed-loop levels, batches {}",
+            usable.len(),
+            batches.join(", ")
+        )
+    };
+    let mut step_base_ms = Estimate::fitted(
+        central.intercept * 1e3,
+        sigma_base * 1e3,
+        0.0,
+        how("intercept"),
+    );
+    let mut decode_seq_us =
+        Estimate::fitted(central.slope * 1e6, sigma_seq * 1e6, 0.0, how("slope"));
+    let mut warnings = Vec::new();
+    if let Some(why) = &central.not_linear {
+        let why = format!("the decode step against the batch is {why} (seconds against sequences)");
+        step_base_ms = step_base_ms.misfit(sigma_base * 1e3, 0.0, why.clone());
+        decode_seq_us = decode_seq_us.misfit(sigma_seq * 1e6, 0.0, why.clone());
+        warnings.push(why);
+    }
+    if levels.iter().any(kv_bound) {
+        warnings.push(
+            "a decode level preempted or filled the KV cache: it is left out of the fit, and its batch is a KV limit, not max_num_seqs".into(),
+        );
+    }
+    Some(DecodeFit {
+        step_base_ms,
+        decode_seq_us,
+        max_num_seqs: batch_limit(levels),
+        warnings,
+    })
+}
+
+/// The batch limit from the levels (a lower bound unless some level was
+/// saturated by slots rather than by the KV cache).
+fn batch_limit(levels: &[DecodeLevel]) -> Estimate {
+    let saturated: Vec<&DecodeLevel> = levels.iter().filter(|l| saturated(l)).collect();
+    let gauge = levels.iter().any(|l| l.running_max.is_some());
+    let seen = levels.iter().map(slots).fold(0.0, f64::max);
+    let source = if gauge {
+        "the running gauge's peak"
+    } else {
+        "the streaming count (client side)"
+    };
+    if saturated.is_empty() || saturated.iter().all(|l| kv_bound(l)) {
+        let why = if saturated.is_empty() {
+            "every level's streams all ran"
+        } else {
+            "the KV cache stopped the batch first"
+        };
+        return Estimate::lower_bound(
+            seen.round(),
+            format!("{source}: at least {seen:.0} ran together; {why}"),
+        );
+    }
+    let each: Vec<f64> = saturated
+        .iter()
+        .filter(|l| !kv_bound(l))
+        .map(|l| slots(l))
+        .collect();
+    let m = mean(&each);
+    let spread = each.iter().map(|x| (x - m).abs()).fold(0.0, f64::max);
+    // A gauge reads whole requests; the client's count is a time average.
+    let resolution = if gauge { 0.5 } else { 0.5 + 0.01 * m };
+    let offered: Vec<String> = saturated
+        .iter()
+        .map(|l| l.concurrency.to_string())
+        .collect();
+    Estimate::fitted(
+        m.round(),
+        spread.max(resolution),
+        1.0,
+        format!(
+            "{source} where more streams were offered ({}) than ran: the batch stopped rising",
+            offered.join(", ")
+        ),
+    )
+}
+
+#[cfg(test)]
+#[path = "decode_tests.rs"]
+mod tests;

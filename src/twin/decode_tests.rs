@@ -1,0 +1,100 @@
+//! The decode fit on synthetic levels of a known server: 10 ms steps,
+//! 200 µs per sequence, 16 slots, prompts of 32 tokens, outputs of 64.
+
+use super::*;
+use crate::twin::Status;
+
+/// α × c_p of the synthetic server: 100 µs per prompt token.
+const AC: f64 = 100e-6;
+
+fn level(k: usize, gauge: bool) -> DecodeLevel {
+    let d = k.min(16) as f64;
+    let step = 0.010 + 200e-6 * d;
+    // Each stream restarts every 64 steps with a 32-token prompt.
+    let prompts_per_s = d / (64.0 * step) * 32.0;
+    DecodeLevel {
+        concurrency: k,
+        output_tokens: 64,
+        start_s: 0.1,
+        window_s: 2.0,
+        streaming: d * 63.0 / 64.0,
+        gaps: 500,
+        mean_gap_s: step / (1.0 - AC * prompts_per_s),
+        median_gap_s: step,
+        prefill_tokens_per_s: prompts_per_s,
+        running_mean: gauge.then_some(d),
+        running_max: gauge.then_some(d),
+        preemptions: Some(0.0),
+        kv_usage_max: Some(0.2),
+        failed: 0,
+    }
+}
+
+fn levels(ks: &[usize], gauge: bool) -> Vec<DecodeLevel> {
+    ks.iter().map(|&k| level(k, gauge)).collect()
+}
+
+#[test]
+fn the_step_base_and_cost_per_sequence_come_back() {
+    let f = fit(&levels(&[1, 2, 4, 8, 16, 32], true), (AC, 0.0)).unwrap();
+    // The streaming count is 63/64 of the batch: the line is in those units.
+    let slope_us = 200.0 * 64.0 / 63.0;
+    assert!((f.step_base_ms.value - 10.0).abs() < 1e-6, "{f:?}");
+    assert!((f.decode_seq_us.value - slope_us).abs() < 1e-6, "{f:?}");
+    assert!(f.warnings.is_empty(), "{:?}", f.warnings);
+    assert_eq!(f.step_base_ms.status, Status::Measured);
+}
+
+#[test]
+fn ignoring_the_prompts_share_would_overstate_the_cost() {
+    let ls = levels(&[1, 2, 4, 8, 16], true);
+    let right = fit(&ls, (AC, 0.0)).unwrap();
+    let naive = fit(&ls, (0.0, 0.0)).unwrap();
+    assert!(naive.decode_seq_us.value > 1.1 * right.decode_seq_us.value);
+    // An uncertain share widens both coefficients.
+    let unsure = fit(&ls, (AC, 0.5 * AC)).unwrap();
+    assert!(unsure.decode_seq_us.uncertainty > 10.0 * right.decode_seq_us.uncertainty.max(1e-9));
+    assert!(unsure.step_base_ms.uncertainty > right.step_base_ms.uncertainty);
+}
+
+#[test]
+fn the_batch_limit_is_where_the_batch_stops_rising() {
+    let gauge = fit(&levels(&[1, 4, 16, 64], true), (AC, 0.0)).unwrap();
+    assert_eq!(gauge.max_num_seqs.value, 16.0);
+    assert_eq!(gauge.max_num_seqs.status, Status::Measured);
+    // Without a gauge, the client's streaming count corrected for the
+    // prefill step gives the same.
+    let client = fit(&levels(&[1, 4, 16, 64], false), (AC, 0.0)).unwrap();
+    assert_eq!(client.max_num_seqs.value, 16.0);
+    assert!(client.max_num_seqs.uncertainty < 1.0);
+    // Never saturated: at least what ran.
+    let low = fit(&levels(&[1, 2, 4, 8], true), (AC, 0.0)).unwrap();
+    assert_eq!(low.max_num_seqs.status, Status::LowerBound);
+    assert_eq!((low.max_num_seqs.value, low.max_num_seqs.high), (8.0, None));
+}
+
+#[test]
+fn a_kv_bound_level_is_left_out_and_only_bounds_the_limit() {
+    let mut ls = levels(&[1, 2, 4, 8, 64], true);
+    ls[4].running_max = Some(12.0);
+    ls[4].preemptions = Some(30.0);
+    let f = fit(&ls, (AC, 0.0)).unwrap();
+    assert!((f.step_base_ms.value - 10.0).abs() < 1e-6);
+    assert_eq!(f.max_num_seqs.status, Status::LowerBound);
+    assert_eq!(f.max_num_seqs.value, 12.0);
+    assert!(f.warnings[0].contains("KV cache"));
+}
+
+#[test]
+fn a_curved_step_is_flagged() {
+    // The step grows with the square of the batch past 4 sequences.
+    let mut ls = levels(&[1, 2, 4, 8, 16], true);
+    for l in &mut ls {
+        let d = l.streaming;
+        l.mean_gap_s += 1e-4 * (d - 4.0).max(0.0).powi(2);
+    }
+    let f = fit(&ls, (AC, 0.0)).unwrap();
+    assert_eq!(f.decode_seq_us.status, Status::Misfit);
+    assert!(!f.warnings.is_empty());
+    assert!(f.decode_seq_us.uncertainty > 100.0, "{:?}", f.decode_seq_us);
+}

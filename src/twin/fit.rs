@@ -1,0 +1,221 @@
+//! From the probes' observations to a [`ServerProfile`]: each fit in turn,
+//! in the order their dependencies need (prefill first, then interference,
+//! which needs the prefill cost, then decode, which needs both), plus what
+//! no single fit sees: a fixed cost the step base does not explain, and
+//! what could not be measured. Pure.
+
+use super::decode::{self, DecodeFit};
+use super::interference::{self, InterferenceObs};
+use super::kv;
+use super::observe::{DecodeLevel, KvPoint};
+use super::prefill::{self, PrefillFit, TtftSample};
+use super::profile::{Estimate, ProbeSummary, ProfileParams, ServerProfile, SCHEMA_VERSION};
+
+/// vLLM's default `--max-num-batched-tokens`, assumed when no probe showed it.
+pub const ASSUMED_BUDGET: f64 = 2048.0;
+
+/// Everything the probes saw.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Observations {
+    /// Lone requests (concurrency 1), in the order sent.
+    pub prefill: Vec<TtftSample>,
+    /// Decoders streaming while prompts arrived.
+    pub interference: Option<InterferenceObs>,
+    /// Closed-loop levels at rising concurrency.
+    pub decode: Vec<DecodeLevel>,
+    /// Tokens in flight against KV usage, one mean point per decode level.
+    pub kv_points: Vec<KvPoint>,
+    /// The most tokens the probes held in flight at once.
+    pub most_held_tokens: f64,
+    /// Relative error the server's KV counting may add (block rounding).
+    pub kv_systematic: f64,
+    /// `max_model_len` from `GET /v1/models`, when listed.
+    pub max_model_len: Option<u32>,
+    /// The longest prompt + output a probe request asked for and got.
+    pub longest_request: u32,
+}
+
+/// What the profile says about where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Header {
+    pub kneecap_version: String,
+    pub base_url: String,
+    pub simulated: bool,
+    pub model: String,
+    pub gauges: Option<String>,
+    pub budget_s: f64,
+    pub elapsed_s: f64,
+    pub probes: Vec<ProbeSummary>,
+}
+
+/// Fits every parameter; what could not be measured is assumed, bounded
+/// and said so in the profile's warnings.
+pub fn fit(obs: &Observations, header: Header) -> ServerProfile {
+    let mut warnings = Vec::new();
+    let pre = prefill::fit(&obs.prefill);
+    let (c_p, c_p_sigma) = pre.as_ref().map_or((0.0, 0.0), |p| {
+        (
+            p.per_token_us.value * 1e-6,
+            p.per_token_us.uncertainty * 1e-6,
+        )
+    });
+    let alpha = obs
+        .interference
+        .as_ref()
+        .and_then(|o| interference::fit_alpha(o, c_p, c_p_sigma))
+        .unwrap_or_else(|| {
+            warnings.push("prefill interference not measured: assumed 1 (one shared batch step), anywhere in 0..1".into());
+            Estimate::assumed(1.0, 0.0, Some(1.0), "not measured; 1 assumed (vLLM, SGLang, llama.cpp)")
+        });
+    let ac = (
+        alpha.value * c_p,
+        (alpha.uncertainty * c_p).hypot(alpha.value * c_p_sigma),
+    );
+    let dec = decode::fit(&obs.decode, ac);
+    let (step_base_ms, decode_seq_us, max_num_seqs) = decode_parts(dec, &mut warnings);
+    let (prefill_token_us, prefill_fixed_ms) = prefill_parts(pre.as_ref(), &mut warnings);
+    if let Some(w) = fixed_cost_gap(&prefill_fixed_ms, &step_base_ms) {
+        warnings.push(w);
+    }
+    let budget = budget(obs, pre.as_ref(), &alpha, c_p, c_p_sigma);
+    let kv_cache_tokens = kv::fit(&obs.kv_points, obs.most_held_tokens, obs.kv_systematic);
+    if let Some(note) = &kv_cache_tokens.note {
+        warnings.push(note.clone());
+    }
+    let prefix_caching = match pre {
+        Some(_) => prefill::prefix_caching(&obs.prefill, c_p),
+        None => prefill::prefix_caching(&[], 0.0),
+    };
+    if prefix_caching.enabled.is_none() {
+        warnings.push(format!(
+            "prefix caching undecided ({}); the simulator keeps its default (on)",
+            prefix_caching.how
+        ));
+    }
+    ServerProfile {
+        schema_version: SCHEMA_VERSION,
+        kneecap_version: header.kneecap_version,
+        base_url: header.base_url,
+        simulated: header.simulated,
+        model: header.model,
+        gauges: header.gauges,
+        budget_s: header.budget_s,
+        elapsed_s: header.elapsed_s,
+        params: ProfileParams {
+            step_base_ms,
+            prefill_token_us,
+            prefill_fixed_ms,
+            decode_seq_us,
+            max_num_seqs,
+            kv_cache_tokens,
+            max_num_batched_tokens: budget,
+            max_model_len: model_len(obs),
+            prefill_interference: alpha,
+            prefix_caching,
+        },
+        warnings,
+        probes: header.probes,
+    }
+}
+
+fn decode_parts(
+    dec: Option<DecodeFit>,
+    warnings: &mut Vec<String>,
+) -> (Estimate, Estimate, Estimate) {
+    match dec {
+        Some(d) => {
+            warnings.extend(d.warnings);
+            (d.step_base_ms, d.decode_seq_us, d.max_num_seqs)
+        }
+        None => {
+            warnings.push("the decode probe gave fewer than 3 usable levels: step base, decode cost and batch limit are not measured".into());
+            let none = |v: f64, what: &str| {
+                Estimate::assumed(v, 0.0, None, format!("not measured; {what}"))
+            };
+            (
+                none(10.0, "10 ms assumed"),
+                none(0.0, "0 assumed"),
+                Estimate::lower_bound(1.0, "not measured"),
+            )
+        }
+    }
+}
+
+fn prefill_parts(pre: Option<&PrefillFit>, warnings: &mut Vec<String>) -> (Estimate, Estimate) {
+    match pre {
+        Some(p) => {
+            if let Some(n) = &p.per_token_us.note {
+                warnings.push(n.clone());
+            }
+            (p.per_token_us.clone(), p.fixed_ms.clone())
+        }
+        None => {
+            warnings.push(
+                "the prefill probe gave too few answers: the prefill cost is not measured".into(),
+            );
+            (
+                Estimate::assumed(0.0, 0.0, None, "not measured; 0 assumed"),
+                Estimate::assumed(0.0, 0.0, None, "not measured"),
+            )
+        }
+    }
+}
+
+/// A fixed TTFT cost beyond the step base: work the simulator does not model.
+fn fixed_cost_gap(fixed: &Estimate, base: &Estimate) -> Option<String> {
+    let gap = fixed.value - base.value;
+    let noise = 2.0 * fixed.uncertainty.hypot(base.uncertainty);
+    (gap.abs() > noise.max(1.0).max(0.1 * base.value)).then(|| {
+        if gap > 0.0 {
+            format!("a lone request's TTFT has {gap:.1} ms of fixed cost beyond the step base (the server's own per-request work: tokenizing, scheduling, the network); the simulator has no such cost, so its TTFTs are about {gap:.1} ms low")
+        } else {
+            format!("a lone request's TTFT is {:.1} ms below the step base: the server's prefill steps are cheaper than its decode steps, which the simulator does not model", -gap)
+        }
+    })
+}
+
+/// The token budget: measured from chunking when seen, else assumed at
+/// [`ASSUMED_BUDGET`] (never below what the probes showed it holds).
+fn budget(
+    obs: &Observations,
+    pre: Option<&PrefillFit>,
+    alpha: &Estimate,
+    c_p: f64,
+    c_p_sigma: f64,
+) -> Estimate {
+    let rel = if c_p > 0.0 { c_p_sigma / c_p } else { 0.0 };
+    let seen = obs
+        .interference
+        .as_ref()
+        .and_then(|o| interference::fit_budget(o, alpha, c_p, rel));
+    if let Some(e) = seen
+        .as_ref()
+        .filter(|e| e.status != super::Status::LowerBound)
+    {
+        return e.clone();
+    }
+    let lone = pre
+        .filter(|p| p.linear)
+        .map_or(1.0, |p| f64::from(p.longest));
+    let lb = seen.map_or(lone, |e| e.value.max(lone));
+    Estimate::assumed(
+        lb.max(ASSUMED_BUDGET),
+        lb,
+        None,
+        format!("not seen: no prompt was split into chunks (it holds at least {lb:.0} tokens); vLLM's default {ASSUMED_BUDGET:.0} assumed"),
+    )
+}
+
+fn model_len(obs: &Observations) -> Estimate {
+    match obs.max_model_len {
+        Some(n) => Estimate::reported(f64::from(n), "max_model_len in GET /v1/models"),
+        None => Estimate::lower_bound(
+            f64::from(obs.longest_request.max(2)),
+            "not listed by GET /v1/models; at least the longest probe request",
+        ),
+    }
+}
+
+#[cfg(test)]
+#[path = "fit_tests.rs"]
+mod tests;

@@ -1,0 +1,219 @@
+//! The whole pure pipeline on fake time: the probe plan run against the
+//! engine model behind a zero-latency client, reduced and fitted, gives back
+//! the hidden parameters.
+
+use super::*;
+use crate::sim::ModelParams;
+use crate::twin::decode::saturated;
+use crate::twin::observe::{decode_level, kv_level_point, tokens_in_flight};
+use crate::twin::plan::{self, Pilot, DECODERS, DECODE_OUTPUT, DECODE_PROMPT};
+use crate::twin::testing::{fake_run, Ask, Stream};
+use crate::twin::{interference, Status};
+use std::time::Duration;
+
+const GAUGE: Duration = Duration::from_millis(20);
+
+fn ask(prompt: u32, output: u32, prompt_id: u64) -> Ask {
+    Ask {
+        prompt,
+        output,
+        prompt_id,
+    }
+}
+
+fn ttft(r: &crate::metrics::RequestRecord) -> f64 {
+    (r.first_token.unwrap() - r.sent).as_secs_f64()
+}
+
+fn pilot(p: &ModelParams, caching: bool) -> Pilot {
+    let run = fake_run(
+        p,
+        caching,
+        &[Stream::Sequential(vec![ask(16, 16, 1), ask(1040, 2, 2)])],
+        Duration::from_secs(100),
+        GAUGE,
+    );
+    let r = &run.records[0];
+    let mut gaps: Vec<f64> = r[0].itl.iter().map(|g| g.as_secs_f64()).collect();
+    gaps.sort_by(f64::total_cmp);
+    Pilot::new((16, ttft(&r[0])), (1040, ttft(&r[1])), gaps[gaps.len() / 2])
+}
+
+fn prefill_samples(
+    p: &ModelParams,
+    caching: bool,
+    pl: &Pilot,
+    budget: Duration,
+) -> Vec<TtftSample> {
+    let plan = plan::prefill(pl, budget, p.max_model_len);
+    let reqs = plan.requests();
+    let asks: Vec<Ask> = reqs
+        .iter()
+        .enumerate()
+        .map(|(i, &(n, again))| ask(n, plan::PREFILL_OUTPUT, 100 + i as u64 - u64::from(again)))
+        .collect();
+    let run = fake_run(
+        p,
+        caching,
+        &[Stream::Sequential(asks)],
+        Duration::from_secs(1000),
+        GAUGE,
+    );
+    run.records[0]
+        .iter()
+        .zip(&reqs)
+        .map(|(r, &(_, repeat))| TtftSample {
+            prompt_tokens: r.prompt_len,
+            ttft_s: ttft(r),
+            repeat,
+        })
+        .collect()
+}
+
+fn interference_obs(p: &ModelParams, pl: &Pilot, budget: Duration) -> InterferenceObs {
+    let plan = plan::interference(pl, budget, p.max_model_len);
+    let decoders = Stream::Timed(
+        (0..DECODERS)
+            .map(|i| {
+                (
+                    Duration::ZERO,
+                    ask(DECODE_PROMPT, plan.decoder_output, 500 + i as u64),
+                )
+            })
+            .collect(),
+    );
+    let prompts = Stream::Timed(
+        plan.sends
+            .iter()
+            .enumerate()
+            .map(|(i, &t)| (t, ask(plan.prompt_tokens, 1, 600 + i as u64)))
+            .collect(),
+    );
+    let run = fake_run(p, true, &[decoders, prompts], plan.length, GAUGE);
+    interference::observe(&run.records[0], &run.records[1]).unwrap()
+}
+
+/// Profiles `p` in fake time within `budget` (the decode levels get what
+/// the plan gives them).
+fn profile(p: &ModelParams, caching: bool, budget: Duration) -> ServerProfile {
+    let pl = pilot(p, caching);
+    let mut obs = Observations {
+        prefill: prefill_samples(p, caching, &pl, budget),
+        interference: Some(interference_obs(p, &pl, budget)),
+        max_model_len: Some(p.max_model_len),
+        ..Default::default()
+    };
+    let mut left =
+        budget.mul_f64(1.0 - plan::PREFILL_SHARE - plan::INTERFERENCE_SHARE - plan::SLACK_SHARE);
+    let mut done = Vec::new();
+    while let Some((k, length)) = plan::next_decode_level(&done, &pl, left) {
+        left = left.saturating_sub(length);
+        let run = fake_run(
+            p,
+            caching,
+            &[Stream::Closed {
+                streams: k,
+                prompt: DECODE_PROMPT,
+                output: DECODE_OUTPUT,
+            }],
+            length,
+            GAUGE,
+        );
+        let (records, gauges) = (&run.records[0], &run.gauges);
+        let level = decode_level(k, DECODE_OUTPUT, records, gauges, length).unwrap();
+        done.push((k, saturated(&level), level.mean_gap_s));
+        let from = Duration::from_secs_f64(level.start_s);
+        obs.kv_points
+            .extend(kv_level_point(records, gauges, from, length));
+        for g in gauges {
+            let held = tokens_in_flight(records, Duration::from_secs_f64(g.t_s)).0;
+            obs.most_held_tokens = obs.most_held_tokens.max(held);
+        }
+        obs.decode.push(level);
+    }
+    let header = Header {
+        kneecap_version: "test".into(),
+        base_url: "fake".into(),
+        simulated: true,
+        model: "m".into(),
+        gauges: Some("vllm".into()),
+        budget_s: budget.as_secs_f64(),
+        elapsed_s: 0.0,
+        probes: vec![],
+    };
+    fit(&obs, header)
+}
+
+fn params(m: u32, base_ms: u64, c_p_us: u64, c_d_us: u64, kv: u32, alpha: f64) -> ModelParams {
+    ModelParams {
+        max_num_seqs: m,
+        max_num_batched_tokens: 2048,
+        kv_cache_tokens: kv,
+        max_model_len: 4096,
+        step_base: Duration::from_millis(base_ms),
+        per_prefill_token: Duration::from_micros(c_p_us),
+        per_decode_seq: Duration::from_micros(c_d_us),
+        prefill_interference: alpha,
+    }
+}
+
+fn close(e: &Estimate, truth: f64, tol: f64, what: &str) {
+    assert!(
+        (e.value - truth).abs() <= tol * truth.abs().max(1e-9),
+        "{what}: {} vs true {truth} ({e:?})",
+        e.value
+    );
+}
+
+fn check(p: &ModelParams, caching: bool, budget_s: u64) -> ServerProfile {
+    let prof = profile(p, caching, Duration::from_secs(budget_s));
+    let e = &prof.params;
+    close(
+        &e.step_base_ms,
+        p.step_base.as_secs_f64() * 1e3,
+        0.05,
+        "step base",
+    );
+    close(
+        &e.prefill_token_us,
+        p.per_prefill_token.as_secs_f64() * 1e6,
+        0.03,
+        "prefill",
+    );
+    close(
+        &e.decode_seq_us,
+        p.per_decode_seq.as_secs_f64() * 1e6,
+        0.10,
+        "decode",
+    );
+    assert!(
+        (e.prefill_interference.value - p.prefill_interference).abs() < 0.05,
+        "{:?}",
+        e.prefill_interference
+    );
+    close(
+        &e.max_num_seqs,
+        f64::from(p.max_num_seqs),
+        0.0,
+        "max_num_seqs",
+    );
+    close(&e.kv_cache_tokens, f64::from(p.kv_cache_tokens), 0.03, "kv");
+    assert_eq!(e.prefix_caching.enabled, Some(caching));
+    prof
+}
+
+#[test]
+fn a_shared_step_server_comes_back() {
+    let prof = check(&params(16, 10, 100, 200, 40_000, 1.0), true, 60);
+    assert_eq!(prof.params.max_num_seqs.status, Status::Measured);
+}
+
+#[test]
+fn a_partly_overlapped_server_without_prefix_caching_comes_back() {
+    check(&params(8, 20, 500, 300, 30_000, 0.3), false, 120);
+}
+
+#[test]
+fn a_disaggregated_server_with_a_wide_batch_comes_back() {
+    check(&params(64, 5, 20, 50, 200_000, 0.0), true, 60);
+}

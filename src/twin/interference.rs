@@ -1,0 +1,217 @@
+//! Prefill interference and the per-step token budget, from decoders
+//! streaming while prompts arrive. Pure.
+//!
+//! A few streams decode long outputs; now and then one prompt of `n` tokens
+//! arrives (asking for one token, so it never decodes). For each prompt and
+//! each decoder, the decoder's time from its last token before the prompt
+//! was sent to its token nearest the prompt's first token, minus the
+//! baseline gap times the gaps in between, is what the prefill cost the
+//! decoders (`extra`). The simulator's model says `extra = α × per-token
+//! prefill cost × n` (see `sim::params`), so each prompt gives
+//! `α_i = extra_i / (c_p × n_i)`; `α` is their mean, with the standard error
+//! of that mean and the prefill cost's own uncertainty carried over.
+//!
+//! The gaps a prompt lengthened also show how it was split: a prefill in
+//! one step lengthens one gap; chunked prefill lengthens several, each by
+//! `α × c_p × chunk`. When chunks are smaller than the prefill lane allows
+//! (`sim::params::ModelParams::prefill_lane_cap`), the token budget cut
+//! them: the budget is the largest chunk plus the decoders' own tokens.
+
+use super::observe::token_times;
+use super::profile::Estimate;
+use crate::metrics::stats::{mean, median};
+use crate::metrics::RequestRecord;
+use std::time::Duration;
+
+/// What the decoders saw around one injected prompt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Injection {
+    pub prompt_tokens: u32,
+    /// Decoder time beyond the baseline over the prompt's prefill, mean
+    /// over the decoders that covered it, seconds.
+    pub extra_s: f64,
+    /// Decoders that covered it.
+    pub decoders: usize,
+    /// The first such decoder's lengthened gaps, each minus the baseline, s.
+    pub lengthened_s: Vec<f64>,
+}
+
+/// The interference probe, reduced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InterferenceObs {
+    /// Decoding streams.
+    pub decoders: usize,
+    /// Median decoder gap (a decode step with nothing arriving), seconds.
+    pub baseline_gap_s: f64,
+    /// Robust spread of the decoder gaps (1.4826 × MAD), seconds.
+    pub gap_noise_s: f64,
+    pub injections: Vec<Injection>,
+}
+
+/// Reduces the probe's records: `decoders` stream long outputs, `injected`
+/// are the prompts (their `sent` and `first_token` bound each prefill).
+pub fn observe(decoders: &[RequestRecord], injected: &[RequestRecord]) -> Option<InterferenceObs> {
+    let times: Vec<Vec<Duration>> = decoders.iter().map(token_times).collect();
+    let mut gaps: Vec<f64> = times
+        .iter()
+        .flat_map(|t| t.windows(2).map(|w| (w[1] - w[0]).as_secs_f64()))
+        .collect();
+    if gaps.len() < 4 {
+        return None;
+    }
+    gaps.sort_by(f64::total_cmp);
+    let g0 = median(&gaps);
+    let mut dev: Vec<f64> = gaps.iter().map(|g| (g - g0).abs()).collect();
+    dev.sort_by(f64::total_cmp);
+    let noise = 1.4826 * median(&dev);
+    let threshold = (5.0 * noise).max(0.05 * g0);
+    let injections = injected
+        .iter()
+        .filter(|r| r.is_ok())
+        .filter_map(|r| injection(r, &times, g0, threshold))
+        .collect();
+    Some(InterferenceObs {
+        decoders: decoders.len(),
+        baseline_gap_s: g0,
+        gap_noise_s: noise,
+        injections,
+    })
+}
+
+/// One prompt as the decoders saw it; `None` when no decoder covered it.
+fn injection(
+    r: &RequestRecord,
+    decoders: &[Vec<Duration>],
+    g0: f64,
+    threshold: f64,
+) -> Option<Injection> {
+    let first = r.first_token?;
+    let mut extras = Vec::new();
+    let mut lengthened = None;
+    for t in decoders {
+        let Some(a) = t.iter().rposition(|&x| x <= r.sent) else {
+            continue;
+        };
+        let Some(b) = (a..t.len()).min_by_key(|&i| t[i].abs_diff(first)) else {
+            continue;
+        };
+        if b + 1 >= t.len() && t[b] < first {
+            continue; // the decoder ended before the prompt's first token
+        }
+        let span = (t[b] - t[a]).as_secs_f64();
+        extras.push(span - (b - a) as f64 * g0);
+        if lengthened.is_none() {
+            let long: Vec<f64> = t[a..=b]
+                .windows(2)
+                .map(|w| (w[1] - w[0]).as_secs_f64() - g0)
+                .filter(|e| *e > threshold)
+                .collect();
+            lengthened = Some(long);
+        }
+    }
+    (!extras.is_empty()).then(|| Injection {
+        prompt_tokens: r.prompt_len,
+        extra_s: mean(&extras),
+        decoders: extras.len(),
+        lengthened_s: lengthened.unwrap_or_default(),
+    })
+}
+
+/// `α` from the probe, given the prefill cost per token `c_p` and its
+/// standard uncertainty (seconds); `None` without a usable injection.
+pub fn fit_alpha(obs: &InterferenceObs, c_p: f64, c_p_sigma: f64) -> Option<Estimate> {
+    if c_p <= 0.0 {
+        return None;
+    }
+    let each: Vec<f64> = obs
+        .injections
+        .iter()
+        .filter(|i| i.prompt_tokens > 0)
+        .map(|i| i.extra_s / (c_p * f64::from(i.prompt_tokens)))
+        .collect();
+    if each.is_empty() {
+        return None;
+    }
+    let raw = mean(&each);
+    let m = each.len() as f64;
+    let spread = if each.len() > 1 {
+        (each.iter().map(|a| (a - raw).powi(2)).sum::<f64>() / (m - 1.0)).sqrt() / m.sqrt()
+    } else {
+        0.0
+    };
+    // One prompt's resolution: the decoders' gap noise over its prefill cost.
+    let tokens = mean(
+        &obs.injections
+            .iter()
+            .map(|i| f64::from(i.prompt_tokens))
+            .collect::<Vec<_>>(),
+    );
+    let resolution = obs.gap_noise_s / (c_p * tokens) / m.sqrt();
+    let sigma = spread.hypot(raw * c_p_sigma / c_p).hypot(resolution);
+    let how = format!(
+        "{} prompts of ~{tokens:.0} tokens arriving beside {} decoding streams: the decoders' lost time over each prefill / (prefill cost x tokens)",
+        each.len(),
+        obs.decoders
+    );
+    let mut e = Estimate::fitted(raw.clamp(0.0, 1.0), sigma, 0.0, how);
+    e.high = e.high.map(|h| h.min(1.0));
+    if !(-0.1..=1.1).contains(&raw) && (raw - raw.clamp(0.0, 1.0)).abs() > 3.0 * sigma {
+        let why = format!(
+            "the decoders lost {:.0}% of the prompts' prefill time, outside the model's 0-100%: their steps do not scale with prompt tokens as the model's do",
+            raw * 100.0
+        );
+        let wide = (raw - raw.clamp(0.0, 1.0)).abs();
+        e = e.misfit(wide, 0.0, why);
+        e.high = e.high.map(|h| h.min(1.0));
+    }
+    Some(e)
+}
+
+/// The per-step token budget when chunking showed it, else a lower bound:
+/// `alpha`, `c_p` (seconds per token) and its relative uncertainty.
+pub fn fit_budget(
+    obs: &InterferenceObs,
+    alpha: &Estimate,
+    c_p: f64,
+    c_p_rel: f64,
+) -> Option<Estimate> {
+    let a = alpha.value;
+    let d = obs.decoders as f64;
+    if a < 0.25 || c_p <= 0.0 {
+        return None;
+    }
+    let chunks: Vec<f64> = obs
+        .injections
+        .iter()
+        .filter(|i| i.lengthened_s.len() >= 2)
+        .filter_map(|i| i.lengthened_s.iter().copied().reduce(f64::max))
+        .map(|e| e / (a * c_p))
+        .collect();
+    let lane = obs.baseline_gap_s / ((1.0 - a).max(1e-9) * c_p);
+    let largest = obs.injections.iter().map(|i| i.prompt_tokens).max()?;
+    match chunks.iter().copied().reduce(f64::max) {
+        Some(chunk) if chunk < 0.8 * lane => {
+            let rel = (alpha.uncertainty / a).hypot(c_p_rel);
+            Some(Estimate::fitted(
+                chunk + d,
+                chunk * rel + 1.0,
+                d + 1.0,
+                format!(
+                    "a {largest}-token prompt beside {d:.0} decoders was split into chunks of up to {chunk:.0} tokens (lengthened gaps / (interference x prefill cost)), plus the decoders' own tokens"
+                ),
+            ))
+        }
+        Some(chunk) => Some(Estimate::lower_bound(
+            chunk + d,
+            format!("prompts beside {d:.0} decoders were split into chunks of up to {chunk:.0} tokens, as the prefill lane allows, not by the budget"),
+        )),
+        None => Some(Estimate::lower_bound(
+            f64::from(largest) + d,
+            format!("a {largest}-token prompt beside {d:.0} decoders was not split by the budget"),
+        )),
+    }
+}
+
+#[cfg(test)]
+#[path = "interference_tests.rs"]
+mod tests;

@@ -1,0 +1,275 @@
+//! The probe design: what `kneecap profile` sends, sized to its time budget
+//! from a two-request pilot. Pure: the pilot's numbers and the budget come
+//! in, request shapes and level lengths go out.
+//!
+//! The budget is shared: the pilot and warm-up take what they take, then
+//! about [`PREFILL_SHARE`] goes to lone requests (the prefill line and the
+//! prefix-cache pairs), [`INTERFERENCE_SHARE`] to decoders with prompts
+//! arriving, and the rest, less [`SLACK_SHARE`], to closed-loop decode
+//! levels. Lengths shrink before a probe outgrows its share; every level
+//! the command runs is also cancelled at the budget's end.
+
+use std::time::Duration;
+
+/// Shares of the budget.
+pub const PREFILL_SHARE: f64 = 0.25;
+pub const INTERFERENCE_SHARE: f64 = 0.20;
+pub const SLACK_SHARE: f64 = 0.08;
+/// Longest prompt the prefill line uses (vLLM's default token budget, so a
+/// lone prompt is one step).
+pub const LONGEST_PREFILL: u32 = 2048;
+/// Output tokens of a lone prefill request (its first token is what counts).
+pub const PREFILL_OUTPUT: u32 = 2;
+/// Decoders of the interference probe (fits any batch limit of 4 or more).
+pub const DECODERS: usize = 3;
+/// Prompt and output of a decode-level request.
+pub const DECODE_PROMPT: u32 = 8;
+pub const DECODE_OUTPUT: u32 = 64;
+/// The highest concurrency the decode levels try.
+pub const MAX_LEVEL: usize = 1024;
+
+/// What the pilot saw: a short and a long lone request.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pilot {
+    /// TTFT of a short prompt, seconds (about the fixed cost).
+    pub short_ttft_s: f64,
+    /// Cost per prompt token, seconds (from the long prompt).
+    pub per_token_s: f64,
+    /// Median token gap of a lone stream, seconds (about the step base).
+    pub lone_gap_s: f64,
+}
+
+impl Pilot {
+    /// From `(prompt tokens, TTFT)` of the short and long requests and the
+    /// short one's gaps; costs never below a microsecond.
+    pub fn new(short: (u32, f64), long: (u32, f64), lone_gap_s: f64) -> Self {
+        let dn = f64::from(long.0.saturating_sub(short.0).max(1));
+        Self {
+            short_ttft_s: short.1.max(1e-4),
+            per_token_s: ((long.1 - short.1) / dn).max(1e-6),
+            lone_gap_s: lone_gap_s.max(1e-4),
+        }
+    }
+
+    /// A lone request's expected time: prefill plus `output − 1` steps.
+    fn lone(&self, prompt: u32, output: u32) -> f64 {
+        self.short_ttft_s
+            + self.per_token_s * f64::from(prompt)
+            + self.lone_gap_s * f64::from(output.saturating_sub(1))
+    }
+}
+
+/// The lone-request probe.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrefillPlan {
+    /// Prompt lengths, in the order sent: `rounds` rounds of every length.
+    pub lengths: Vec<u32>,
+    pub rounds: usize,
+    /// Lengths whose first sending is sent again right after (prefix cache).
+    pub twice: Vec<u32>,
+}
+
+impl PrefillPlan {
+    /// Every request in order: (prompt tokens, sent again = a repeat).
+    pub fn requests(&self) -> Vec<(u32, bool)> {
+        let mut out = Vec::new();
+        for round in 0..self.rounds {
+            for &n in &self.lengths {
+                out.push((n, false));
+                if round == 0 && self.twice.contains(&n) {
+                    out.push((n, true));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Five lengths from 16 to the longest that lets 3 rounds fit the share,
+/// as many rounds (3..=8) as fit.
+pub fn prefill(pilot: &Pilot, budget: Duration, max_len: u32) -> PrefillPlan {
+    let share = budget.as_secs_f64() * PREFILL_SHARE;
+    let mut longest = LONGEST_PREFILL.min(max_len.saturating_sub(PREFILL_OUTPUT + 1));
+    let lengths = |l: u32| -> Vec<u32> {
+        let mut v: Vec<u32> = [16, l / 4, l / 2, 3 * l / 4, l]
+            .iter()
+            .map(|&n| n.max(16))
+            .collect();
+        v.dedup();
+        v
+    };
+    let round = |l: u32| -> f64 {
+        lengths(l)
+            .iter()
+            .map(|&n| pilot.lone(n, PREFILL_OUTPUT))
+            .sum::<f64>()
+            + 2.0 * pilot.lone(l, PREFILL_OUTPUT)
+    };
+    while longest > 128 && 3.0 * round(longest) > share {
+        longest /= 2;
+    }
+    let rounds = (share / round(longest)).floor().clamp(3.0, 8.0) as usize;
+    let ls = lengths(longest);
+    let twice = ls.iter().rev().take(2).copied().collect();
+    PrefillPlan {
+        lengths: ls,
+        rounds,
+        twice,
+    }
+}
+
+/// The interference probe: decoders from 0, prompts at `sends`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InterferencePlan {
+    pub decoder_output: u32,
+    pub prompt_tokens: u32,
+    /// When each prompt is sent, from the probe's start.
+    pub sends: Vec<Duration>,
+    /// When the probe is cut.
+    pub length: Duration,
+}
+
+/// Prompts whose prefill costs about 5 decode steps (at least 50 ms), as
+/// many as fit the share (3..=6), spaced so each prefill ends well before
+/// the next begins.
+pub fn interference(pilot: &Pilot, budget: Duration, max_len: u32) -> InterferencePlan {
+    let share = budget.as_secs_f64() * INTERFERENCE_SHARE;
+    let g = pilot.lone_gap_s;
+    let cap = max_len.saturating_sub(2).clamp(16, 8192);
+    let mut n = ((5.0 * g).max(0.05) / pilot.per_token_s).clamp(64.0, f64::from(cap)) as u32;
+    let spacing = |n: u32| 2.0 * (pilot.short_ttft_s + pilot.per_token_s * f64::from(n)) + 6.0 * g;
+    let mut count = 6usize;
+    while count > 3 && (count + 1) as f64 * spacing(n) > share {
+        count -= 1;
+    }
+    while n > 16 && (count + 1) as f64 * spacing(n) > share {
+        n /= 2;
+    }
+    let s = spacing(n);
+    let sends: Vec<Duration> = (1..=count)
+        .map(|k| Duration::from_secs_f64(s * k as f64 + 3.0 * g))
+        .collect();
+    let length = Duration::from_secs_f64(s * (count + 1) as f64);
+    let want = (1.5 * length.as_secs_f64() / g) as u32 + 16;
+    InterferencePlan {
+        decoder_output: want.min(max_len.saturating_sub(DECODE_PROMPT + 1)).max(2),
+        prompt_tokens: n,
+        sends,
+        length,
+    }
+}
+
+/// The next decode level `(concurrency, length)`, given the levels run so
+/// far as `(concurrency, saturated, mean gap s)`, the time they took and
+/// the share left; `None` to stop (a saturated level, the top, or no time).
+pub fn next_decode_level(
+    done: &[(usize, bool, f64)],
+    pilot: &Pilot,
+    left: Duration,
+) -> Option<(usize, Duration)> {
+    if done.iter().any(|d| d.1) {
+        return None;
+    }
+    let k = done.last().map_or(1, |d| d.0 * 2);
+    if k > MAX_LEVEL {
+        return None;
+    }
+    // The step grows about linearly with the batch: extrapolate the last two.
+    let gap = match done {
+        [.., a, b] => b.2 + (b.2 - a.2).max(0.0) / (b.0 - a.0) as f64 * (k - b.0) as f64,
+        [b] => b.2 * 1.5,
+        [] => pilot.lone_gap_s,
+    };
+    // The first wave's prefill, then 24 steps of steady decoding.
+    let first = pilot.short_ttft_s + pilot.per_token_s * f64::from(DECODE_PROMPT) * k as f64;
+    let length = Duration::from_secs_f64((first + 24.0 * gap).max(0.4));
+    (length <= left).then_some((k, length))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pilot(ttft: f64, per_token: f64, gap: f64) -> Pilot {
+        Pilot {
+            short_ttft_s: ttft,
+            per_token_s: per_token,
+            lone_gap_s: gap,
+        }
+    }
+
+    #[test]
+    fn the_pilot_gives_the_slope_of_its_two_requests() {
+        let p = Pilot::new((16, 0.0116), (1040, 0.1140), 0.010);
+        assert!((p.per_token_s - 100e-6).abs() < 1e-12);
+        assert_eq!(Pilot::new((16, 0.02), (1040, 0.01), 0.0).per_token_s, 1e-6);
+    }
+
+    #[test]
+    fn a_fast_server_gets_the_longest_prompts_and_more_rounds() {
+        let plan = prefill(&pilot(0.005, 5e-6, 0.005), Duration::from_secs(120), 4096);
+        assert_eq!(plan.lengths, [16, 512, 1024, 1536, 2048]);
+        assert_eq!(plan.rounds, 8);
+        assert_eq!(plan.twice, [2048, 1536]);
+        let reqs = plan.requests();
+        assert_eq!(reqs.len(), 8 * 5 + 2);
+        assert_eq!(
+            &reqs[3..7],
+            [(1536, false), (1536, true), (2048, false), (2048, true)]
+        );
+    }
+
+    #[test]
+    fn a_slow_server_or_a_short_budget_shrinks_the_prompts_to_fit() {
+        // 2 ms per token: a 2048-token prompt alone takes 4 s.
+        let p = pilot(0.04, 2e-3, 0.04);
+        let plan = prefill(&p, Duration::from_secs(30), 8192);
+        let time: f64 = plan
+            .requests()
+            .iter()
+            .map(|r| p.lone(r.0, PREFILL_OUTPUT))
+            .sum();
+        assert!(time <= 30.0 * PREFILL_SHARE * 1.5, "{time} s: {plan:?}");
+        assert!(plan.rounds >= 3 && plan.lengths.len() >= 3, "{plan:?}");
+        // A short max_model_len caps the prompts.
+        let capped = prefill(&pilot(0.005, 5e-6, 0.005), Duration::from_secs(120), 600);
+        assert_eq!(*capped.lengths.last().unwrap(), 597);
+    }
+
+    #[test]
+    fn interference_prompts_cost_several_steps_and_fit_their_share() {
+        let p = pilot(0.012, 100e-6, 0.010);
+        let plan = interference(&p, Duration::from_secs(120), 4096);
+        // 50 ms of prefill at 100 µs a token.
+        assert_eq!(plan.prompt_tokens, 500);
+        assert_eq!(plan.sends.len(), 6);
+        assert!(plan.length.as_secs_f64() <= 120.0 * INTERFERENCE_SHARE);
+        assert!(plan
+            .sends
+            .windows(2)
+            .all(|w| w[1] - w[0] > Duration::from_millis(100)));
+        assert!(f64::from(plan.decoder_output) * 0.010 > plan.length.as_secs_f64());
+        let tight = interference(&pilot(0.04, 2e-3, 0.04), Duration::from_secs(20), 4096);
+        assert!(
+            tight.length.as_secs_f64() <= 20.0 * INTERFERENCE_SHARE + 1e-9,
+            "{tight:?}"
+        );
+        assert!(tight.sends.len() >= 3);
+    }
+
+    #[test]
+    fn decode_levels_double_until_saturated_or_out_of_time() {
+        let p = pilot(0.005, 5e-6, 0.005);
+        let left = Duration::from_secs(60);
+        assert_eq!(next_decode_level(&[], &p, left).map(|l| l.0), Some(1));
+        let done = [(1, false, 0.005), (2, false, 0.0051)];
+        let (k, len) = next_decode_level(&done, &p, left).unwrap();
+        assert_eq!(k, 4);
+        assert!(len >= Duration::from_millis(400));
+        assert_eq!(next_decode_level(&[(64, true, 0.01)], &p, left), None);
+        assert_eq!(next_decode_level(&[(1024, false, 0.01)], &p, left), None);
+        // A level that would not fit what is left is not started.
+        let slow = [(128, false, 0.2), (256, false, 0.4)];
+        assert_eq!(next_decode_level(&slow, &p, Duration::from_secs(5)), None);
+    }
+}

@@ -1,0 +1,402 @@
+//! `ServerProfile`: the simulator's parameters as `kneecap profile` measured
+//! them on a server, each with its uncertainty and how it was measured; the
+//! versioned JSON file `profile -o` writes and `sim --profile` / `predict`
+//! read. Pure data and conversions.
+//!
+//! Every parameter is an [`Estimate`]: a central `value`, a standard
+//! uncertainty (1σ, already widened when the model did not explain the
+//! data), and the plausible range `low ..= high` (about ±2σ, clipped to what
+//! is physical; `high` is `None` when nothing bounds it from above, as for a
+//! batch limit the probes never reached). [`ServerProfile::params`] gives
+//! the simulator's parameters at the central values, [`ServerProfile::corners`]
+//! the parameter sets at the ends of the ranges, for an interval on any
+//! prediction.
+
+use super::predict::Misfit;
+use crate::sim::{ModelParams, SimConfig};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// The JSON layout's version; [`ServerProfile::from_json`] refuses others.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// How an [`Estimate`] was obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Fitted from the probes; the model explained the data.
+    Measured,
+    /// Fitted, but the data departed from the model more than its noise
+    /// allows; the uncertainty is widened to cover the departure.
+    Misfit,
+    /// The probes only showed the value is at least `value` (`high` is None).
+    LowerBound,
+    /// The server said so (`/v1/models`, `/metrics`).
+    Reported,
+    /// Not measurable here; `value` is an assumption (`how` says which).
+    Assumed,
+}
+
+/// One measured parameter.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Estimate {
+    /// Central value, in the unit the field's name says.
+    pub value: f64,
+    /// Standard uncertainty (1σ), widened by any misfit; 0 when reported.
+    pub uncertainty: f64,
+    /// Lowest plausible value.
+    pub low: f64,
+    /// Highest plausible value; `None` when nothing bounds it from above.
+    pub high: Option<f64>,
+    pub status: Status,
+    /// How it was measured (which probe, which fit, how many samples).
+    pub how: String,
+    /// What the model did not explain, when it did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl Estimate {
+    /// A fitted value with standard uncertainty `sigma`; the range is ±2σ,
+    /// floored at `floor`.
+    pub fn fitted(value: f64, sigma: f64, floor: f64, how: impl Into<String>) -> Self {
+        let sigma = sigma.abs();
+        Self {
+            value,
+            uncertainty: sigma,
+            low: (value - 2.0 * sigma).max(floor),
+            high: Some(value + 2.0 * sigma),
+            status: Status::Measured,
+            how: how.into(),
+            note: None,
+        }
+    }
+
+    /// The same estimate flagged as a misfit: `why` is recorded and the
+    /// uncertainty (and range) grow to at least `sigma`.
+    pub fn misfit(mut self, sigma: f64, floor: f64, why: impl Into<String>) -> Self {
+        let sigma = sigma.abs().max(self.uncertainty);
+        self.uncertainty = sigma;
+        self.low = (self.value - 2.0 * sigma).max(floor);
+        self.high = self.high.map(|_| self.value + 2.0 * sigma);
+        self.status = Status::Misfit;
+        self.note = Some(why.into());
+        self
+    }
+
+    /// At least `value`, nothing above it measured.
+    pub fn lower_bound(value: f64, how: impl Into<String>) -> Self {
+        Self {
+            value,
+            uncertainty: 0.0,
+            low: value,
+            high: None,
+            status: Status::LowerBound,
+            how: how.into(),
+            note: None,
+        }
+    }
+
+    /// A value the server reported.
+    pub fn reported(value: f64, how: impl Into<String>) -> Self {
+        Self {
+            status: Status::Reported,
+            high: Some(value),
+            ..Self::lower_bound(value, how)
+        }
+    }
+
+    /// An assumption within `low ..= high`.
+    pub fn assumed(value: f64, low: f64, high: Option<f64>, how: impl Into<String>) -> Self {
+        Self {
+            value,
+            uncertainty: 0.0,
+            low,
+            high,
+            status: Status::Assumed,
+            how: how.into(),
+            note: None,
+        }
+    }
+
+    /// The value at one end of the range: `high` (or `unbounded` when there
+    /// is none) if `up`, else `low`.
+    pub fn end(&self, up: bool, unbounded: f64) -> f64 {
+        if up {
+            self.high.unwrap_or(unbounded)
+        } else {
+            self.low
+        }
+    }
+}
+
+/// Whether the server reuses the KV of a prompt prefix it has seen.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PrefixCaching {
+    /// On, off, or `None` when the probes could not tell.
+    pub enabled: Option<bool>,
+    /// The share of a repeated prompt's prefill time saved, mean over pairs
+    /// (about 1 when on, 0 when off).
+    pub saved_fraction: Option<f64>,
+    /// Its standard uncertainty.
+    pub uncertainty: Option<f64>,
+    pub how: String,
+}
+
+/// The fitted parameters (the simulator's, plus the fixed prefill cost).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileParams {
+    /// Fixed cost of every engine step, milliseconds.
+    pub step_base_ms: Estimate,
+    /// Cost of each prompt token, microseconds.
+    pub prefill_token_us: Estimate,
+    /// The intercept of time to first token against prompt length,
+    /// milliseconds: the step base plus the server's own overhead per
+    /// request (not a simulator parameter; compared with the step base).
+    pub prefill_fixed_ms: Estimate,
+    /// Cost of each decoding sequence in a step, microseconds.
+    pub decode_seq_us: Estimate,
+    /// Most sequences in the running batch.
+    pub max_num_seqs: Estimate,
+    /// KV-cache capacity, tokens.
+    pub kv_cache_tokens: Estimate,
+    /// Token budget of one step (chunked prefill).
+    pub max_num_batched_tokens: Estimate,
+    /// Longest prompt + output a request may ask for, tokens.
+    pub max_model_len: Estimate,
+    /// How much an arriving prefill slows the decoding batch, 0..=1.
+    pub prefill_interference: Estimate,
+    pub prefix_caching: PrefixCaching,
+}
+
+/// What one probe did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeSummary {
+    /// `prefill`, `interference`, `decode`.
+    pub name: String,
+    pub requests: usize,
+    pub failed: usize,
+    pub duration_s: f64,
+    /// What it sent (lengths, concurrencies).
+    pub detail: String,
+}
+
+/// A server's profile: `kneecap profile`'s output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerProfile {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The kneecap that measured it.
+    pub kneecap_version: String,
+    /// The server's root URL (the built-in simulator's loopback address
+    /// when `simulated`).
+    pub base_url: String,
+    pub simulated: bool,
+    /// The model the probes asked for.
+    pub model: String,
+    /// Which `/metrics` names the server exposed (`vllm`, `llama_cpp`), if any.
+    pub gauges: Option<String>,
+    /// The time budget, and the time the probes took, seconds.
+    pub budget_s: f64,
+    pub elapsed_s: f64,
+    pub params: ProfileParams,
+    /// What the model could not explain, and what that leaves uncertain.
+    pub warnings: Vec<String>,
+    pub probes: Vec<ProbeSummary>,
+}
+
+/// A parameter set at one end of the profile's ranges.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Corner {
+    /// `slow` (every parameter at the end that costs capacity), `fast` (the
+    /// other end), or `<parameter> low|high` (that one at an end, the rest
+    /// central).
+    pub name: String,
+    pub params: ModelParams,
+}
+
+/// The least a flagged misfit widens a prediction's interval, each side.
+pub const MISFIT_MIN_WIDEN: f64 = 0.10;
+/// The most (a wider departure says the model does not describe the server).
+pub const MISFIT_MAX_WIDEN: f64 = 0.50;
+
+/// The stand-in for "no upper end" of a count in [`ServerProfile::corners`]:
+/// the limit does not bind.
+pub const UNBOUNDED_COUNT: f64 = 1.0e9;
+
+/// Which way each parameter moves capacity: `true` when a larger value
+/// means more capacity.
+const NAMES: [(&str, bool); 7] = [
+    ("step_base_ms", false),
+    ("prefill_token_us", false),
+    ("decode_seq_us", false),
+    ("max_num_seqs", true),
+    ("kv_cache_tokens", true),
+    ("max_num_batched_tokens", true),
+    ("prefill_interference", false),
+];
+
+impl ServerProfile {
+    /// The simulator's parameters at the central values (a lower bound
+    /// stands at its bound; the KV cache is raised to `max_model_len` if
+    /// needed, so the set is always valid).
+    pub fn params(&self) -> ModelParams {
+        self.at(|_, e| e.value)
+    }
+
+    /// Parameter sets at the ends of the ranges: first `slow` and `fast`
+    /// (every parameter at its capacity-lowering or capacity-raising end),
+    /// then each parameter alone at its low and high end. A prediction's
+    /// interval is the lowest and highest result over all of them (the knee
+    /// need not move monotonically in every parameter).
+    pub fn corners(&self) -> Vec<Corner> {
+        let mut out = vec![
+            Corner {
+                name: "slow".into(),
+                params: self.at(|i, e| e.end(!NAMES[i].1, UNBOUNDED_COUNT)),
+            },
+            Corner {
+                name: "fast".into(),
+                params: self.at(|i, e| e.end(NAMES[i].1, UNBOUNDED_COUNT)),
+            },
+        ];
+        for (k, (name, _)) in NAMES.iter().enumerate() {
+            for up in [false, true] {
+                out.push(Corner {
+                    name: format!("{name} {}", if up { "high" } else { "low" }),
+                    params: self.at(|i, e| {
+                        if i == k {
+                            e.end(up, UNBOUNDED_COUNT)
+                        } else {
+                            e.value
+                        }
+                    }),
+                });
+            }
+        }
+        out
+    }
+
+    /// Sets `cfg`'s engine parameters (central values) and prefix caching
+    /// (kept as it is when the profile could not tell).
+    pub fn apply(&self, cfg: &mut SimConfig) {
+        cfg.params = self.params();
+        if let Some(on) = self.params.prefix_caching.enabled {
+            cfg.prefix_caching = on;
+        }
+    }
+
+    /// The departure from the model the fits flagged, if any: each
+    /// [`Status::Misfit`] parameter's reason, and how far a prediction's
+    /// interval must widen beyond the corners: the largest relative half
+    /// range (2σ / value) of a flagged parameter, at least
+    /// [`MISFIT_MIN_WIDEN`] and at most [`MISFIT_MAX_WIDEN`]. A bad fit never
+    /// leaves a tight interval.
+    pub fn misfit(&self) -> Option<Misfit> {
+        let p = &self.params;
+        let named = [
+            ("step base", &p.step_base_ms),
+            ("prefill per token", &p.prefill_token_us),
+            ("prefill fixed", &p.prefill_fixed_ms),
+            ("decode per sequence", &p.decode_seq_us),
+            ("max num seqs", &p.max_num_seqs),
+            ("KV cache", &p.kv_cache_tokens),
+            ("token budget", &p.max_num_batched_tokens),
+            ("prefill interference", &p.prefill_interference),
+        ];
+        let flagged: Vec<_> = named
+            .iter()
+            .filter(|(_, e)| e.status == Status::Misfit)
+            .collect();
+        if flagged.is_empty() {
+            return None;
+        }
+        let widest = flagged
+            .iter()
+            .map(|(_, e)| 2.0 * e.uncertainty / e.value.abs().max(f64::MIN_POSITIVE))
+            .fold(0.0, f64::max);
+        Some(Misfit {
+            widen: widest.clamp(MISFIT_MIN_WIDEN, MISFIT_MAX_WIDEN),
+            reasons: flagged
+                .iter()
+                .map(|(name, e)| format!("{name}: {}", e.note.as_deref().unwrap_or("misfit")))
+                .collect(),
+        })
+    }
+
+    /// The profile as pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// Reads a profile; the error says what is wrong with the text.
+    pub fn from_json(text: &str) -> Result<Self, String> {
+        #[derive(Deserialize)]
+        struct Version {
+            schema_version: Option<u32>,
+        }
+        let v: Version =
+            serde_json::from_str(text).map_err(|e| format!("not a kneecap profile JSON: {e}"))?;
+        match v.schema_version {
+            Some(SCHEMA_VERSION) => {}
+            Some(other) => {
+                return Err(format!(
+                    "profile schema_version {other} is not {SCHEMA_VERSION}; profile the server again with this kneecap"
+                ))
+            }
+            None => return Err("not a kneecap profile: no schema_version".into()),
+        }
+        serde_json::from_str(text).map_err(|e| format!("invalid kneecap profile: {e}"))
+    }
+
+    /// The seven estimates in [`NAMES`] order.
+    fn estimates(&self) -> [&Estimate; 7] {
+        let p = &self.params;
+        [
+            &p.step_base_ms,
+            &p.prefill_token_us,
+            &p.decode_seq_us,
+            &p.max_num_seqs,
+            &p.kv_cache_tokens,
+            &p.max_num_batched_tokens,
+            &p.prefill_interference,
+        ]
+    }
+
+    /// A parameter set with each of the seven values chosen by `pick`.
+    fn at(&self, pick: impl Fn(usize, &Estimate) -> f64) -> ModelParams {
+        let e = self.estimates();
+        let v: Vec<f64> = (0..7).map(|i| pick(i, e[i])).collect();
+        let max_model_len = count(self.params.max_model_len.value).max(2);
+        ModelParams {
+            step_base: micros(v[0] * 1e3).max(Duration::from_micros(1)),
+            per_prefill_token: micros(v[1]),
+            per_decode_seq: micros(v[2]),
+            max_num_seqs: count(v[3]),
+            kv_cache_tokens: count(v[4]).max(max_model_len),
+            max_num_batched_tokens: count(v[5]),
+            max_model_len,
+            prefill_interference: if v[6].is_finite() {
+                v[6].clamp(0.0, 1.0)
+            } else {
+                1.0
+            },
+        }
+    }
+}
+
+fn micros(us: f64) -> Duration {
+    Duration::try_from_secs_f64(us.max(0.0) / 1e6).unwrap_or(Duration::ZERO)
+}
+
+fn count(x: f64) -> u32 {
+    if x.is_finite() {
+        x.round().clamp(1.0, f64::from(u32::MAX)) as u32
+    } else {
+        u32::MAX
+    }
+}
+
+#[cfg(test)]
+#[path = "profile_tests.rs"]
+mod tests;

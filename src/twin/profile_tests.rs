@@ -1,0 +1,125 @@
+//! Tests of the profile type: JSON round trip, versions, and the parameter
+//! sets it gives the simulator.
+
+use super::*;
+use crate::twin::testing::sample;
+
+#[test]
+fn the_json_round_trips_and_names_its_version() {
+    let p = sample();
+    let text = p.to_json();
+    assert!(text.contains("\"schema_version\": 1"), "{text}");
+    assert_eq!(ServerProfile::from_json(&text).unwrap(), p);
+}
+
+#[test]
+fn other_versions_and_other_files_are_refused_with_a_reason() {
+    let text = sample()
+        .to_json()
+        .replace("\"schema_version\": 1", "\"schema_version\": 9");
+    let err = ServerProfile::from_json(&text).unwrap_err();
+    assert!(
+        err.contains("schema_version 9") && err.contains("again"),
+        "{err}"
+    );
+    let err = ServerProfile::from_json("{\"date\": 1}").unwrap_err();
+    assert!(err.contains("no schema_version"), "{err}");
+    let err = ServerProfile::from_json("not json").unwrap_err();
+    assert!(err.contains("not a kneecap profile JSON"), "{err}");
+    let cut = r#"{"schema_version": 1, "model": "m"}"#;
+    assert!(ServerProfile::from_json(cut)
+        .unwrap_err()
+        .contains("invalid"));
+}
+
+#[test]
+fn central_params_are_the_values_in_simulator_units() {
+    let p = sample().params();
+    assert_eq!(p.step_base, Duration::from_millis(5));
+    assert_eq!(p.per_prefill_token, Duration::from_micros(5));
+    assert_eq!(p.per_decode_seq, Duration::from_micros(50));
+    assert_eq!(
+        (p.max_num_seqs, p.kv_cache_tokens, p.max_num_batched_tokens),
+        (32, 16_384, 1024)
+    );
+    assert_eq!((p.max_model_len, p.prefill_interference), (4096, 1.0));
+    assert_eq!(p.validate(), Ok(()));
+}
+
+#[test]
+fn corners_move_each_parameter_to_the_ends_of_its_range() {
+    let profile = sample();
+    let corners = profile.corners();
+    assert_eq!(corners.len(), 2 + 2 * 7);
+    let (slow, fast) = (&corners[0].params, &corners[1].params);
+    // ±2σ = ±5% on the costs; the slow corner is the costly end.
+    assert_eq!(slow.step_base, Duration::from_micros(5250));
+    assert_eq!(fast.step_base, Duration::from_micros(4750));
+    assert!(slow.per_decode_seq > fast.per_decode_seq);
+    assert_eq!((slow.max_num_seqs, fast.max_num_seqs), (31, 33));
+    // A lower bound has no upper end: the fast corner lifts the limit.
+    assert_eq!(slow.max_num_batched_tokens, 1024);
+    assert_eq!(fast.max_num_batched_tokens, UNBOUNDED_COUNT as u32);
+    // A reported value has no spread; interference stays within 0..=1.
+    assert_eq!(slow.kv_cache_tokens, fast.kv_cache_tokens);
+    assert_eq!(fast.prefill_interference, 0.96);
+    assert_eq!(slow.prefill_interference, 1.0);
+    let one = corners
+        .iter()
+        .find(|c| c.name == "decode_seq_us high")
+        .unwrap();
+    let central = profile.params();
+    assert_eq!(one.params.per_decode_seq, Duration::from_nanos(52_500));
+    assert_eq!(one.params.step_base, central.step_base);
+    for c in &corners {
+        assert_eq!(c.params.validate(), Ok(()), "{}", c.name);
+    }
+}
+
+#[test]
+fn a_misfit_widens_the_range_and_says_why() {
+    let e = Estimate::fitted(10.0, 0.1, 0.0, "line").misfit(2.0, 0.0, "curved");
+    assert_eq!(e.status, Status::Misfit);
+    assert_eq!((e.low, e.high), (6.0, Some(14.0)));
+    assert_eq!(e.note.as_deref(), Some("curved"));
+    // Never narrower than the fit's own uncertainty.
+    let e = Estimate::fitted(10.0, 3.0, 0.0, "line").misfit(1.0, 0.0, "x");
+    assert_eq!(e.uncertainty, 3.0);
+    assert_eq!(e.low, 4.0);
+}
+
+#[test]
+fn apply_sets_the_engine_and_prefix_caching() {
+    let mut cfg = SimConfig::from_preset("7b-24gb").unwrap();
+    let mut profile = sample();
+    profile.params.prefix_caching.enabled = Some(false);
+    profile.apply(&mut cfg);
+    assert_eq!(cfg.params, profile.params());
+    assert!(!cfg.prefix_caching);
+    profile.params.prefix_caching.enabled = None;
+    cfg.prefix_caching = true;
+    profile.apply(&mut cfg);
+    assert!(cfg.prefix_caching, "unknown leaves it as it was");
+}
+
+#[test]
+fn a_profile_without_misfits_asks_for_no_widening() {
+    assert_eq!(sample().misfit(), None);
+}
+
+#[test]
+fn a_misfit_widens_predictions_by_its_relative_range_within_bounds() {
+    let mut p = sample();
+    // 2σ = 3 on 10: ±30%.
+    p.params.decode_seq_us = Estimate::fitted(10.0, 0.1, 0.0, "line").misfit(1.5, 0.0, "curved");
+    let m = p.misfit().unwrap();
+    assert!((m.widen - 0.3).abs() < 1e-12, "{m:?}");
+    assert_eq!(m.reasons, vec!["decode per sequence: curved".to_string()]);
+    // A slight misfit still widens by the floor; a wild one is capped.
+    p.params.decode_seq_us = Estimate::fitted(10.0, 0.1, 0.0, "line").misfit(0.1, 0.0, "x");
+    assert_eq!(p.misfit().unwrap().widen, MISFIT_MIN_WIDEN);
+    p.params.prefill_token_us = Estimate::fitted(1.0, 0.1, 0.0, "line").misfit(5.0, 0.0, "y");
+    let m = p.misfit().unwrap();
+    assert_eq!(m.widen, MISFIT_MAX_WIDEN);
+    assert_eq!(m.reasons.len(), 2);
+}
