@@ -20,11 +20,12 @@
 //!   and say what binds it (pure).
 //! - [`sweep`]: SLOs, the steady-state check, the one step judge and the knee
 //!   search (pure).
-//! - [`report`]: the renderings of results (console, JSON, table, charts,
-//!   HTML) and the run's [`report::RunResult`].
-//! - [`result`]: the sweep's serialised result types
-//!   ([`result::sweep::SweepResult`], its steps, the one [`result::Verdict`],
-//!   the typed shard blocks), below `sweep` and `report`.
+//! - [`report`]: the renderings of the results (console, table, charts,
+//!   HTML) and writing them to files.
+//! - [`result`]: every result written and read back, as serde types: the run
+//!   ([`result::RunResult`], [`result::json::RunJson`]), the sweep
+//!   ([`result::sweep::SweepResult`]), the one [`result::Verdict`], the shard
+//!   blocks (typed, adding up for the merge).
 //! - [`shard`]: splitting one load over N processes (`--shard i/N`) and the
 //!   common start (`--start-at`) (pure).
 //! - [`engine`]: the dispatcher that releases requests on time and collects

@@ -2,7 +2,8 @@
 //! [`crate::merge`]), write the merged result and print its summary.
 
 use crate::cli::merge::MergeArgs;
-use crate::report::{console, json, save};
+use crate::report::{console, save};
+use crate::result::json::{self, RunJson};
 use crate::result::sweep::is_sweep;
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
@@ -40,7 +41,10 @@ pub fn execute(args: &MergeArgs) -> Result<ExitCode> {
 fn merge_runs(docs: Vec<(String, Value)>, args: &MergeArgs) -> Result<ExitCode> {
     let shards = docs
         .into_iter()
-        .map(|(name, v)| crate::merge::run::read(&name, v))
+        .map(|(name, v)| {
+            let json: RunJson = serde_json::from_value(v).map_err(|e| format!("{name}: {e}"))?;
+            crate::merge::run::read(&name, json)
+        })
         .collect::<Result<Vec<_>, String>>()
         .map_err(anyhow::Error::msg)?;
     let n = shards.len();

@@ -8,13 +8,13 @@
 //! with a stray trailing colon (`"request_goodput:"`) loses it; in a sweep,
 //! missing keys take their defaults, as does a `null` where a number belongs;
 //! in a run, a float the file lacks (or holds as `null`) stays absent and a
-//! missing count is 0 (see [`crate::report::json::lenient`]);
+//! missing count is 0 (see [`crate::result::json::lenient`]);
 //! `request_rate` may be a number or `"inf"`; a JSON-lines file
 //! (`--append-result`) yields its last object.
 
 use super::stats::Sample;
 use crate::client::scrape::QueueSample;
-use crate::report::json::RunJson;
+use crate::result::json::RunJson;
 use crate::result::sweep::{SloOutcomeRow, StepResult, SweepResult};
 use serde_json::{Map, Value};
 

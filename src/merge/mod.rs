@@ -3,7 +3,7 @@
 //! fingerprint, seed, shard count and start; every index present exactly
 //! once); the blocks add themselves up ([`crate::result::shard::ShardPart::add`],
 //! [`crate::result::shard_sweep::StepShard::add`]). PURE: the command layer reads
-//! and writes the files; [`run`] rebuilds a [`crate::report::RunResult`] and
+//! and writes the files; [`run`] rebuilds a [`crate::result::RunResult`] and
 //! [`sweep`] a [`crate::result::sweep::SweepResult`].
 //!
 //! Counters add; histograms add bucket by bucket (exact: one configuration);

@@ -6,12 +6,11 @@
 use super::{check_set, ShardFile};
 use crate::metrics::stats::{Distribution, Summary};
 use crate::metrics::KNEECAP_PERCENTILES;
-use crate::report::assemble::{RunHeader, RunOutcome};
-use crate::report::json::kneecap::MergedBlock;
-use crate::report::json::RunJson;
-use crate::report::{GeneratorVerdict, RunResult};
+use crate::result::json::kneecap::MergedBlock;
+use crate::result::json::RunJson;
 use crate::result::shard::ShardPart;
-use serde_json::Value;
+use crate::result::{GeneratorVerdict, RunResult};
+use crate::result::{RunHeader, RunOutcome};
 
 /// How many failure messages the merged result keeps (over all shards).
 const FIRST_ERRORS: usize = 10;
@@ -26,9 +25,9 @@ pub struct RunShard {
     pub first_errors: Vec<String>,
 }
 
-/// Parse a shard's run result; the error names the file.
-pub fn read(name: &str, v: Value) -> Result<RunShard, String> {
-    let json: RunJson = serde_json::from_value(v).map_err(|e| format!("{name}: {e}"))?;
+/// A shard's run result, read as the one run JSON type; the error names
+/// the file.
+pub fn read(name: &str, json: RunJson) -> Result<RunShard, String> {
     let header = json.header();
     let k = json.kneecap.unwrap_or_default();
     let shard = k.shard.ok_or_else(|| {
@@ -168,7 +167,7 @@ mod tests {
     use crate::shard::Shard;
 
     /// Shard `index` of 2 as `kneecap run --shard` writes it.
-    fn shard_file(index: usize, error: &str) -> Value {
+    fn shard_file(index: usize, error: &str) -> RunJson {
         let header = RunHeader {
             backend: "openai".into(),
             model_id: "m".into(),
@@ -195,7 +194,8 @@ mod tests {
             ..Default::default()
         };
         let r = RunResult::assemble(header, Summary::default(), Vec::new(), outcome);
-        serde_json::to_value(RunJson::of(&r, false)).unwrap()
+        let text = serde_json::to_string(&RunJson::of(&r, false).to_value()).unwrap();
+        serde_json::from_str(&text).unwrap()
     }
 
     #[test]
@@ -223,8 +223,8 @@ mod tests {
 
     #[test]
     fn a_result_without_a_shard_block_is_refused_by_name() {
-        let vllm = serde_json::json!({"backend": "vllm", "completed": 3, "request_rate": "inf"});
-        let err = read("v.json", vllm).unwrap_err();
+        let text = r#"{"backend": "vllm", "completed": 3, "request_rate": "inf"}"#;
+        let err = read("v.json", serde_json::from_str(text).unwrap()).unwrap_err();
         assert!(err.starts_with("v.json: no `kneecap.shard` block"), "{err}");
     }
 }

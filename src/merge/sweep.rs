@@ -3,7 +3,8 @@
 //! the console table, the HTML and `kneecap report` render it the same way.
 //! PURE: works on parsed results.
 //!
-//! Per step: counters and histograms add ([`crate::result::shard::ShardPart::add`]); every SLO is
+//! Per step: the shards' blocks add up
+//! ([`crate::result::shard_sweep::StepShard::add`]); every SLO is
 //! re-evaluated on the merged histograms ([`crate::sweep::slo_hist`]); the
 //! failed requests the shards counted in their windows are +∞ samples, as in
 //! a single process (a failed request is a miss); the

@@ -1,10 +1,10 @@
 //! Console summary in `vllm bench serve`'s layout (its labels, in its order),
 //! followed by kneecap's own block. Pure: returns a String.
 
-use super::RunResult;
 use crate::client::openai::Backend;
 use crate::metrics::stats::Distribution;
 use crate::metrics::MetricName;
+use crate::result::RunResult;
 use std::fmt::Write;
 
 /// Render the summary printed at the end of a run.
@@ -252,7 +252,7 @@ fn error_lines(out: &mut String, r: &RunResult) {
 }
 
 /// "Generator: healthy (...)" or "GENERATOR-LIMITED: reasons".
-fn generator_line(out: &mut String, g: &super::GeneratorVerdict) {
+fn generator_line(out: &mut String, g: &crate::result::GeneratorVerdict) {
     let cpu = g
         .cpu_busy_fraction
         .map_or("?".into(), |c| format!("{:.0}%", c * 100.0));

@@ -2,7 +2,8 @@
 //! rename, so an existing file is never half-overwritten), `--append-result`,
 //! and a writability check made before the run starts.
 
-use super::{python_float, RunResult};
+use super::python_float;
+use crate::result::RunResult;
 use anyhow::{Context, Result};
 use std::fs;
 use std::io::Write;
@@ -81,7 +82,7 @@ pub fn write_atomic(path: &Path, text: &[u8]) -> Result<()> {
 
 /// Save the run: a new file (atomic), or one more JSON line with `append`.
 pub fn save(r: &RunResult, path: &Path, detailed: bool, append: bool) -> Result<()> {
-    let text = super::json::to_vec(r, detailed);
+    let text = crate::result::json::to_vec(r, detailed);
     if !append {
         return write_atomic(path, &text);
     }
@@ -100,7 +101,7 @@ mod tests {
     fn result(backend: &str, rate: f64, conc: Option<usize>, model: &str) -> RunResult {
         RunResult {
             date: "20261201-120000".into(),
-            header: crate::report::RunHeader {
+            header: crate::result::RunHeader {
                 backend: backend.into(),
                 model_id: model.into(),
                 num_prompts: 1,

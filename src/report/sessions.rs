@@ -1,59 +1,9 @@
-//! Multi-turn sessions in a run's outputs: the `kneecap.sessions` JSON block
-//! and the console lines (sessions by outcome, duration, think time kept,
-//! TTFT by turn number: turn 1 against later turns shows the prefix cache).
+//! Multi-turn sessions on the console: sessions by outcome, duration,
+//! think time kept, TTFT by turn number (turn 1 against later turns shows
+//! the prefix cache). The JSON block is `result::json::sessions`.
 
-use super::json::dist::DistJson;
 use crate::metrics::session::SessionSummary;
-use serde::{Deserialize, Serialize};
 use std::fmt::Write;
-
-/// `kneecap.sessions`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct SessionsJson {
-    pub started: usize,
-    pub completed: usize,
-    /// Ended by a failed turn.
-    pub failed: usize,
-    /// Ended by the end of the run (or a sweep step's drain limit, or Ctrl-C).
-    pub cut: usize,
-    pub turns_sent: usize,
-    /// First turn sent to last answer, completed sessions.
-    pub duration: DistJson,
-    /// Measured: a turn's send minus the previous answer's last token.
-    pub think_time: DistJson,
-    pub ttft_by_turn: Vec<TurnTtftJson>,
-}
-
-/// TTFT of the successful requests that were turn `turn` of their session.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct TurnTtftJson {
-    pub turn: u32,
-    pub ttft: DistJson,
-}
-
-impl SessionsJson {
-    pub fn of(s: &SessionSummary) -> Self {
-        SessionsJson {
-            started: s.started,
-            completed: s.completed,
-            failed: s.failed,
-            cut: s.cut,
-            turns_sent: s.turns_sent,
-            duration: DistJson::of(&s.duration),
-            think_time: DistJson::of(&s.think_time),
-            ttft_by_turn: s
-                .ttft_by_turn
-                .iter()
-                .map(|t| TurnTtftJson {
-                    turn: t.turn,
-                    ttft: DistJson::of(&t.ttft),
-                })
-                .collect(),
-        }
-    }
-}
 
 /// The console lines of the kneecap block.
 pub fn console_lines(out: &mut String, s: &SessionSummary) {

@@ -213,6 +213,28 @@ pub struct ShardRun {
     pub part: ShardPart,
 }
 
+/// `kneecap.merged`: which shards a `kneecap merge` result came from, over
+/// which window, and how well they started together.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MergedBlock {
+    pub shards: usize,
+    pub fingerprint: String,
+    pub seed: u64,
+    /// The shard files, as given, in shard order.
+    pub files: Vec<String>,
+    /// The common `--start-at` (RFC 3339), if one was given.
+    pub start_at: Option<String>,
+    /// Each shard's start lateness, ms.
+    pub start_lateness_ms: Vec<Option<f64>>,
+    pub window_start_unix_s: f64,
+    pub window_end_unix_s: f64,
+    /// Requests the shards were due to send, all together.
+    pub planned: u64,
+    /// How the merged numbers were computed.
+    pub notes: Vec<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

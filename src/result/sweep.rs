@@ -3,11 +3,11 @@
 //! all render from it. Plain serializable data; no logic beyond accessors
 //! and pricing ([`SweepResult::price`]).
 
+use super::cache::PrefixCacheStats;
 use super::cost::{usd_per_million_output_tokens, CostSummary, Pricing};
 use super::series::LatencyPoint;
 use super::shard_sweep::{MergedSweep, StepShard, SweepIdentity};
 pub use super::verdict::{Decision, LoadUnit, Verdict};
-use super::PrefixCacheStats;
 use crate::client::scrape::QueueSample;
 use serde::{Deserialize, Serialize};
 

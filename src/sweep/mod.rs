@@ -1,10 +1,11 @@
 //! Sweep: the pure core of `kneecap sweep`. It owns SLO parsing and
 //! evaluation ([`slo`]), the steady-state check ([`steady`]), the generator
 //! health check ([`health`], from [`crate::metrics`]), the knee search
-//! ([`mod@knee`]), the verdict on one step ([`judge`]) and the one step judge
-//! shared by the live sweep and `kneecap merge` ([`step`]), each step's prompt
-//! seed ([`draws`]); [`rows`] turns
-//! verdicts into the rows of a [`crate::result::sweep::SweepResult`]. PURE:
+//! ([`mod@knee`], over the [`point`]s of the steps), the verdict on one step
+//! ([`judge`]) and the one step judge shared by the live sweep and `kneecap
+//! merge` ([`step`]: from one typed judgement, the step's row of a
+//! [`crate::result::sweep::SweepResult`] and its point for the search), each
+//! step's prompt seed ([`draws`]); [`rows`] builds the rows' parts. PURE:
 //! the command layer runs the steps, scrapes `/metrics` and writes output;
 //! nothing here reads a clock, a socket or a file.
 //!

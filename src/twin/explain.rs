@@ -21,7 +21,7 @@
 //!
 //! Pure: numbers in, an explanation out.
 
-use crate::report::explain::{Binding, Evidence, ExplainSource, KneeExplain};
+use crate::result::explain::{Binding, Evidence, ExplainSource, KneeExplain};
 use crate::sim::usage::Usage;
 use crate::sim::ModelParams;
 use crate::sweep::slo::{SloMetric, SloOutcome};

@@ -1,7 +1,7 @@
 //! The binding rules on synthetic utilisation.
 
 use super::*;
-use crate::report::explain::Binding;
+use crate::result::explain::Binding;
 use crate::sim::preset;
 use crate::sweep::slo::Slo;
 use std::time::Duration;

@@ -22,7 +22,7 @@
 //! binding is then unknown. Pure: rows in, an explanation out.
 
 use super::explain::{KV_PREEMPTIONS_PER_REQUEST, SLOTS_MEAN_FILL};
-use crate::report::explain::{Binding, Evidence, ExplainSource, KneeExplain};
+use crate::result::explain::{Binding, Evidence, ExplainSource, KneeExplain};
 use crate::result::sweep::{KneeSummary, StepResult};
 use crate::result::Verdict;
 use crate::sweep::slo::{Slo, SloMetric};

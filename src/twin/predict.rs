@@ -8,7 +8,7 @@
 
 use super::explain::{explain, AtKnee, Knob};
 use super::knee::{true_knee, KneeKind, Truth, TruthConfig};
-use crate::report::explain::{KneeExplain, MovedKnee, Moves};
+use crate::result::explain::{KneeExplain, MovedKnee, Moves};
 use crate::sim::ModelParams;
 use serde::{Deserialize, Serialize};
 

@@ -3,7 +3,7 @@
 //! what moves the knee moves it the right way.
 
 use super::*;
-use crate::report::explain::Binding;
+use crate::result::explain::Binding;
 use crate::sim::preset;
 use crate::sim::virtual_time::VirtualLoad;
 use std::time::Duration;

@@ -6,7 +6,7 @@
 use super::json::{PredictJson, SIMULATED};
 use super::knee::KneeKind;
 use super::predict::{Misfit, Prediction, Replicas};
-use crate::report::explain::Binding;
+use crate::result::explain::Binding;
 use std::fmt::Write as _;
 
 /// A knee with its interval: `23.4 req/s (interval 21.0–25.1)`.

@@ -1,7 +1,7 @@
 //! The console text of a prediction and of a grid.
 
 use super::*;
-use crate::report::explain::{Evidence, ExplainSource, KneeExplain, MovedKnee, Moves};
+use crate::result::explain::{Evidence, ExplainSource, KneeExplain, MovedKnee, Moves};
 use crate::sim::preset;
 use crate::sim::virtual_time::VirtualLoad;
 use crate::twin::grid::GridCell;

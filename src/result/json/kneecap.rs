@@ -5,7 +5,8 @@
 
 use super::dist::DistJson;
 use super::lenient;
-use crate::report::RunResult;
+use crate::result::run::RunResult;
+pub use crate::result::shard::MergedBlock;
 use crate::result::shard::ShardRun;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -75,7 +76,7 @@ pub struct KneecapJson {
     pub prefix_cache: Option<crate::result::PrefixCacheStats>,
     /// `--multi-turn`: sessions by outcome, duration, TTFT by turn.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub sessions: Option<crate::report::sessions::SessionsJson>,
+    pub sessions: Option<super::sessions::SessionsJson>,
     /// Per-request `[session, turn]` (turn 1-based) of a multi-turn run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_turns: Option<Vec<[u64; 2]>>,
@@ -122,7 +123,7 @@ pub struct Warmups {
     pub sent: usize,
 }
 
-/// The load generator's self-check (see [`crate::report::GeneratorVerdict`]).
+/// The load generator's self-check (see [`crate::result::run::GeneratorVerdict`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct GeneratorJson {
@@ -170,28 +171,6 @@ pub struct ShardJson {
 
 fn p99_only() -> Vec<f64> {
     vec![99.0]
-}
-
-/// `kneecap.merged`: which shards a `kneecap merge` result came from, over
-/// which window, and how well they started together.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct MergedBlock {
-    pub shards: usize,
-    pub fingerprint: String,
-    pub seed: u64,
-    /// The shard files, as given, in shard order.
-    pub files: Vec<String>,
-    /// The common `--start-at` (RFC 3339), if one was given.
-    pub start_at: Option<String>,
-    /// Each shard's start lateness, ms.
-    pub start_lateness_ms: Vec<Option<f64>>,
-    pub window_start_unix_s: f64,
-    pub window_end_unix_s: f64,
-    /// Requests the shards were due to send, all together.
-    pub planned: u64,
-    /// How the merged numbers were computed.
-    pub notes: Vec<String>,
 }
 
 impl KneecapJson {
@@ -251,10 +230,7 @@ impl KneecapJson {
                 reasoning_requests: s.reasoning.reasoning_requests,
             }),
             prefix_cache: k.prefix_cache.clone(),
-            sessions: k
-                .sessions
-                .as_ref()
-                .map(crate::report::sessions::SessionsJson::of),
+            sessions: k.sessions.as_ref().map(super::sessions::SessionsJson::of),
             ..Default::default()
         };
         if detailed {
@@ -309,7 +285,7 @@ impl KneecapJson {
 }
 
 impl GeneratorJson {
-    pub fn of(g: &crate::report::GeneratorVerdict) -> Self {
+    pub fn of(g: &crate::result::run::GeneratorVerdict) -> Self {
         GeneratorJson {
             limited: g.health.limited,
             reasons: g.health.reasons.clone(),

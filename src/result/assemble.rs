@@ -3,46 +3,12 @@
 //! a [`RunHeader`] (what was asked for), a summary and records (what was
 //! measured) and a [`RunOutcome`] (how the load went).
 
-use super::json::kneecap::MergedBlock;
-use super::{GeneratorVerdict, KneecapInfo, RunResult};
+use super::run::{GeneratorVerdict, KneecapInfo, RunHeader, RunResult};
+use super::shard::MergedBlock;
+use super::shard::ShardRun;
 use crate::metrics::stats::Summary;
-use crate::metrics::{MetricName, RequestRecord};
-use crate::result::shard::ShardRun;
+use crate::metrics::RequestRecord;
 use chrono::{DateTime, Local};
-
-/// What identifies a run: vLLM's header keys and kneecap's identity of the
-/// load. `kneecap run` fills it from its config; `kneecap merge` reads it
-/// back from a shard's JSON ([`super::json::RunJson::header`]).
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct RunHeader {
-    pub backend: String,
-    pub label: Option<String>,
-    pub model_id: String,
-    pub tokenizer_id: Option<String>,
-    pub num_prompts: usize,
-    /// `--metadata` pairs, in the order given.
-    pub metadata: Vec<(String, String)>,
-    pub request_rate: f64,
-    pub burstiness: f64,
-    pub max_concurrency: Option<usize>,
-    /// (strategy, start rps, end rps) when ramp-up was used.
-    pub ramp_up: Option<(String, u32, u32)>,
-    /// Which stats blocks to show (`--percentile-metrics`).
-    pub percentile_metrics: Vec<MetricName>,
-    /// `--metric-percentiles`.
-    pub percentiles: Vec<f64>,
-    /// Server root the run targeted (no credentials).
-    pub target: String,
-    pub simulated: bool,
-    pub sim_preset: Option<String>,
-    pub endpoint: String,
-    pub dataset: String,
-    /// Human description of the arrival process.
-    pub arrival: String,
-    pub seed: u64,
-    /// `--duration` bound, when the run was time-bounded.
-    pub duration_bound_s: Option<f64>,
-}
 
 /// How the load went, beyond the measurements.
 #[derive(Debug, Clone, Default)]
@@ -96,7 +62,8 @@ impl RunResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::json::RunJson;
+    use crate::metrics::MetricName;
+    use crate::result::json::RunJson;
     use crate::result::shard::{ShardIdentity, ShardPart};
     use crate::shard::Shard;
 

@@ -59,7 +59,7 @@ pub fn shape(v: Value) -> Value {
 mod tests {
     use super::super::{render, RunJson};
     use crate::metrics::{MetricName, RequestRecord};
-    use crate::report::{RunHeader, RunResult};
+    use crate::result::{RunHeader, RunResult};
 
     fn keys(r: &RunResult) -> Vec<String> {
         match render(r, true) {

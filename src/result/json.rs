@@ -8,9 +8,9 @@ pub mod dist;
 pub mod kneecap;
 pub mod lenient;
 mod pooling;
+pub mod sessions;
 
-use super::assemble::RunHeader;
-use super::RunResult;
+use super::run::{RunHeader, RunResult};
 use crate::client::openai::Backend;
 use crate::metrics::stats::percentile_key;
 use crate::metrics::{MetricName, RequestRecord};
