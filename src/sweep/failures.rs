@@ -8,6 +8,7 @@
 use super::evidence::StepCounts;
 use crate::metrics::health::GeneratorHealth;
 use crate::metrics::refusal::server_message;
+use crate::metrics::ErrorKind;
 use crate::result::Verdict;
 
 /// A step is judged on its failures when more than this share of its
@@ -17,7 +18,7 @@ pub const MOSTLY_FAILED: f64 = 0.5;
 /// Failure kinds that may be the client's own doing: kneecap cancelling what
 /// was in flight at the step's end, or not getting a connection through (a
 /// starved generator shows both). Every other kind is the server's answer.
-const CLIENT_SIDE: [&str; 2] = ["cancelled", "connect"];
+const CLIENT_SIDE: [ErrorKind; 2] = [ErrorKind::Cancelled, ErrorKind::Connect];
 
 /// The verdict on the step's failures, when more than [`MOSTLY_FAILED`] of
 /// its requests failed: a failure, for one reason (the step line shows a
@@ -38,7 +39,7 @@ pub fn judge_failures(
     let answered: u64 = counts
         .errors_by_kind
         .iter()
-        .filter(|(kind, _)| !CLIENT_SIDE.contains(&kind.as_str()))
+        .filter(|(kind, _)| !CLIENT_SIDE.iter().any(|c| c.as_str() == kind.as_str()))
         .map(|(_, n)| *n)
         .sum();
     if answered as f64 / counts.n_requests as f64 <= MOSTLY_FAILED {
