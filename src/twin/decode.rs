@@ -27,7 +27,7 @@ use super::profile::Estimate;
 use crate::metrics::stats::mean;
 
 /// Fewest gaps a level needs to be fitted.
-const MIN_GAPS: usize = 20;
+pub const MIN_GAPS: usize = 20;
 /// A level is saturated when it offered this many times the slots it got.
 const SATURATED: f64 = 1.15;
 
@@ -43,7 +43,7 @@ pub struct DecodeFit {
 
 /// The slots a level held: the running gauge's peak, else the streaming
 /// count corrected for the prefill step.
-fn slots(l: &DecodeLevel) -> f64 {
+pub fn slots(l: &DecodeLevel) -> f64 {
     let out = f64::from(l.output_tokens.max(2));
     l.running_max
         .unwrap_or_else(|| l.streaming * out / (out - 1.0))

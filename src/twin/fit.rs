@@ -31,6 +31,8 @@ pub struct Observations {
     pub kv_systematic: f64,
     /// `max_model_len` from `GET /v1/models`, when listed.
     pub max_model_len: Option<u32>,
+    /// The context of each slot, when the server reports one (llama.cpp).
+    pub slot_context: Option<u32>,
     /// The longest prompt + output a probe request asked for and got.
     pub longest_request: u32,
 }
@@ -78,7 +80,10 @@ pub fn fit(obs: &Observations, header: Header) -> ServerProfile {
         warnings.push(w);
     }
     let budget = budget(obs, pre.as_ref(), &alpha, c_p, c_p_sigma);
-    let kv_cache_tokens = kv::fit(&obs.kv_points, obs.most_held_tokens, obs.kv_systematic);
+    let kv_cache_tokens = match obs.slot_context {
+        Some(ctx) if obs.kv_points.is_empty() => kv::per_slot(ctx, &max_num_seqs),
+        _ => kv::fit(&obs.kv_points, obs.most_held_tokens, obs.kv_systematic),
+    };
     if let Some(note) = &kv_cache_tokens.note {
         warnings.push(note.clone());
     }
@@ -207,9 +212,13 @@ fn budget(
 }
 
 fn model_len(obs: &Observations) -> Estimate {
-    match obs.max_model_len {
-        Some(n) => Estimate::reported(f64::from(n), "max_model_len in GET /v1/models"),
-        None => Estimate::lower_bound(
+    match (obs.max_model_len, obs.slot_context) {
+        (Some(n), _) => Estimate::reported(f64::from(n), "max_model_len in GET /v1/models"),
+        (None, Some(n)) => Estimate::reported(
+            f64::from(n),
+            "the context of one slot (meta.n_ctx in GET /v1/models)",
+        ),
+        (None, None) => Estimate::lower_bound(
             f64::from(obs.longest_request.max(2)),
             "not listed by GET /v1/models; at least the longest probe request",
         ),

@@ -96,6 +96,11 @@ fn interference_obs(p: &ModelParams, pl: &Pilot, budget: Duration) -> Interferen
 /// Profiles `p` in fake time within `budget` (the decode levels get what
 /// the plan gives them).
 fn profile(p: &ModelParams, caching: bool, budget: Duration) -> ServerProfile {
+    fit(&observations(p, caching, budget), header(budget))
+}
+
+/// What the probes see of `p` in fake time within `budget`.
+fn observations(p: &ModelParams, caching: bool, budget: Duration) -> Observations {
     let pl = pilot(p, caching);
     let mut obs = Observations {
         prefill: prefill_samples(p, caching, &pl, budget),
@@ -131,7 +136,11 @@ fn profile(p: &ModelParams, caching: bool, budget: Duration) -> ServerProfile {
         }
         obs.decode.push(level);
     }
-    let header = Header {
+    obs
+}
+
+fn header(budget: Duration) -> Header {
+    Header {
         kneecap_version: "test".into(),
         base_url: "fake".into(),
         simulated: true,
@@ -140,8 +149,7 @@ fn profile(p: &ModelParams, caching: bool, budget: Duration) -> ServerProfile {
         budget_s: budget.as_secs_f64(),
         elapsed_s: 0.0,
         probes: vec![],
-    };
-    fit(&obs, header)
+    }
 }
 
 fn params(m: u32, base_ms: u64, c_p_us: u64, c_d_us: u64, kv: u32, alpha: f64) -> ModelParams {
@@ -216,4 +224,32 @@ fn a_partly_overlapped_server_without_prefix_caching_comes_back() {
 #[test]
 fn a_disaggregated_server_with_a_wide_batch_comes_back() {
     check(&params(64, 5, 20, 50, 200_000, 0.0), true, 60);
+}
+
+#[test]
+fn a_context_per_slot_without_a_kv_gauge_gives_the_slots_context() {
+    // llama.cpp: 6 slots of 2048 tokens each, no KV gauge, no max_model_len.
+    let budget = Duration::from_secs(60);
+    let mut obs = observations(&params(6, 10, 300, 400, 12_288, 1.0), true, budget);
+    obs.kv_points.clear();
+    obs.max_model_len = None;
+    let unknown = fit(&obs, header(budget));
+    assert_eq!(unknown.params.kv_cache_tokens.status, Status::LowerBound);
+    obs.slot_context = Some(2048);
+    let prof = fit(&obs, header(budget));
+    let (kv, len) = (&prof.params.kv_cache_tokens, &prof.params.max_model_len);
+    assert_eq!(
+        (kv.status, kv.value),
+        (Status::Reported, 12_288.0),
+        "{kv:?}"
+    );
+    assert_eq!(
+        (len.status, len.value),
+        (Status::Reported, 2048.0),
+        "{len:?}"
+    );
+    assert!(!prof
+        .warnings
+        .iter()
+        .any(|w| w.contains("KV capacity unknown")));
 }

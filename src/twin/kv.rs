@@ -74,6 +74,24 @@ pub fn fit(points: &[KvPoint], most_held: f64, systematic: f64) -> Estimate {
     }
 }
 
+/// The capacity of a server whose every slot holds a context of its own
+/// (llama.cpp: `-c` split over `-np` slots, `meta.n_ctx` in its model
+/// listing): `slot_context` tokens per slot, for as many slots as the batch
+/// limit holds. No request then waits for KV that another one holds; a
+/// request longer than one slot's context is refused (`max_model_len`).
+/// A lower bound when the batch limit is one.
+pub fn per_slot(slot_context: u32, slots: &Estimate) -> Estimate {
+    let seqs = slots.value.round().max(1.0);
+    let kv = seqs * f64::from(slot_context);
+    let how = format!(
+        "each slot holds its own context of {slot_context} tokens (meta.n_ctx in GET /v1/models) x {seqs:.0} slots (the batch limit)"
+    );
+    match slots.status {
+        super::Status::LowerBound => Estimate::lower_bound(kv, how),
+        _ => Estimate::reported(kv, how),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,6 +141,24 @@ mod tests {
             0.0,
         );
         assert_eq!(tiny.status, Status::LowerBound);
+    }
+
+    #[test]
+    fn a_context_per_slot_gives_the_capacity_of_the_slots() {
+        let slots = Estimate::fitted(2.0, 0.5, 1.0, "gauge");
+        let e = per_slot(2048, &slots);
+        assert_eq!(
+            (e.status, e.value, e.high),
+            (Status::Reported, 4096.0, Some(4096.0))
+        );
+        assert!(
+            e.how.contains("2048 tokens") && e.how.contains("2 slots"),
+            "{}",
+            e.how
+        );
+        assert_eq!(e.note, None);
+        let unsure = per_slot(2048, &Estimate::lower_bound(4.0, "never saturated"));
+        assert_eq!((unsure.status, unsure.value), (Status::LowerBound, 8192.0));
     }
 
     #[test]

@@ -9,6 +9,8 @@
 //! levels. Lengths shrink before a probe outgrows its share; every level
 //! the command runs is also cancelled at the budget's end.
 
+use super::decode::{saturated, slots, MIN_GAPS};
+use super::observe::DecodeLevel;
 use std::time::Duration;
 
 /// Shares of the budget.
@@ -20,7 +22,7 @@ pub const SLACK_SHARE: f64 = 0.08;
 pub const LONGEST_PREFILL: u32 = 2048;
 /// Output tokens of a lone prefill request (its first token is what counts).
 pub const PREFILL_OUTPUT: u32 = 2;
-/// Decoders of the interference probe (fits any batch limit of 4 or more).
+/// Decoders of the interference probe, fewer on a smaller batch limit.
 pub const DECODERS: usize = 3;
 /// Prompt and output of a decode-level request.
 pub const DECODE_PROMPT: u32 = 8;
@@ -159,6 +161,19 @@ pub fn interference(pilot: &Pilot, budget: Duration, max_len: u32) -> Interferen
     }
 }
 
+/// Decoders for the interference probe: [`DECODERS`], or fewer when a
+/// decode level showed a batch limit, so that one slot stays free for each
+/// arriving prompt (on a full batch it would queue, not run beside them).
+/// 0 on a server of one slot: no prompt can run beside a decoder there.
+pub fn decoders(levels: &[DecodeLevel]) -> usize {
+    levels
+        .iter()
+        .filter(|l| saturated(l))
+        .map(|l| slots(l).round() as usize)
+        .min()
+        .map_or(DECODERS, |limit| DECODERS.min(limit.saturating_sub(1)))
+}
+
 /// The next decode level `(concurrency, length)`, given the levels run so
 /// far as `(concurrency, saturated, mean gap s)`, the time they took and
 /// the share left; `None` to stop (a saturated level, the top, or no time).
@@ -180,9 +195,12 @@ pub fn next_decode_level(
         [b] => b.2 * 1.5,
         [] => pilot.lone_gap_s,
     };
-    // The first wave's prefill, then 24 steps of steady decoding.
+    // The first wave's prefill, then 24 steps of steady decoding (more at
+    // low concurrency: twice the gaps the fit needs, as a slow or busy
+    // server's steps come out longer than the pilot's).
     let first = pilot.short_ttft_s + pilot.per_token_s * f64::from(DECODE_PROMPT) * k as f64;
-    let length = Duration::from_secs_f64((first + 24.0 * gap).max(0.4));
+    let steps = (2 * MIN_GAPS).div_ceil(k).max(24) as f64;
+    let length = Duration::from_secs_f64((first + steps * gap).max(0.4));
     (length <= left).then_some((k, length))
 }
 
@@ -255,6 +273,42 @@ mod tests {
             "{tight:?}"
         );
         assert!(tight.sends.len() >= 3);
+    }
+
+    #[test]
+    fn interference_decoders_leave_a_slot_free_for_the_prompts() {
+        let level = |k: usize, running: f64| DecodeLevel {
+            concurrency: k,
+            output_tokens: DECODE_OUTPUT,
+            start_s: 0.1,
+            window_s: 1.0,
+            streaming: running,
+            gaps: 100,
+            mean_gap_s: 0.01,
+            median_gap_s: 0.01,
+            prefill_tokens_per_s: 0.0,
+            running_mean: Some(running),
+            running_max: Some(running),
+            preemptions: None,
+            kv_usage_max: None,
+            failed: 0,
+        };
+        // No level saturated: the batch holds at least 8.
+        assert_eq!(decoders(&[level(4, 4.0), level(8, 8.0)]), DECODERS);
+        assert_eq!(decoders(&[level(2, 2.0), level(4, 2.0)]), 1);
+        assert_eq!(decoders(&[level(4, 3.0)]), 2);
+        assert_eq!(decoders(&[level(1, 1.0), level(2, 1.0)]), 0);
+    }
+
+    #[test]
+    fn a_level_lasts_long_enough_for_the_gaps_the_fit_needs() {
+        let p = pilot(0.005, 5e-6, 0.010);
+        let (_, one) = next_decode_level(&[], &p, Duration::from_secs(60)).unwrap();
+        // 40 steps of 10 ms at one stream: 40 gaps, twice the fit's minimum.
+        assert!(one.as_secs_f64() >= 0.4 + 0.005, "{one:?}");
+        let done = [(1, false, 0.010)];
+        let (_, two) = next_decode_level(&done, &p, Duration::from_secs(60)).unwrap();
+        assert!(two.as_secs_f64() >= 24.0 * 0.015, "{two:?}");
     }
 
     #[test]

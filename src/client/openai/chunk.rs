@@ -167,6 +167,10 @@ pub struct ModelEntry {
     pub root: Option<String>,
     /// The context length, when the server reports it (vLLM).
     pub max_model_len: Option<u32>,
+    /// The context of one slot, when the server reports it (llama.cpp's
+    /// `meta.n_ctx`: each of its slots holds this many tokens, prompt and
+    /// output, in a KV cache of its own).
+    pub slot_context: Option<u32>,
 }
 
 /// Parse a `GET /v1/models` response body (`{"data":[{"id":..,"root":..}]}`).
@@ -180,6 +184,10 @@ pub fn parse_models(body: &[u8]) -> Result<Vec<ModelEntry>, String> {
             id: m.id,
             root: m.root,
             max_model_len: m.max_model_len.as_u32(),
+            slot_context: match m.meta {
+                Some(LooseMeta::Meta(x)) => x.n_ctx.as_u32(),
+                _ => None,
+            },
         })
         .collect())
 }
@@ -196,6 +204,23 @@ struct RawModel {
     root: Option<String>,
     #[serde(default)]
     max_model_len: LooseNum,
+    #[serde(default)]
+    meta: Option<LooseMeta>,
+}
+
+/// llama.cpp's `meta` block of a model listing; anything else there is
+/// another server's business and ignored.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum LooseMeta {
+    Meta(RawModelMeta),
+    Other(serde::de::IgnoredAny),
+}
+
+#[derive(Deserialize)]
+struct RawModelMeta {
+    #[serde(default)]
+    n_ctx: LooseNum,
 }
 
 /// The keys of a chunk we look at; everything else is skipped.

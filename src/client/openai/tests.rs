@@ -397,6 +397,7 @@ fn parses_model_listings() {
             id: "served".into(),
             root: Some("/models/x".into()),
             max_model_len: Some(4096),
+            slot_context: None,
         }])
     );
     let llama = br#"{"object":"list","data":[{"id":"smollm2.gguf","object":"model","created":1,"owned_by":"llamacpp","meta":{"n_ctx_train":8192}}],"models":[]}"#;
@@ -406,8 +407,17 @@ fn parses_model_listings() {
             id: "smollm2.gguf".into(),
             root: None,
             max_model_len: None,
+            slot_context: None,
         }])
     );
+    // llama.cpp's `meta.n_ctx` is one slot's context; a `meta` of another shape is ignored.
+    let slots = br#"{"data":[{"id":"a","meta":{"n_ctx":2048}},{"id":"m","meta":"v2"},{"id":"n","meta":{"n_ctx":"big"}}]}"#;
+    let ctx: Vec<_> = parse_models(slots)
+        .unwrap()
+        .iter()
+        .map(|m| m.slot_context)
+        .collect();
+    assert_eq!(ctx, [Some(2048), None, None]);
     assert_eq!(parse_models(br#"{"data":[]}"#), Ok(vec![]));
     assert!(parse_models(b"{}").is_err());
     assert!(parse_models(br#"{"data":[{"root":"x"}]}"#).is_err());

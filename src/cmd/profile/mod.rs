@@ -72,8 +72,8 @@ async fn profile(
         .metrics_url
         .clone()
         .unwrap_or_else(|| format!("{}/metrics", server.base_url));
-    let listed = max_model_len(&prepared).await;
-    let max_len = listed.unwrap_or(ASSUMED_MAX_LEN);
+    let (listed, slot_context) = model_lengths(&prepared).await;
+    let max_len = listed.or(slot_context).unwrap_or(ASSUMED_MAX_LEN);
     let model = prepared.model_id.clone();
     let mut probe = Probe {
         cfg: &run,
@@ -85,7 +85,8 @@ async fn profile(
         summaries: Vec::new(),
         gauges: None,
     };
-    let obs = observe(&mut probe, cfg.budget, max_len, listed, server.simulated).await?;
+    let lengths = (listed, slot_context);
+    let obs = observe(&mut probe, cfg.budget, max_len, lengths, server.simulated).await?;
     let header = Header {
         kneecap_version: env!("CARGO_PKG_VERSION").into(),
         base_url: server.base_url.clone(),
@@ -102,12 +103,14 @@ async fn profile(
     Ok(fit::fit(&obs, header))
 }
 
-/// The probes in order: pilot, lone prefills, interference, decode levels.
+/// The probes in order: pilot, lone prefills, decode levels, interference
+/// (last: its decoders must leave a slot free for the arriving prompts, so
+/// it needs the batch limit the decode levels show).
 async fn observe(
     probe: &mut Probe<'_>,
     budget: Duration,
     max_len: u32,
-    listed: Option<u32>,
+    listed: (Option<u32>, Option<u32>),
     simulated: bool,
 ) -> Result<Observations> {
     let pilot = probe.pilot(max_len).await?;
@@ -117,23 +120,28 @@ async fn observe(
         .prefill(&prefill_plan, share(plan::PREFILL_SHARE * 1.5))
         .await?;
     let inter = plan::interference(&pilot, budget, max_len);
-    let interference = probe.interference(&inter).await?;
     let mut obs = Observations {
         longest_request: prefill_plan
             .lengths
             .iter()
             .max()
-            .map_or(0, |n| n + plan::PREFILL_OUTPUT)
-            .max(inter.prompt_tokens + 1),
+            .map_or(0, |n| n + plan::PREFILL_OUTPUT),
         prefill,
-        interference,
-        max_model_len: listed,
+        max_model_len: listed.0,
+        slot_context: listed.1,
         ..Default::default()
     };
-    let decode_share = probe.left().saturating_sub(share(plan::SLACK_SHARE));
+    let decode_share = probe
+        .left()
+        .saturating_sub(inter.length + share(plan::SLACK_SHARE));
     probe
         .decode(&pilot, decode_share, max_len, &mut obs)
         .await?;
+    let decoders = plan::decoders(&obs.decode);
+    if decoders > 0 {
+        obs.interference = probe.interference(&inter, decoders).await?;
+        obs.longest_request = obs.longest_request.max(inter.prompt_tokens + 1);
+    }
     if simulated {
         // The built-in simulator counts KV token by token, as the client does.
         obs.kv_systematic = 0.0;
@@ -141,16 +149,16 @@ async fn observe(
     Ok(obs)
 }
 
-/// `max_model_len` of the served model, from `GET /v1/models`.
-async fn max_model_len(prepared: &runner::Prepared) -> Option<u32> {
-    let (status, body) = prepared.client.get("/v1/models").await.ok()?;
-    if status != 200 {
-        return None;
-    }
-    let models = openai::parse_models(&body).ok()?;
+/// `max_model_len` and the context of one slot (llama.cpp) of the served
+/// model, from `GET /v1/models`.
+async fn model_lengths(prepared: &runner::Prepared) -> (Option<u32>, Option<u32>) {
+    let Ok((200, body)) = prepared.client.get("/v1/models").await else {
+        return (None, None);
+    };
+    let models = openai::parse_models(&body).unwrap_or_default();
     models
         .iter()
         .find(|m| m.id == prepared.model_id || m.root.as_deref() == Some(&prepared.model_id))
         .or(models.first())
-        .and_then(|m| m.max_model_len)
+        .map_or((None, None), |m| (m.max_model_len, m.slot_context))
 }

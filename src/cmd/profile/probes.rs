@@ -25,6 +25,9 @@ use tokio::sync::watch;
 
 /// How often the decode levels scrape `/metrics`.
 const SCRAPE_EVERY: Duration = Duration::from_millis(50);
+/// The longest a level waits for the server to finish what an earlier
+/// level left behind.
+const SETTLE_MAX: Duration = Duration::from_secs(10);
 
 /// The probes' shared state.
 pub(super) struct Probe<'a> {
@@ -62,8 +65,31 @@ impl Probe<'_> {
         dataset::load(&ds, self.prepared.tokenizer.as_ref())
     }
 
+    /// Waits until the server's gauges show nothing running or waiting (at
+    /// most [`SETTLE_MAX`], never past the deadline; at once without
+    /// `/metrics`). A level cut at its end leaves requests in the server's
+    /// hands: llama.cpp, for one, finishes a prompt it has started before it
+    /// sees the client gone, and the next level's first requests would
+    /// queue behind it.
+    async fn settle(&self) {
+        let Some(scraper) = &self.scraper else {
+            return;
+        };
+        let until = Instant::now() + SETTLE_MAX.min(self.left());
+        while Instant::now() < until {
+            let busy = scraper.sample().await.is_some_and(|(_, q)| {
+                q.running.unwrap_or(0.0) > 0.0 || q.waiting.unwrap_or(0.0) > 0.0
+            });
+            if !busy {
+                return;
+            }
+            tokio::time::sleep(SCRAPE_EVERY).await;
+        }
+    }
+
     /// Runs one level, cut at `length` (and at the deadline), scraping the
-    /// gauges when `scrape`. Errors when interrupted.
+    /// gauges when `scrape`, once the server has settled. Errors when
+    /// interrupted.
     async fn level(
         &mut self,
         releases: Releases,
@@ -72,6 +98,7 @@ impl Probe<'_> {
         length: Duration,
         scrape: bool,
     ) -> Result<(Vec<RequestRecord>, Vec<GaugeSample>)> {
+        self.settle().await;
         let level = Level {
             releases,
             specs: Arc::new(specs),
@@ -207,14 +234,15 @@ impl Probe<'_> {
             .collect())
     }
 
-    /// Decoders from the start, prompts at the plan's times.
+    /// `decoders` streams from the start, prompts at the plan's times.
     pub(super) async fn interference(
         &mut self,
         plan: &InterferencePlan,
+        decoders: usize,
     ) -> Result<Option<InterferenceObs>> {
-        let mut specs = self.specs(plan::DECODE_PROMPT, plan.decoder_output, plan::DECODERS)?;
+        let mut specs = self.specs(plan::DECODE_PROMPT, plan.decoder_output, decoders)?;
         specs.extend(self.specs(plan.prompt_tokens, 1, plan.sends.len())?);
-        let mut offsets = vec![Duration::ZERO; plan::DECODERS];
+        let mut offsets = vec![Duration::ZERO; decoders];
         offsets.extend(&plan.sends);
         let t = Instant::now();
         let (r, _) = self
@@ -227,14 +255,13 @@ impl Probe<'_> {
             )
             .await?;
         let detail = format!(
-            "{} streams decoding, {} prompts of {} tokens arriving",
-            plan::DECODERS,
+            "{decoders} streams decoding, {} prompts of {} tokens arriving",
             plan.sends.len(),
             plan.prompt_tokens
         );
         self.summary("interference", &r, t.elapsed(), detail);
-        let (decoders, injected) = r.split_at(plan::DECODERS.min(r.len()));
-        Ok(interference::observe(decoders, injected))
+        let (streams, injected) = r.split_at(decoders.min(r.len()));
+        Ok(interference::observe(streams, injected))
     }
 
     /// Closed-loop levels at doubling concurrency, within `share`.
