@@ -21,7 +21,7 @@
 //! filled the KV cache is limited by the KV cache, not by the slot count,
 //! and then gives only a lower bound.
 
-use super::line;
+use super::line::{self, Line};
 use super::observe::DecodeLevel;
 use super::profile::Estimate;
 use crate::metrics::stats::mean;
@@ -75,12 +75,10 @@ pub fn fit(levels: &[DecodeLevel], interference: (f64, f64)) -> Option<DecodeFit
             })
             .collect()
     };
-    let central = line::fit(&points(interference.0), 1e-4)?;
-    let shifted = line::fit(&points(interference.0 + interference.1), 1e-4)?;
-    let sigma_base = central
-        .se_intercept
-        .hypot(shifted.intercept - central.intercept);
-    let sigma_seq = central.se_slope.hypot(shifted.slope - central.slope);
+    let (free, central, shifted) = lines(
+        &points(interference.0),
+        &points(interference.0 + interference.1),
+    )?;
     let batches: Vec<String> = usable
         .iter()
         .map(|l| format!("{:.0}", l.streaming))
@@ -92,21 +90,7 @@ pub fn fit(levels: &[DecodeLevel], interference: (f64, f64)) -> Option<DecodeFit
             batches.join(", ")
         )
     };
-    let mut step_base_ms = Estimate::fitted(
-        central.intercept * 1e3,
-        sigma_base * 1e3,
-        0.0,
-        how("intercept"),
-    );
-    let mut decode_seq_us =
-        Estimate::fitted(central.slope * 1e6, sigma_seq * 1e6, 0.0, how("slope"));
-    let mut warnings = Vec::new();
-    if let Some(why) = &central.not_linear {
-        let why = format!("the decode step against the batch is {why} (seconds against sequences)");
-        step_base_ms = step_base_ms.misfit(sigma_base * 1e3, 0.0, why.clone());
-        decode_seq_us = decode_seq_us.misfit(sigma_seq * 1e6, 0.0, why.clone());
-        warnings.push(why);
-    }
+    let (step_base_ms, decode_seq_us, mut warnings) = estimates(&free, &central, &shifted, &how);
     if levels.iter().any(kv_bound) {
         warnings.push(
             "a decode level preempted or filled the KV cache: it is left out of the fit, and its batch is a KV limit, not max_num_seqs".into(),
@@ -118,6 +102,69 @@ pub fn fit(levels: &[DecodeLevel], interference: (f64, f64)) -> Option<DecodeFit
         max_num_seqs: batch_limit(levels),
         warnings,
     })
+}
+
+/// The free least-squares line through `points`, and the lines the
+/// estimates come from (at `points`, and at the points with the
+/// interference correction at its upper end): free lines, or lines through
+/// the origin when the free one crosses below it. A step cannot cost less
+/// than nothing; a busy machine's noise, or steps that cost more per
+/// sequence when more sequences run, can put the free intercept there.
+fn lines(points: &[(f64, f64)], shifted: &[(f64, f64)]) -> Option<(Line, Line, Line)> {
+    let free = line::fit(points, 1e-4)?;
+    let fit_line = |xy: &[(f64, f64)]| match free.intercept < 0.0 {
+        true => line::through_origin(xy),
+        false => line::fit(xy, 1e-4),
+    };
+    let (central, shifted) = (fit_line(points)?, fit_line(shifted)?);
+    Some((free, central, shifted))
+}
+
+/// The step base and the cost per sequence from the lines, each flagged
+/// (and widened) when the free line crossed below the origin or was not
+/// linear; and the warnings that says so.
+fn estimates(
+    free: &Line,
+    central: &Line,
+    shifted: &Line,
+    how: &dyn Fn(&str) -> String,
+) -> (Estimate, Estimate, Vec<String>) {
+    let sigma_base = central
+        .se_intercept
+        .hypot(shifted.intercept - central.intercept);
+    let sigma_seq = central.se_slope.hypot(shifted.slope - central.slope);
+    let mut base = Estimate::fitted(
+        central.intercept * 1e3,
+        sigma_base * 1e3,
+        0.0,
+        how("intercept"),
+    );
+    let mut seq = Estimate::fitted(central.slope * 1e6, sigma_seq * 1e6, 0.0, how("slope"));
+    let mut warnings = Vec::new();
+    if free.intercept < 0.0 {
+        // Held at 0, with the free line's uncertainty; a misfit when the
+        // free line is clearly (2σ) below the origin.
+        base.uncertainty = free.se_intercept * 1e3;
+        base.high = Some(2.0 * base.uncertainty);
+        if -free.intercept > 2.0 * free.se_intercept {
+            let why = format!(
+                "the decode step against the batch crosses zero below the origin (intercept {:.2} ms, {:.0} us per sequence): fitted through the origin instead, the step base 0",
+                free.intercept * 1e3,
+                free.slope * 1e6
+            );
+            base = base.misfit(-free.intercept * 1e3, 0.0, why.clone());
+            let moved = sigma_seq.max((free.slope - central.slope).abs());
+            seq = seq.misfit(moved * 1e6, 0.0, why.clone());
+            warnings.push(why);
+        }
+    }
+    if let Some(why) = &central.not_linear {
+        let why = format!("the decode step against the batch is {why} (seconds against sequences)");
+        base = base.misfit(sigma_base * 1e3, 0.0, why.clone());
+        seq = seq.misfit(sigma_seq * 1e6, 0.0, why.clone());
+        warnings.push(why);
+    }
+    (base, seq, warnings)
 }
 
 /// The batch limit from the levels (a lower bound unless some level was

@@ -98,3 +98,62 @@ fn a_curved_step_is_flagged() {
     assert!(!f.warnings.is_empty());
     assert!(f.decode_seq_us.uncertainty > 100.0, "{:?}", f.decode_seq_us);
 }
+
+/// A level of `d` streams whose steps last `gap` seconds, nothing arriving.
+fn plain(k: usize, d: f64, gap: f64) -> DecodeLevel {
+    DecodeLevel {
+        concurrency: k,
+        streaming: d,
+        mean_gap_s: gap,
+        median_gap_s: gap,
+        prefill_tokens_per_s: 0.0,
+        ..level(1, true)
+    }
+}
+
+#[test]
+fn a_line_below_the_origin_is_fitted_through_it() {
+    // A 2-slot CPU server on a busy machine: 17.5 ms at one stream, 42 ms
+    // at two (free line: −7 ms + 24.5 ms per sequence).
+    let ls = [
+        plain(1, 1.0, 0.0175),
+        plain(2, 2.0, 0.0420),
+        plain(4, 2.0, 0.0420),
+    ];
+    let f = fit(&ls, (0.0, 0.0)).unwrap();
+    // Σxy / Σx² = (17.5 + 84 + 84) / 9 ms.
+    assert!(
+        (f.decode_seq_us.value - 185.5e3 / 9.0).abs() < 1e-6,
+        "{f:?}"
+    );
+    assert_eq!(f.step_base_ms.value, 0.0);
+    assert_eq!(f.step_base_ms.status, Status::Misfit);
+    assert_eq!(f.decode_seq_us.status, Status::Misfit);
+    // The range reaches the free line's slope.
+    assert!(
+        f.decode_seq_us.high.unwrap() >= 24_500.0,
+        "{:?}",
+        f.decode_seq_us
+    );
+    assert!(
+        f.warnings[0].contains("below the origin"),
+        "{:?}",
+        f.warnings
+    );
+    // Within noise of the origin it is held at 0 without a flag.
+    let noisy = [
+        plain(1, 1.0, 0.0100),
+        plain(2, 2.0, 0.0215),
+        plain(2, 2.0, 0.0185),
+        plain(4, 2.0, 0.0201),
+    ];
+    let g = fit(&noisy, (0.0, 0.0)).unwrap();
+    assert_eq!(
+        (g.step_base_ms.value, g.step_base_ms.status),
+        (0.0, Status::Measured)
+    );
+    assert!(
+        g.step_base_ms.uncertainty > 0.0 && g.warnings.is_empty(),
+        "{g:?}"
+    );
+}

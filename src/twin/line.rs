@@ -81,6 +81,30 @@ pub fn fit(points: &[(f64, f64)], floor: f64) -> Option<Line> {
     Some(line)
 }
 
+/// Fits `y = b·x` (no intercept) by least squares, for when a physical
+/// intercept of at least zero is known and the free line's fell below it.
+/// `s² = RSS / (n − 1)`, `se(b) = s / √Σx²`; no lack-of-fit check (the
+/// caller knows the free line missed). `None` with fewer than 2 points or
+/// all `x` zero.
+pub fn through_origin(points: &[(f64, f64)]) -> Option<Line> {
+    let n = points.len();
+    let sxx: f64 = points.iter().map(|(x, _)| x * x).sum();
+    if n < 2 || sxx <= 0.0 {
+        return None;
+    }
+    let slope = points.iter().map(|(x, y)| x * y).sum::<f64>() / sxx;
+    let rss: f64 = points.iter().map(|(x, y)| (y - slope * x).powi(2)).sum();
+    Some(Line {
+        intercept: 0.0,
+        slope,
+        se_intercept: 0.0,
+        se_slope: (rss / (n - 1) as f64).sqrt() / sxx.sqrt(),
+        n,
+        rms: (rss / n as f64).sqrt(),
+        not_linear: None,
+    })
+}
+
 /// Group means by x, ascending: (x, mean y, count).
 fn groups(points: &[(f64, f64)]) -> Vec<(f64, f64, usize)> {
     let mut sorted = points.to_vec();
@@ -203,6 +227,21 @@ mod tests {
         assert_eq!(l.not_linear, None, "{l:?}");
         assert!((l.slope - 0.01).abs() < 3.0 * l.se_slope);
         assert!(l.se_slope > 0.0);
+    }
+
+    #[test]
+    fn a_line_through_the_origin_has_the_least_squares_slope() {
+        // y = 2x with residuals +1, −1, +1 at x = 1, 2, 2: b = Σxy/Σx² = 19/9.
+        let l = through_origin(&[(1.0, 3.0), (2.0, 3.0), (2.0, 5.0)]).unwrap();
+        assert!((l.slope - 19.0 / 9.0).abs() < 1e-12, "{l:?}");
+        assert_eq!((l.intercept, l.se_intercept), (0.0, 0.0));
+        let rss: f64 = [(1.0, 3.0), (2.0, 3.0), (2.0, 5.0)]
+            .iter()
+            .map(|(x, y)| (y - l.slope * x).powi(2))
+            .sum();
+        assert!((l.se_slope - (rss / 2.0 / 9.0).sqrt()).abs() < 1e-12);
+        assert_eq!(through_origin(&[(1.0, 1.0)]), None);
+        assert_eq!(through_origin(&[(0.0, 1.0), (0.0, 2.0)]), None);
     }
 
     #[test]
