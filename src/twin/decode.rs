@@ -146,6 +146,11 @@ fn estimates(
         // free line is clearly (2σ) below the origin.
         base.uncertainty = free.se_intercept * 1e3;
         base.high = Some(2.0 * base.uncertainty);
+        base.how = format!(
+            "held at 0: the {} was {:.2} ms, below it",
+            how("intercept"),
+            free.intercept * 1e3
+        );
         if -free.intercept > 2.0 * free.se_intercept {
             let why = format!(
                 "the decode step against the batch crosses zero below the origin (intercept {:.2} ms, {:.0} us per sequence): fitted through the origin instead, the step base 0",
