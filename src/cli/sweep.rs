@@ -83,7 +83,12 @@ pub struct SweepArgs {
     #[arg(long, conflicts_with = "calibrate", help_heading = "Twin")]
     pub predict: bool,
     /// Time budget of --predict's profile, seconds.
-    #[arg(long, default_value_t = 60.0, value_name = "SECONDS", help_heading = "Twin")]
+    #[arg(
+        long,
+        default_value_t = 60.0,
+        value_name = "SECONDS",
+        help_heading = "Twin"
+    )]
     pub twin_budget: f64,
     /// Minimum measured time per step, after the warm-up window
     /// [default: 15s (6s with --adaptive); 4s against the built-in simulator].

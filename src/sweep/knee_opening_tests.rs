@@ -83,16 +83,23 @@ fn opened_at_a_good_prediction_the_search_brackets_the_knee_sooner_than_calibrat
         assert_eq!(loads(&h)[0], KNEE * 0.95, "{:?}", loads(&h));
         opened_s += t.as_secs_f64();
         let k = knee(&h);
-        opened_in += usize::from(k.last_pass.unwrap_or(0.0) < KNEE && k.first_fail.is_some_and(|f| KNEE < f));
+        opened_in += usize::from(
+            k.last_pass.unwrap_or(0.0) < KNEE && k.first_fail.is_some_and(|f| KNEE < f),
+        );
         let (h, t) = sweep(seed);
         calibrated_s += t.as_secs_f64();
         let k = knee(&h);
-        calibrated_in += usize::from(k.last_pass.unwrap_or(0.0) < KNEE && k.first_fail.is_some_and(|f| KNEE < f));
+        calibrated_in += usize::from(
+            k.last_pass.unwrap_or(0.0) < KNEE && k.first_fail.is_some_and(|f| KNEE < f),
+        );
     }
     eprintln!("opened {opened_s:.0} s ({opened_in}/10 hold the knee), calibrated {calibrated_s:.0} s ({calibrated_in}/10)");
     assert!(
         opened_s < calibrated_s,
         "opened {opened_s:.0} s vs calibrated {calibrated_s:.0} s"
     );
-    assert!(opened_in + 1 >= calibrated_in, "{opened_in} vs {calibrated_in}");
+    assert!(
+        opened_in + 1 >= calibrated_in,
+        "{opened_in} vs {calibrated_in}"
+    );
 }

@@ -37,6 +37,7 @@ mod sim_sessions;
 mod sim_sweep_cache;
 mod sim_truth;
 mod sweep_cli;
+mod sweep_twin;
 mod tls;
 mod trace_replay;
 mod vllm_flags;

@@ -113,7 +113,7 @@ fn engine(a: &PredictArgs) -> Result<Engine> {
             misfit: None,
         });
     };
-    let profile = load_profile(path)?;
+    let profile = load_profile(path, "--profile")?;
     let mut params = profile.params();
     override_params(&a.engine, &mut params)?;
     // Each corner with the same overrides (an overridden parameter is exact).

@@ -13,7 +13,7 @@ use std::time::Duration;
 pub fn sim_options(a: SimArgs) -> anyhow::Result<SimOptions> {
     let mut cfg = SimConfig::from_preset(&a.preset).context("--preset")?;
     if let Some(path) = &a.profile {
-        load_profile(path)?.apply(&mut cfg);
+        load_profile(path, "--profile")?.apply(&mut cfg);
         cfg.preset = format!("profile {}", path.display());
     }
     apply_engine(&a.engine, &mut cfg)?;
@@ -192,15 +192,14 @@ pub fn any_engine_flag(a: &SimEngineArgs) -> Option<&'static str> {
 }
 
 /// Reads a `kneecap profile` JSON; the error names the file and the fix.
-pub fn load_profile(path: &std::path::Path) -> anyhow::Result<ServerProfile> {
+pub fn load_profile(path: &std::path::Path, flag: &str) -> anyhow::Result<ServerProfile> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         anyhow::anyhow!(
-            "--profile: cannot read '{}': {e}; give the JSON that `kneecap profile -o FILE` wrote",
+            "{flag}: cannot read '{}': {e}; give the JSON that `kneecap profile -o FILE` wrote",
             path.display()
         )
     })?;
-    ServerProfile::from_json(&text)
-        .map_err(|e| anyhow::anyhow!("--profile '{}': {e}", path.display()))
+    ServerProfile::from_json(&text).map_err(|e| anyhow::anyhow!("{flag} '{}': {e}", path.display()))
 }
 
 fn set(field: &mut u32, v: Option<u32>) {

@@ -2,9 +2,9 @@
 //! step timing on top of the run's config, with every cross-field rule of
 //! `kneecap sweep` (each message names the flag and the fix).
 
+use super::profile::{MAX_BUDGET_S, MIN_BUDGET_S};
 use super::run::run_config;
 use crate::cli::sweep::{SweepArgs, SweepMode};
-use super::profile::{MAX_BUDGET_S, MIN_BUDGET_S};
 use crate::config::sweep::{StepTiming, SweepConfig, TwinPlan, TwinSource};
 use crate::config::{RunConfig, Target};
 use crate::result::cost::Pricing;
@@ -94,7 +94,11 @@ fn twin_plan(
         bail!("{flag} needs an SLO (e.g. --slo 'p99_ttft_ms<=500'): the predicted knee is where one fails");
     }
     let source = match &a.twin {
-        Some(path) => TwinSource::File(path.clone()),
+        Some(path) => {
+            // Read now so a bad file stops the sweep before its server starts.
+            super::sim::load_profile(path, "--twin")?;
+            TwinSource::File(path.clone())
+        }
         None => {
             let b = a.twin_budget;
             if !(MIN_BUDGET_S..=MAX_BUDGET_S).contains(&b) {

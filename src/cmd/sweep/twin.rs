@@ -13,7 +13,7 @@ use crate::twin::knee::{needs_token_times, TruthConfig};
 use crate::twin::predict::{distinct_corners, predict, PredictConfig, Prediction};
 use crate::twin::ServerProfile;
 use crate::workload::dataset::DatasetKind;
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use tokio::sync::watch;
@@ -35,7 +35,7 @@ pub(super) async fn predicted(
     let started = Instant::now();
     let (profile, source, written) = match &twin.source {
         TwinSource::File(path) => (
-            crate::cmd::args::sim::load_profile(path).context("--twin")?,
+            crate::cmd::args::sim::load_profile(path, "--twin")?,
             format!("profile {}", path.display()),
             None,
         ),
@@ -224,7 +224,10 @@ mod tests {
             source: TwinSource::Measure(std::time::Duration::from_secs(60)),
             interval_tolerance: true,
         };
-        let SearchPlan::Auto { tolerance, start, .. } = opened_plan(plan(), &k, &widened) else {
+        let SearchPlan::Auto {
+            tolerance, start, ..
+        } = opened_plan(plan(), &k, &widened)
+        else {
             panic!()
         };
         assert!((tolerance - 0.6 / 3.1).abs() < 1e-6, "{tolerance}");
