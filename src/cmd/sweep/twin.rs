@@ -208,7 +208,7 @@ mod tests {
 
     #[test]
     fn loads_round_to_three_significant_digits() {
-        assert_eq!(round_load(3.14159), 3.14);
+        assert_eq!(round_load(2.71828), 2.72);
         assert_eq!(round_load(42.149), 42.1);
         assert_eq!(round_load(0.012345), 0.0123);
     }
