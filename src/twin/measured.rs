@@ -257,7 +257,7 @@ fn rule(
                 format!(", no room for another prompt {:.0}% of the time", s * 100.0)
             });
         let why = format!(
-            "KV cache {:.0}% used{no_room}, {:.2} preemptions per request, {waiting:.1} waiting ({running})",
+            "{:.0}% used{no_room}, {:.2} preemptions per request, {waiting:.1} waiting ({running})",
             r.kv * 100.0,
             r.preempts
         );
