@@ -143,3 +143,38 @@ fn generator_line(r: &SweepResult) -> Option<String> {
         ),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::explain::{Binding, Evidence, ExplainSource, KneeExplain};
+    use crate::result::fixture::sweep;
+
+    /// The fixture's sweep with its knee explained as `line`.
+    fn explained(line: &str) -> SweepResult {
+        let mut r = sweep();
+        r.knee.explain = Some(KneeExplain {
+            binds: Binding::BatchSlots,
+            source: ExplainSource::Gauges,
+            line: line.into(),
+            failed_slos: vec!["p99_ttft_ms<=500".into()],
+            evidence: Evidence::default(),
+            moves: None,
+        });
+        r
+    }
+
+    #[test]
+    fn an_explained_knee_says_what_binds_it_right_under_the_interval() {
+        let r = explained("batch slots full: 32.0 running, 4.1 waiting for a slot");
+        let lines = knee_lines(&r);
+        assert!(lines[0].starts_with("knee: between 32.0 and 36.0"));
+        assert_eq!(
+            lines[1],
+            "binds: batch slots full: 32.0 running, 4.1 waiting for a slot"
+        );
+        assert!(knee_lines(&sweep())
+            .iter()
+            .all(|l| !l.starts_with("binds:")));
+    }
+}
