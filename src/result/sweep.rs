@@ -45,6 +45,10 @@ pub struct SweepResult {
     /// The calibration probe, when one ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calibration: Option<CalibrationRow>,
+    /// `--twin` / `--predict`: the knee the twin predicted, beside the
+    /// measured one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prediction: Option<super::twin::TwinKnee>,
     /// Every step in the order it ran.
     pub steps: Vec<StepResult>,
     pub knee: KneeSummary,

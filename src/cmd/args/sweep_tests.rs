@@ -148,6 +148,7 @@ fn automatic_search_takes_tolerance_max_load_and_max_steps() {
         max_steps,
         unit,
         ceiling: None,
+        opening: Vec::new(),
     };
     assert_eq!(c.plan, want);
 }

@@ -10,6 +10,7 @@ mod sharded;
 mod start;
 mod step;
 mod trace;
+mod twin;
 
 use super::args::sweep::sweep_config;
 use super::clock;
@@ -204,6 +205,16 @@ async fn search(
             }
         }
     }
+    if let Some(t) = &ctx.cfg.twin {
+        let Some(k) = twin::predicted(ctx, t, out, interrupt.clone()).await? else {
+            result.interrupted = true;
+            return Ok(());
+        };
+        say(ctx, twin::line(&k));
+        plan = twin::opened_plan(plan, &k, t);
+        result.prediction = Some(k);
+        save(result, out)?;
+    }
     let mut history: Vec<StepPoint> = Vec::new();
     while let Some(load) = knee::next_load(&plan, &history) {
         let refining = history.iter().any(|p| p.verdict == Verdict::Fail);
@@ -278,6 +289,10 @@ pub(crate) fn keep_step(
     history.push(point);
     result.steps.push(step);
     finish(result, history);
+    let knee = result.knee.clone();
+    if let Some(p) = result.prediction.as_mut() {
+        p.compare(&knee);
+    }
     save(result, out)?;
     Ok(true)
 }
