@@ -9,6 +9,7 @@ mod architecture;
 mod bench_serve_default;
 mod compare_cli;
 mod docs_commands;
+mod explain_knee;
 mod faults;
 mod generator;
 mod golden_json;

@@ -25,6 +25,7 @@ use crate::result::sweep::{SweepResult, Verdict};
 use crate::sweep::knee::{self, LoadUnit, StepPoint};
 use crate::sweep::rows::{exit_code, finish, step_line};
 use crate::sweep::step::Judged;
+use crate::twin::measured;
 use anyhow::Result;
 use start::{announce, new_result};
 use std::path::{Path, PathBuf};
@@ -165,6 +166,8 @@ async fn sweep(
         search(&ctx, &mut result, out, interrupt).await?;
     }
     result.complete = !result.interrupted;
+    let max_num_seqs = server.sim_config.as_ref().map(|c| c.params.max_num_seqs);
+    result.knee.explain = measured::explain_measured(&result.steps, &result.knee, max_num_seqs);
     if let Some(p) = cfg.pricing {
         result.price(p);
     }
