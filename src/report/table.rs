@@ -236,8 +236,12 @@ pub fn prediction_line(r: &SweepResult, p: &crate::result::twin::TwinKnee) -> St
         (None, None) => "unknown".into(),
     };
     let verdict = p.agreement.map_or("", |a| a.label());
+    let binds = p
+        .explain
+        .as_ref()
+        .map_or(String::new(), |e| format!("binds: {}; ", e.binds.label()));
     format!(
-        "predicted knee: {} req/s ({}–{}; {}, SIMULATED in virtual time) · measured {measured} req/s: {verdict}",
+        "predicted knee: {} req/s ({}–{}; {binds}{}, SIMULATED in virtual time) · measured {measured} req/s: {verdict}",
         num(p.knee_req_s, 2),
         num(p.low_req_s, 2),
         num(p.high_req_s, 2),

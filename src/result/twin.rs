@@ -26,6 +26,10 @@ pub struct TwinKnee {
     pub high_req_s: f64,
     /// The loads the search measured first.
     pub opening: Vec<f64>,
+    /// The profile's batch limit, when it measured one (the measured
+    /// explanation reads the running gauge against it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_num_seqs: Option<u32>,
     /// What binds the predicted knee (the model's utilisation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explain: Option<KneeExplain>,

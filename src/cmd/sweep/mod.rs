@@ -166,7 +166,11 @@ async fn sweep(
         search(&ctx, &mut result, out, interrupt).await?;
     }
     result.complete = !result.interrupted;
-    let max_num_seqs = server.sim_config.as_ref().map(|c| c.params.max_num_seqs);
+    let max_num_seqs = match (&server.sim_config, &result.prediction) {
+        (Some(c), _) => Some(c.params.max_num_seqs),
+        (None, Some(p)) => p.max_num_seqs,
+        (None, None) => None,
+    };
     result.knee.explain = measured::explain_measured(&result.steps, &result.knee, max_num_seqs);
     if let Some(p) = cfg.pricing {
         result.price(p);

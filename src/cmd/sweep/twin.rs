@@ -11,6 +11,7 @@ use crate::sim::virtual_time::VirtualLoad;
 use crate::sweep::knee::SearchPlan;
 use crate::twin::knee::{needs_token_times, TruthConfig};
 use crate::twin::predict::{distinct_corners, predict, PredictConfig, Prediction};
+use crate::twin::profile::Status;
 use crate::twin::ServerProfile;
 use crate::workload::dataset::DatasetKind;
 use anyhow::Result;
@@ -74,7 +75,11 @@ pub(super) async fn predicted(
         (Some(a), Some(b)) => b - a,
         _ => wall_s,
     };
-    Ok(Some(knee_of(p, source, written, (cpu_s, wall_s))))
+    let mut k = knee_of(p, source, written, (cpu_s, wall_s));
+    let seqs = &profile.params.max_num_seqs;
+    k.max_num_seqs = matches!(seqs.status, Status::Measured | Status::Reported)
+        .then_some(seqs.value.round() as u32);
+    Ok(Some(k))
 }
 
 /// The profile `--predict` writes: beside the sweep JSON, `NAME.profile.json`.
@@ -147,6 +152,7 @@ fn knee_of(
         cpu_s,
         wall_s,
         agreement: None,
+        max_num_seqs: None,
     }
 }
 
