@@ -19,11 +19,14 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 use tokio::sync::watch;
 
-/// The virtual-time search's size: `kneecap predict`'s defaults.
-const REQUESTS: usize = 20_000;
-const WARMUP: usize = 2_000;
+/// The virtual-time search's size: a quarter of `kneecap predict`'s default
+/// requests and twice its bracket (the prediction takes about a quarter of
+/// the CPU time; the seeds' wider spread widens the interval, honestly); the
+/// steps' own statistics are coarser than either.
+const REQUESTS: usize = 5_000;
+const WARMUP: usize = 500;
 const SEEDS: u64 = 3;
-const PRECISION: f64 = 0.0025;
+const PRECISION: f64 = 0.005;
 
 /// The twin's prediction for the sweep (`None`: interrupted while
 /// profiling).
@@ -75,7 +78,11 @@ pub(super) async fn predicted(
         (Some(a), Some(b)) => b - a,
         _ => wall_s,
     };
-    let mut k = knee_of(p, source, written, (cpu_s, wall_s));
+    let tolerance = match &ctx.cfg.plan {
+        SearchPlan::Auto { tolerance, .. } => *tolerance,
+        SearchPlan::List(_) => 0.0,
+    };
+    let mut k = knee_of(p, source, written, (cpu_s, wall_s), tolerance);
     let seqs = &profile.params.max_num_seqs;
     k.max_num_seqs = matches!(seqs.status, Status::Measured | Status::Reported)
         .then_some(seqs.value.round() as u32);
@@ -134,8 +141,9 @@ fn knee_of(
     source: String,
     written: Option<(PathBuf, f64)>,
     (cpu_s, wall_s): (f64, f64),
+    tolerance: f64,
 ) -> TwinKnee {
-    let opening: Vec<f64> = [p.low_req_s, p.high_req_s]
+    let opening: Vec<f64> = opening(p.knee_req_s, (p.low_req_s, p.high_req_s), tolerance)
         .into_iter()
         .filter(|l| l.is_finite() && *l > 0.0)
         .map(round_load)
@@ -154,6 +162,19 @@ fn knee_of(
         agreement: None,
         max_num_seqs: None,
     }
+}
+
+/// The first two loads: the predicted interval's ends, or, when the
+/// interval is narrower than the search's tolerance, the loads spanning
+/// the tolerance around the predicted knee (geometrically): the search could
+/// not tell closer loads apart within its stop rule, and loads nearer the
+/// knee take longer to decide.
+fn opening(knee: f64, (low, high): (f64, f64), tolerance: f64) -> [f64; 2] {
+    if low > 0.0 && high / low >= 1.0 + tolerance {
+        return [low, high];
+    }
+    let half = (1.0 + tolerance).sqrt();
+    [knee / half, knee * half]
 }
 
 /// Loads to 3 significant digits (a step's load is printed and compared).
@@ -211,6 +232,15 @@ pub(super) fn line(k: &TwinKnee) -> String {
 mod tests {
     use super::*;
     use crate::sweep::knee::LoadUnit;
+
+    #[test]
+    fn a_narrow_interval_opens_at_the_tolerance_around_the_knee() {
+        assert_eq!(opening(10.0, (9.0, 11.0), 0.10), [9.0, 11.0]);
+        let [lo, hi] = opening(3.35, (3.29, 3.38), 0.10);
+        assert!((hi / lo - 1.1).abs() < 1e-9 && (lo * hi - 3.35 * 3.35).abs() < 1e-9);
+        // A knee of 0 (every rate failed in the model) opens nowhere.
+        assert_eq!(opening(0.0, (0.0, 0.0), 0.10), [0.0, 0.0]);
+    }
 
     #[test]
     fn loads_round_to_three_significant_digits() {
