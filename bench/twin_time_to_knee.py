@@ -11,7 +11,10 @@ the true knee (the simulator's model in virtual time, `kneecap sim
 seconds. The wall time includes the calibration probe, or the profile and
 the prediction.
 
-usage: bench/twin_time_to_knee.py [RUNS] [CAP_S]
+Run k uses --seed k (arrivals and prompts); with one seed the runs repeat
+each other to within a second, the simulator being deterministic.
+
+usage: bench/twin_time_to_knee.py [RUNS] [CAP_S] [FIRST_SEED]
 env:   KNEECAP (default target/release/kneecap), TTK_TRUTH (3.30)
 """
 import json
@@ -24,6 +27,7 @@ import time
 
 RUNS = int(sys.argv[1]) if len(sys.argv) > 1 else 3
 CAP = float(sys.argv[2]) if len(sys.argv) > 2 else 600.0
+FIRST_SEED = int(sys.argv[3]) if len(sys.argv) > 3 else 1
 K = os.environ.get("KNEECAP", "target/release/kneecap")
 TRUTH = float(os.environ.get("TTK_TRUTH", "3.30"))
 COMMON = [
@@ -51,7 +55,8 @@ def contains(knee):
 
 def one(method, run, tmp):
     out = os.path.join(tmp, f"{method}-{run}.json")
-    cmd = [K] + COMMON + METHODS[method] + ["-o", out]
+    seed = str(FIRST_SEED + run - 1)
+    cmd = [K] + COMMON + METHODS[method] + ["--seed", seed, "-o", out]
     err = open(os.path.join(tmp, f"{method}-{run}.err"), "w")
     t0 = time.monotonic()
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
