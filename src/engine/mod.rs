@@ -160,8 +160,10 @@ struct Ctx {
     progress: ProgressBar,
 }
 
-/// Run one load level to completion (or interruption).
-pub async fn run_level(
+/// Drive one load level to completion (or interruption): release its
+/// requests, collect one record per request. The command layer runs a level
+/// through `cmd::prepare::run_level`, which wraps this.
+pub async fn drive_level(
     client: Arc<HttpClient>,
     plan: LoadPlan,
     progress: ProgressBar,

@@ -16,7 +16,7 @@ fn blocks(shared: u32, own: u32, tag: u64) -> Vec<u64> {
 }
 
 /// Steps the engine from `now` until it is idle; returns the end time.
-fn drain(engine: &mut Engine, mut now: Duration, steps: &mut Vec<StepOutcome>) -> Duration {
+fn drain(engine: &mut Engine, mut now: Duration, steps: &mut Vec<BatchStep>) -> Duration {
     while let Some(out) = engine.step(now) {
         now = out.end();
         steps.push(out);
@@ -24,7 +24,7 @@ fn drain(engine: &mut Engine, mut now: Duration, steps: &mut Vec<StepOutcome>) -
     now
 }
 
-fn cached_of(steps: &[StepOutcome], id: u64) -> Option<u32> {
+fn cached_of(steps: &[BatchStep], id: u64) -> Option<u32> {
     steps
         .iter()
         .flat_map(|s| &s.events)
@@ -48,7 +48,10 @@ fn a_repeated_prefix_is_prefilled_once_and_counted_as_hits() {
     drain(&mut engine, t, &mut steps);
     // Only the second prompt's own 2 blocks and 5 loose tokens are computed.
     assert_eq!(steps[first].prefill_tokens, 2 * B + 5);
-    assert_eq!(steps[first].duration, p.step_time(u64::from(2 * B + 5), 0));
+    assert_eq!(
+        steps[first].duration,
+        p.batch_step_time(u64::from(2 * B + 5), 0)
+    );
     assert_eq!(cached_of(&steps, 0), Some(0));
     assert_eq!(cached_of(&steps, 1), Some(10 * B));
     let c = engine.counters();
