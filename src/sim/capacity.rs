@@ -61,7 +61,7 @@ pub struct Capacity {
     pub output_tokens_per_s: f64,
     /// Steady running batch `B` (may be fractional).
     pub batch: f64,
-    /// Steps a request spends in the batch, `L`.
+    /// Batch steps a request spends in the batch, `L`.
     pub lifetime_batch_steps: f64,
     /// Requests completed per step at saturation, `r`.
     pub completions_per_batch_step: f64,

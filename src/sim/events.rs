@@ -52,7 +52,7 @@ impl BatchStep {
 /// Monotonic counters since the engine was created.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counters {
-    /// Steps run.
+    /// Batch steps run.
     pub n_batch_steps: u64,
     /// Requests submitted.
     pub n_submitted: u64,

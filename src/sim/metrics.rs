@@ -85,7 +85,7 @@ pub struct SimMetrics {
     pub counters: Counters,
     /// Server-side TTFT (arrival to first token), seconds.
     pub ttft: Histogram,
-    /// Step-clock lag, seconds.
+    /// Batch-step clock lag, seconds.
     pub batch_step_lag: Histogram,
     /// Largest step-clock lag seen, seconds.
     pub batch_step_lag_max: f64,

@@ -6,12 +6,16 @@
 //! `/metrics`, backed by a model of vLLM's scheduler instead of a GPU. It is
 //! also the target kneecap embeds when no `--base-url` is given.
 //!
+//! Words: a *batch step* is one pass of the engine over its running batch
+//! (never a sweep's step); the *server log* is the `--trace FILE` it writes,
+//! one line per request (never a replayed trace, which is `workload::trace`).
+//!
 //! # Layout
 //! - [`model`]: the engine model (running batch, FIFO queue, KV budget,
 //!   chunked prefill, recompute preemption). Pure.
-//! - [`params`]: the engine's parameters and the step-time formula, with
+//! - [`params`]: the engine's parameters and the batch-step time formula, with
 //!   the prefill interference (how much an arriving prefill slows the
-//!   decoding batch: 1 one shared step, 0 disaggregated). Pure.
+//!   decoding batch: 1 one shared batch step, 0 disaggregated). Pure.
 //! - [`capacity`]: the sustainable rate μ for a workload shape. Pure.
 //! - [`virtual_time`]: the engine model run in virtual time on an open,
 //!   seeded load (a discrete-event simulation), for the true knee. Pure.

@@ -257,7 +257,7 @@ fn prefix_blocks(tokens: u32) -> Vec<u64> {
 
 /// What one step did to the requests: how many finished (of them, measured)
 /// and how many were preempted.
-struct StepDone {
+struct BatchStepDone {
     finished: u64,
     measured_finished: usize,
     preemptions: u64,
@@ -269,9 +269,9 @@ fn record_batch_step(
     tracks: &mut [Track],
     token_times: bool,
     measured: &std::ops::Range<usize>,
-) -> StepDone {
+) -> BatchStepDone {
     let end = out.end();
-    let mut done = StepDone {
+    let mut done = BatchStepDone {
         finished: 0,
         measured_finished: 0,
         preemptions: 0,
