@@ -152,6 +152,8 @@ async fn sweep(
     }
     let mut result = new_result(&ctx);
     announce(&ctx, &result);
+    // Before the dashboard: a profile prints its probes on stderr.
+    twin::predict_first(&ctx, &mut result, out, interrupt.clone()).await?;
     if let Some(live) = ctx.live.as_mut() {
         live.show_dashboard()?;
     }
@@ -160,7 +162,9 @@ async fn sweep(
             clock::wait_until(start).await?;
         }
     }
-    if cfg.run.shard.is_some() {
+    if result.interrupted {
+        // Interrupted while profiling: no step ran.
+    } else if cfg.run.shard.is_some() {
         sharded::run_all_steps(&ctx, &mut result, out, interrupt).await?;
     } else {
         search(&ctx, &mut result, out, interrupt).await?;
@@ -209,15 +213,8 @@ async fn search(
             }
         }
     }
-    if let Some(t) = &ctx.cfg.twin {
-        let Some(k) = twin::predicted(ctx, t, out, interrupt.clone()).await? else {
-            result.interrupted = true;
-            return Ok(());
-        };
-        say(ctx, twin::line(&k));
-        plan = twin::opened_plan(plan, &k, t);
-        result.prediction = Some(k);
-        save(result, out)?;
+    if let (Some(t), Some(k)) = (&ctx.cfg.twin, &result.prediction) {
+        plan = twin::opened_plan(plan, k, t);
     }
     let mut history: Vec<StepPoint> = Vec::new();
     while let Some(load) = knee::next_load(&plan, &history) {

@@ -6,6 +6,7 @@
 use super::{say, Ctx};
 use crate::cmd::clock;
 use crate::config::sweep::{TwinPlan, TwinSource};
+use crate::result::sweep::SweepResult;
 use crate::result::twin::TwinKnee;
 use crate::sim::virtual_time::VirtualLoad;
 use crate::sweep::knee::SearchPlan;
@@ -28,9 +29,34 @@ const WARMUP: usize = 500;
 const SEEDS: u64 = 3;
 const PRECISION: f64 = 0.005;
 
+/// With `--twin` / `--predict`: predict, announce and save the prediction
+/// before the first step (the sweep is marked interrupted when a signal
+/// came while profiling).
+pub(super) async fn predict_first(
+    ctx: &Ctx<'_>,
+    result: &mut SweepResult,
+    out: &Path,
+    interrupt: watch::Receiver<bool>,
+) -> Result<()> {
+    let Some(t) = &ctx.cfg.twin else {
+        return Ok(());
+    };
+    match predicted(ctx, t, out, interrupt).await? {
+        Some(k) => {
+            say(ctx, line(&k));
+            result.prediction = Some(k);
+            super::save(result, out)
+        }
+        None => {
+            result.interrupted = true;
+            Ok(())
+        }
+    }
+}
+
 /// The twin's prediction for the sweep (`None`: interrupted while
 /// profiling).
-pub(super) async fn predicted(
+async fn predicted(
     ctx: &Ctx<'_>,
     twin: &TwinPlan,
     out: &Path,
