@@ -1,8 +1,8 @@
 //! Engine: drives one load level ([`drive_level`]). Releases requests on
 //! schedule (open loop) or under a concurrency cap (closed loop), drives the
-//! HTTP client, and collects one [`RequestRecord`] per request. No statistics here. A level whose
-//! first requests the server all refuses the same way stops at once
-//! ([`crate::metrics::refusal`]).
+//! HTTP client, and collects one [`RequestRecord`] per request. No
+//! statistics here. A level whose first requests the server all refuses the
+//! same way stops at once ([`crate::metrics::refusal`]).
 
 pub mod alarm;
 pub mod dispatch;
