@@ -12,9 +12,9 @@ use serde_json::Value;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_predicted_sweep_opens_at_the_interval_ends_and_sets_prediction_beside_measurement() {
     let dir = tempfile::tempdir().unwrap();
-    let sim = common::sim::traced(
+    let sim = common::sim::logged(
         SimConfig::from_preset("tiny").unwrap(),
-        dir.path().join("trace.jsonl"),
+        dir.path().join("server_log.jsonl"),
     )
     .await;
     let path = dir.path().join("sweep.json");

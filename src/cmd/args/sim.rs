@@ -19,7 +19,7 @@ pub fn sim_options(a: SimArgs) -> anyhow::Result<SimOptions> {
     apply_engine(&a.engine, &mut cfg)?;
     cfg.served_model_name = a.served_model_name;
     cfg.seed = a.seed;
-    cfg.trace = a.trace;
+    cfg.server_log = a.trace;
     cfg.realtime_engine = !a.no_realtime;
     cfg.tls = match (a.tls_cert, a.tls_key) {
         (Some(cert), Some(key)) => Some(sim::tls::SimTls { cert, key }),
@@ -400,6 +400,9 @@ mod tests {
         assert_eq!((o.host.as_str(), o.port), ("0.0.0.0", 0));
         let c = &o.config;
         assert_eq!((c.served_model_name.as_str(), c.seed), ("m", 7));
-        assert_eq!(c.trace.as_deref(), Some(std::path::Path::new("t.jsonl")));
+        assert_eq!(
+            c.server_log.as_deref(),
+            Some(std::path::Path::new("t.jsonl"))
+        );
     }
 }
