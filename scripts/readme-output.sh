@@ -1,39 +1,72 @@
 #!/usr/bin/env bash
-# Regenerate the sample sweep output in README.md from a real run, so it
-# cannot go stale. Runs the README's first command (the built-in simulator,
-# about 1.5 min on 2 cores) and replaces the text between the markers
-#   <!-- sweep-output:begin --> ... <!-- sweep-output:end -->
-# Usage: scripts/readme-output.sh            (rewrite README.md)
-#        scripts/readme-output.sh --print    (print the new block only)
-# The terminal charts after the knee block are left out; the rest is kept.
+# Regenerate the sample outputs in README.md from real runs, so they cannot
+# go stale. Each block sits between markers:
+#   sweep: <!-- sweep-output:begin --> ... <!-- sweep-output:end -->
+#          the README's first command (the built-in simulator, ~1.5 min on 2
+#          cores); the terminal charts after the knee block are left out.
+#   twin:  <!-- twin-output:begin --> ... <!-- twin-output:end -->
+#          profile the simulator, predict a grid from the profile, and a sweep
+#          opened by the twin (~3 min).
+# Usage: scripts/readme-output.sh [sweep|twin|all] [--print]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+which=${1:-all}
+print=${2:-}
+[ "$which" = "--print" ] && { which=all; print=--print; }
 cargo build --release --quiet
-out=$(mktemp)
-trap 'rm -f "$out" "$out.json" "$out.new" "$out.body"' EXIT
-# The command a new user runs first (README "The two commands").
-./target/release/kneecap sweep --slo 'p99_ttft_ms<=500' -o "$out.json" >"$out" 2>&1 || {
-  status=$?
-  # 1 = the sweep completed but an SLO failed somewhere: still real output.
-  [ "$status" -eq 1 ] || { cat "$out" >&2; exit "$status"; }
+K=$PWD/target/release/kneecap
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# Run a command whose exit status 1 still means real output (an SLO failed).
+tolerant() {
+  "$@" || { status=$?; [ "$status" -eq 1 ] || exit "$status"; }
 }
-# Stop where the terminal charts begin; drop trailing blanks.
-block=$(sed -e '/^throughput vs offered load/,$d' -e 's/[[:space:]]*$//' "$out")
-if [ "${1:-}" = "--print" ]; then
-  printf '%s\n' "$block"
-  exit 0
-fi
-begin='<!-- sweep-output:begin -->'
-end='<!-- sweep-output:end -->'
-grep -q "$begin" README.md && grep -q "$end" README.md || {
-  echo "README.md: markers '$begin' / '$end' not found; add them around the sample output" >&2
-  exit 2
+
+sweep_block() {
+  tolerant "$K" sweep --slo 'p99_ttft_ms<=500' -o "$tmp/sweep.json" >"$tmp/sweep.out" 2>&1
+  # Stop where the terminal charts begin; drop trailing blanks.
+  sed -e '/^throughput vs offered load/,$d' -e 's/[[:space:]]*$//' "$tmp/sweep.out"
 }
-printf '%s\n' "$block" >"$out.body"
-awk -v begin="$begin" -v end="$end" -v body="$out.body" '
-  $0 == begin { print; print "```text"; while ((getline line < body) > 0) print line; print "```"; skip = 1; next }
-  $0 == end { skip = 0 }
-  !skip { print }
-' README.md >"$out.new"
-mv "$out.new" README.md
-echo "README.md: sample sweep output regenerated ($(printf '%s\n' "$block" | wc -l) lines)"
+
+twin_block() {
+  (cd "$tmp" && "$K" profile --budget 30 -o profile.json >profile.out 2>profile.err)
+  (cd "$tmp" && tolerant "$K" predict --profile profile.json --grid --slo 'p99_ttft_ms<=500' >grid.out 2>grid.err)
+  (cd "$tmp" && tolerant "$K" sweep --twin profile.json --slo 'p99_ttft_ms<=500' -o twin.json >twin.out 2>twin.err)
+  echo '$ kneecap profile --budget 30 -o profile.json'
+  cat "$tmp/profile.out"
+  echo
+  echo "\$ kneecap predict --profile profile.json --grid --slo 'p99_ttft_ms<=500'"
+  cat "$tmp/grid.out"
+  echo
+  echo "\$ kneecap sweep --twin profile.json --slo 'p99_ttft_ms<=500'"
+  grep -E '^kneecap sweep: twin|^  step ' "$tmp/twin.err"
+  echo '...'
+  grep -E '^(knee:|binds:|predicted knee:)' "$tmp/twin.out"
+}
+
+replace() {
+  local name=$1 body=$2
+  local begin="<!-- $name-output:begin -->" end="<!-- $name-output:end -->"
+  grep -q "$begin" README.md && grep -q "$end" README.md || {
+    echo "README.md: markers '$begin' / '$end' not found; add them around the sample output" >&2
+    exit 2
+  }
+  awk -v begin="$begin" -v end="$end" -v body="$body" '
+    $0 == begin { print; print "```text"; while ((getline line < body) > 0) print line; print "```"; skip = 1; next }
+    $0 == end { skip = 0 }
+    !skip { print }
+  ' README.md >"$tmp/README.new"
+  mv "$tmp/README.new" README.md
+  echo "README.md: $name output regenerated ($(wc -l <"$body") lines)"
+}
+
+for name in sweep twin; do
+  [ "$which" = all ] || [ "$which" = "$name" ] || continue
+  "${name}_block" | sed -e 's/[[:space:]]*$//' >"$tmp/$name.body"
+  if [ "$print" = --print ]; then
+    cat "$tmp/$name.body"
+  else
+    replace "$name" "$tmp/$name.body"
+  fi
+done

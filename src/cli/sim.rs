@@ -64,8 +64,8 @@ pub struct SimArgs {
     pub tls_key: Option<PathBuf>,
     /// Reasoning model: the first N output tokens of every request are
     /// reasoning, streamed before the answer (chat: in the delta field named by
-    /// --reasoning-field; completions: as plain text, as vLLM does). The trace
-    /// records the first reasoning and first answer times.
+    /// --reasoning-field; completions: as plain text, as vLLM does). The --trace
+    /// file records the first reasoning and first answer times.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub reasoning_tokens: u32,
     /// Chat delta field of reasoning text: `reasoning` (vLLM) or

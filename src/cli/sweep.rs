@@ -46,9 +46,11 @@ pub struct SweepArgs {
     /// Upper bound of the automatic search.
     #[arg(long, default_value_t = 4096.0, help_heading = "Sweep")]
     pub max_load: f64,
-    /// Stop refining when (first fail - last pass) / last pass is at most this.
-    #[arg(long, default_value_t = 0.10, help_heading = "Sweep")]
-    pub tolerance: f64,
+    /// Stop refining when (first fail - last pass) / last pass is at most this
+    /// [default: 0.10; with --twin or --predict, the predicted interval's
+    /// width when wider: its two ends confirm the prediction].
+    #[arg(long, help_heading = "Sweep")]
+    pub tolerance: Option<f64>,
     #[arg(long, default_value_t = 16, help_heading = "Sweep")]
     pub max_steps: usize,
     /// Confidence a step's SLO verdict needs before the step ends (adaptive
@@ -70,6 +72,24 @@ pub struct SweepArgs {
     /// --calibrate-budget) and start at ¾ μ instead of doubling from --start.
     #[arg(long, help_heading = "Sweep")]
     pub calibrate: bool,
+    /// Open the automatic rate search at the knee a server profile
+    /// (`kneecap profile -o FILE`) predicts for this workload and SLO: the
+    /// prediction's interval ends are the first steps, the search goes on from
+    /// what they show, and the result sets predicted beside measured.
+    #[arg(long, value_name = "PROFILE", conflicts_with_all = ["predict", "calibrate"], help_heading = "Twin")]
+    pub twin: Option<PathBuf>,
+    /// As --twin, with a profile measured first (`kneecap profile` within
+    /// --twin-budget), written beside the sweep JSON as NAME.profile.json.
+    #[arg(long, conflicts_with = "calibrate", help_heading = "Twin")]
+    pub predict: bool,
+    /// Time budget of --predict's profile, seconds.
+    #[arg(
+        long,
+        default_value_t = 60.0,
+        value_name = "SECONDS",
+        help_heading = "Twin"
+    )]
+    pub twin_budget: f64,
     /// Minimum measured time per step, after the warm-up window
     /// [default: 15s (6s with --adaptive); 4s against the built-in simulator].
     #[arg(long, value_parser = parse_duration, help_heading = "Sweep")]

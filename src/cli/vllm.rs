@@ -2,8 +2,9 @@
 //! accepts so that no vLLM command line is rejected. A few change the load
 //! (`--profile`, `--lora-modules`, `--lora-assignment`); the others have no
 //! meaning for kneecap, and the command layer prints one line for each one
-//! given (`cmd::args::vllm`). Syntax only. The committed list of every vLLM
-//! flag is `tests/data/vllm-0.33-bench-serve-flags.txt`.
+//! given (`cmd::args::run`, through [`VllmArgs::without_meaning`]). Syntax
+//! only. The committed list of every vLLM flag is
+//! `tests/data/vllm-0.33-bench-serve-flags.txt`.
 
 use clap::Args;
 

@@ -5,6 +5,7 @@ use crate::cli::merge::MergeArgs;
 use crate::report::{console, save};
 use crate::result::json::{self, RunJson};
 use crate::result::sweep::is_sweep;
+use crate::twin::measured::explain_measured;
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 use std::process::ExitCode;
@@ -74,7 +75,13 @@ fn merge_sweeps(docs: Vec<(String, Value)>, args: &MergeArgs) -> Result<ExitCode
         shards.push(crate::merge::sweep::read(&name, result).map_err(anyhow::Error::msg)?);
     }
     let n = shards.len();
-    let result = crate::merge::sweep::merge(shards).map_err(anyhow::Error::msg)?;
+    // The shards' results carry no engine settings; a batch limit one of
+    // them knew (the built-in simulator's) explains the merged knee too.
+    let max_num_seqs = shards
+        .iter()
+        .find_map(|s| s.result.knee.explain.as_ref()?.evidence.max_num_seqs);
+    let mut result = crate::merge::sweep::merge(shards).map_err(anyhow::Error::msg)?;
+    result.knee.explain = explain_measured(&result.steps, &result.knee, max_num_seqs);
     print!("{}", crate::report::table::render(&result));
     println!("{}", crate::report::chart::render(&result, 100));
     if let Some(o) = &args.output {

@@ -141,7 +141,8 @@ pub struct Level {
     pub sessions: Option<Arc<Vec<SessionSpec>>>,
 }
 
-/// Run one load level with prepared state; output counts resolved (vLLM §2.3).
+/// Run one load level with prepared state: the engine drives it
+/// ([`engine::drive_level`]), then output counts are resolved (vLLM §2.3).
 /// An error when the level's first requests were all refused the same way
 /// (the engine stopped it): the run or sweep stops with the server's message.
 pub async fn run_level(
@@ -170,7 +171,7 @@ pub async fn run_level(
         watch,
         sessions: sessions.or_else(|| p.sessions.clone()),
     };
-    let mut out = engine::run_level(p.client.clone(), plan, progress, interrupt).await;
+    let mut out = engine::drive_level(p.client.clone(), plan, progress, interrupt).await;
     if let Some(r) = &out.refused {
         bail!("{}", super::refused::level_refused(r));
     }

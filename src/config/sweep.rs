@@ -86,6 +86,26 @@ pub struct SweepConfig {
     /// `--reset-prefix-cache`: ask the server to drop its prefix cache
     /// before each step.
     pub reset_prefix_cache: bool,
+    /// `--twin FILE` / `--predict`: open the search at a twin's predicted knee.
+    pub twin: Option<TwinPlan>,
+}
+
+/// Where a sweep's twin comes from, and whether it sets the tolerance.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TwinPlan {
+    pub source: TwinSource,
+    /// No `--tolerance` was given: the predicted interval's width (when
+    /// wider than the default) ends the search once both ends are confirmed.
+    pub interval_tolerance: bool,
+}
+
+/// The server profile a twin is built from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TwinSource {
+    /// `--twin FILE`: a profile `kneecap profile` wrote.
+    File(PathBuf),
+    /// `--predict`: profile the target first, within this budget.
+    Measure(Duration),
 }
 
 #[cfg(test)]

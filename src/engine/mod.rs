@@ -1,8 +1,8 @@
-//! Engine: runs one load level. Releases requests on schedule (open loop) or
-//! under a concurrency cap (closed loop), drives the HTTP client, and collects
-//! one [`RequestRecord`] per request. No statistics here. A level whose
-//! first requests the server all refuses the same way stops at once
-//! ([`crate::metrics::refusal`]).
+//! Engine: drives one load level ([`drive_level`]). Releases requests on
+//! schedule (open loop) or under a concurrency cap (closed loop), drives the
+//! HTTP client, and collects one [`RequestRecord`] per request. No
+//! statistics here. A level whose first requests the server all refuses the
+//! same way stops at once ([`crate::metrics::refusal`]).
 
 pub mod alarm;
 pub mod dispatch;
@@ -160,8 +160,10 @@ struct Ctx {
     progress: ProgressBar,
 }
 
-/// Run one load level to completion (or interruption).
-pub async fn run_level(
+/// Drive one load level to completion (or interruption): release its
+/// requests, collect one record per request. The command layer runs a level
+/// through `cmd::prepare::run_level`, which wraps this.
+pub async fn drive_level(
     client: Arc<HttpClient>,
     plan: LoadPlan,
     progress: ProgressBar,

@@ -54,7 +54,7 @@ fn vllm_block(out: &mut String, r: &RunResult) {
     }
     fline(out, "Benchmark duration (s):", s.duration_s);
     line(out, "Total input tokens:", s.total_input_tokens);
-    if Backend::from_name(&r.header.backend).is_some_and(Backend::is_pooling) {
+    if Backend::is_pooling_name(&r.header.backend) {
         // vLLM's pooling summary: no output tokens, no peaks.
         fline(out, "Request throughput (req/s):", s.request_throughput);
         fline(
@@ -200,7 +200,7 @@ fn timing_lines(out: &mut String, r: &RunResult) {
         generator_line(out, g);
     }
     stamps_line(out, &s.stamps);
-    if Backend::from_name(&r.header.backend).is_some_and(Backend::is_pooling) {
+    if Backend::is_pooling_name(&r.header.backend) {
         // Nothing is streamed: the answer's time is its E2EL.
         fline(
             out,

@@ -9,6 +9,7 @@
 //! Pure: `render(&SweepResult) -> String`; every user string is HTML-escaped.
 
 use super::chart::{fmt_ms, latency_panels, LatencyPanel};
+use super::knee_text;
 use super::table::{self, columns, compact, knee_lines, summary_lines, units_caption};
 use crate::result::sweep::{StepResult, SweepResult, Verdict};
 use plotters::coord::types::RangedCoordf64;
@@ -68,6 +69,7 @@ h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 10px}h3{font-si
 .card{background:#fff;border:1px solid #e1e4ea;border-radius:8px;padding:16px 20px}
 .knee{font-size:20px;font-weight:600;margin:0 0 8px}
 .warn{color:#a04000;margin:4px 0}
+.binds{margin:4px 0}
 ul.facts{margin:8px 0 0;padding-left:18px}
 .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(440px,1fr));gap:16px}
 .small{display:grid;grid-template-columns:repeat(auto-fill,minmax(300px,1fr));gap:12px}
@@ -121,8 +123,13 @@ fn headline(out: &mut String, r: &SweepResult) {
     let _ = writeln!(out, "<p class=\"meta\">{}</p>", escape(&meta.join(" · ")));
     let knee = knee_lines(r);
     out.push_str("<section class=\"card\">\n");
+    let binds = knee_text::binds_line(r);
     for (i, line) in knee.iter().enumerate() {
-        let class = if i == 0 { "knee" } else { "warn" };
+        let class = match i {
+            0 => "knee",
+            _ if Some(line) == binds.as_ref() => "binds",
+            _ => "warn",
+        };
         let _ = writeln!(out, "<p class=\"{class}\">{}</p>", escape(line));
     }
     out.push_str("<ul class=\"facts\">\n");

@@ -70,6 +70,27 @@ fn headline_has_the_knee_goodput_mu_slos_and_workload() {
 }
 
 #[test]
+fn an_explained_knee_says_what_binds_it_in_the_headline() {
+    let mut r = sweep();
+    r.knee.explain = Some(crate::result::explain::KneeExplain {
+        binds: crate::result::explain::Binding::PrefillCompute,
+        source: crate::result::explain::ExplainSource::Gauges,
+        line: "prefill compute: at 36 req/s p99_ttft_ms<=500 failed".into(),
+        failed_slos: vec!["p99_ttft_ms<=500".into()],
+        evidence: Default::default(),
+        moves: None,
+    });
+    let html = render(&r);
+    assert!(
+        html.contains(
+            "<p class=\"binds\">binds: prefill compute: at 36 req/s p99_ttft_ms&lt;=500 failed</p>"
+        ),
+        "{html}"
+    );
+    assert_eq!(count(&render(&sweep()), "class=\"binds\""), 0);
+}
+
+#[test]
 fn latency_charts_draw_the_slo_lines_and_the_knee() {
     let html = render(&sweep());
     assert!(html.contains("SLO p99 TTFT ≤ 500 ms"), "{html}");

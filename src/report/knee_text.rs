@@ -1,12 +1,13 @@
-//! The knee in words: the interval (or its edge cases), how sure each end
-//! is, and the generator-limit and non-monotonic notes, for the console
-//! table and the HTML report.
+//! The knee in words: the interval (or its edge cases), what binds it, how
+//! sure each end is, and the generator-limit and non-monotonic notes, for
+//! the console table and the HTML report.
 
 use super::numbers::{compact, load_label, num};
 use crate::result::sweep::{SweepResult, Verdict};
 
-/// The knee sentence(s): the interval, or the edge-case wording, plus the
-/// generator-limit and non-monotonic notes.
+/// The knee sentence(s): the interval, or the edge-case wording, then what
+/// binds it ([`binds_line`]), plus the generator-limit and non-monotonic
+/// notes.
 pub fn knee_lines(r: &SweepResult) -> Vec<String> {
     let unit = r.load_unit();
     let k = &r.knee;
@@ -29,6 +30,9 @@ pub fn knee_lines(r: &SweepResult) -> Vec<String> {
         (None, None) if r.steps.is_empty() => "knee: unknown (no steps ran)".into(),
         (None, None) => "knee: unknown (no step passed or failed)".into(),
     }];
+    if let Some(line) = binds_line(r) {
+        lines.push(line);
+    }
     if let Some(line) = confidence_line(r) {
         lines.push(line);
     }
@@ -46,6 +50,16 @@ pub fn knee_lines(r: &SweepResult) -> Vec<String> {
         lines.push("note: the sweep was interrupted; only the steps so far are shown".into());
     }
     lines
+}
+
+/// "binds: batch slots full: 4.0 running, 12.3 waiting for a slot; at 30
+/// req/s p99_ttft_ms<=500 failed": the measured explanation, worded as
+/// `kneecap predict` words its own (`binds: ...`).
+pub fn binds_line(r: &SweepResult) -> Option<String> {
+    r.knee
+        .explain
+        .as_ref()
+        .map(|e| format!("binds: {}", e.line))
 }
 
 /// "confidence: 33.9 req/s passes the SLOs with 93% confidence; …" for
@@ -128,4 +142,39 @@ fn generator_line(r: &SweepResult) -> Option<String> {
              no step passed, so the server's knee is unknown"
         ),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::explain::{Binding, Evidence, ExplainSource, KneeExplain};
+    use crate::result::fixture::sweep;
+
+    /// The fixture's sweep with its knee explained as `line`.
+    fn explained(line: &str) -> SweepResult {
+        let mut r = sweep();
+        r.knee.explain = Some(KneeExplain {
+            binds: Binding::BatchSlots,
+            source: ExplainSource::Gauges,
+            line: line.into(),
+            failed_slos: vec!["p99_ttft_ms<=500".into()],
+            evidence: Evidence::default(),
+            moves: None,
+        });
+        r
+    }
+
+    #[test]
+    fn an_explained_knee_says_what_binds_it_right_under_the_interval() {
+        let r = explained("batch slots full: 32.0 running, 4.1 waiting for a slot");
+        let lines = knee_lines(&r);
+        assert!(lines[0].starts_with("knee: between 32.0 and 36.0"));
+        assert_eq!(
+            lines[1],
+            "binds: batch slots full: 32.0 running, 4.1 waiting for a slot"
+        );
+        assert!(knee_lines(&sweep())
+            .iter()
+            .all(|l| !l.starts_with("binds:")));
+    }
 }

@@ -194,6 +194,9 @@ pub fn summary_lines(r: &SweepResult) -> Vec<String> {
         ));
     }
     lines.push(mu_line(r));
+    if let Some(p) = &r.prediction {
+        lines.push(prediction_line(r, p));
+    }
     if let Some(c) = &r.calibration {
         lines.push(match c.service_rate {
             Some(mu) => format!(
@@ -221,6 +224,29 @@ pub fn summary_lines(r: &SweepResult) -> Vec<String> {
     lines.push(slo_line(r));
     lines.push(workload_line(r));
     lines
+}
+
+/// The twin's knee beside the measured one (`sweep --twin` / `--predict`).
+pub fn prediction_line(r: &SweepResult, p: &crate::result::twin::TwinKnee) -> String {
+    let k = &r.knee;
+    let measured = match (k.last_pass, k.first_fail) {
+        (Some(a), Some(b)) => format!("{}–{}", load_label(a), load_label(b)),
+        (Some(a), None) => format!("above {}", load_label(a)),
+        (None, Some(b)) => format!("below {}", load_label(b)),
+        (None, None) => "unknown".into(),
+    };
+    let verdict = p.agreement.map_or("", |a| a.label());
+    let binds = p
+        .explain
+        .as_ref()
+        .map_or(String::new(), |e| format!("binds: {}; ", e.binds.label()));
+    format!(
+        "predicted knee: {} req/s ({}–{}; {binds}{}, SIMULATED in virtual time) · measured {measured} req/s: {verdict}",
+        num(p.knee_req_s, 2),
+        num(p.low_req_s, 2),
+        num(p.high_req_s, 2),
+        p.source
+    )
 }
 
 /// Estimated μ, and the simulator's computed μ when present.

@@ -148,7 +148,7 @@ impl RunJson {
         let s = &r.summary;
         let recs = &r.records;
         let stats = stats(r);
-        let pooling = Backend::from_name(&r.header.backend).is_some_and(Backend::is_pooling);
+        let pooling = Backend::is_pooling_name(&r.header.backend);
         let (strategy, start, end) = match &r.header.ramp_up {
             Some((s, a, b)) => (Some(s.clone()), Some(*a), Some(*b)),
             None => (None, None, None),
@@ -199,7 +199,7 @@ impl RunJson {
     /// writes for one (see `pooling`).
     pub fn to_value(&self) -> Value {
         let v = serde_json::to_value(self).unwrap_or_default();
-        if Backend::from_name(&self.backend).is_some_and(Backend::is_pooling) {
+        if Backend::is_pooling_name(&self.backend) {
             pooling::shape(v)
         } else {
             v

@@ -1,7 +1,8 @@
 //! Result: every result kneecap writes and reads back, as serde-derived
 //! types, below the floors that compute them (`sweep`, `merge`, `cmd`) and
 //! the one that renders them (`report`). A sweep ([`sweep::SweepResult`]:
-//! its steps, knee, calibration and cost), the one verdict type
+//! its steps, knee, calibration, cost and a twin's
+//! prediction, [`twin`]), the one verdict type
 //! ([`Verdict`], with the confidence test's [`Decision`]), the blocks of a
 //! sharded run or sweep ([`shard`], [`shard_sweep`]: typed, with `add` for
 //! the merge), and the step evidence written beside them ([`evidence`]).
@@ -21,6 +22,7 @@ pub mod series;
 pub mod shard;
 pub mod shard_sweep;
 pub mod sweep;
+pub mod twin;
 pub mod verdict;
 
 pub use assemble::RunOutcome;

@@ -97,7 +97,7 @@ impl RunResult {
     /// only with a concurrency cap; queue-inclusive E2EL only with a cap and
     /// a finite rate; no TTFT, TPOT or ITL for a pooling backend.
     pub fn shown_metrics(&self) -> Vec<MetricName> {
-        let pooling = Backend::from_name(&self.header.backend).is_some_and(Backend::is_pooling);
+        let pooling = Backend::is_pooling_name(&self.header.backend);
         self.header
             .percentile_metrics
             .iter()

@@ -5,6 +5,7 @@
 
 use super::cache::PrefixCacheStats;
 use super::cost::{usd_per_million_output_tokens, CostSummary, Pricing};
+use super::explain::KneeExplain;
 use super::series::LatencyPoint;
 use super::shard_sweep::{MergedSweep, StepShard, SweepIdentity};
 pub use super::verdict::{Decision, LoadUnit, Verdict};
@@ -44,6 +45,10 @@ pub struct SweepResult {
     /// The calibration probe, when one ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calibration: Option<CalibrationRow>,
+    /// `--twin` / `--predict`: the knee the twin predicted, beside the
+    /// measured one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prediction: Option<super::twin::TwinKnee>,
     /// Every step in the order it ran.
     pub steps: Vec<StepResult>,
     pub knee: KneeSummary,
@@ -125,6 +130,11 @@ pub struct KneeSummary {
     /// estimate passed, and its confidence is below the level asked.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub last_pass_within_noise: bool,
+    /// What binds the knee, read off the server's gauges at the first
+    /// failing step (`twin::measured`; set by the command layer once the
+    /// search ends). Absent while no step failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explain: Option<KneeExplain>,
 }
 
 /// One load level of the sweep.

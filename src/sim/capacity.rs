@@ -61,12 +61,12 @@ pub struct Capacity {
     pub output_tokens_per_s: f64,
     /// Steady running batch `B` (may be fractional).
     pub batch: f64,
-    /// Steps a request spends in the batch, `L`.
-    pub lifetime_steps: f64,
+    /// Batch steps a request spends in the batch, `L`.
+    pub lifetime_batch_steps: f64,
     /// Requests completed per step at saturation, `r`.
-    pub completions_per_step: f64,
+    pub completions_per_batch_step: f64,
     /// Mean step time at saturation, seconds.
-    pub step_s: f64,
+    pub batch_step_s: f64,
     /// The limit that binds.
     pub bottleneck: Bottleneck,
     /// Time to first token of a lone request, seconds.
@@ -119,16 +119,16 @@ pub fn capacity_cached(
         r = base / lane_excess;
         bottleneck = Bottleneck::PrefillLane;
     }
-    let step_s = base + alpha * c_p * r * n_in + c_d * r * (n_out - 1.0);
-    let mu = r / step_s;
+    let batch_step_s = base + alpha * c_p * r * n_in + c_d * r * (n_out - 1.0);
+    let mu = r / batch_step_s;
 
     Capacity {
         mu,
         output_tokens_per_s: mu * n_out,
         batch,
-        lifetime_steps: lifetime,
-        completions_per_step: r,
-        step_s,
+        lifetime_batch_steps: lifetime,
+        completions_per_batch_step: r,
+        batch_step_s,
         bottleneck,
         lone_ttft_s: (n_in / budget).ceil() * base + c_p * n_in,
         lone_tpot_s: base + c_d,
@@ -191,6 +191,6 @@ mod tests {
     fn long_prompts_hit_the_token_budget() {
         let c = capacity(&params(), 900, 2);
         assert_eq!(c.bottleneck, Bottleneck::TokenBudget);
-        assert!((c.completions_per_step - 1000.0 / 901.0).abs() < 1e-9);
+        assert!((c.completions_per_batch_step - 1000.0 / 901.0).abs() < 1e-9);
     }
 }

@@ -8,7 +8,7 @@
 //! After a handler has read a body, the latest read delivered the request's
 //! last byte (clients do not pipeline), so the cell holds when the whole
 //! request was in the kernel: the server-side arrival, free of the
-//! simulator's own wait to be scheduled (the trace's `arrival_rx_s`).
+//! simulator's own wait to be scheduled (the server log's `arrival_rx_s`).
 
 use std::convert::Infallible;
 use std::future::Future;

@@ -1,18 +1,18 @@
 //! The real-time driver: a dedicated OS thread that runs the [`Engine`] on the
 //! wall clock and hands each request's events to its connection task.
 //!
-//! Owns the step clock. A step computed at model time `t` with duration `d`
+//! Owns the batch-step clock. A batch step computed at model time `t` with duration `d`
 //! is *released* at `epoch + t + d`: the thread sleeps with reduced timer slack
 //! until ~[`SPIN`] before that instant and then spins (yielding) to it, because
 //! millisecond timers are far too coarse for 5 ms steps. The next step starts
 //! at model time `t + d` (not at the wake-up time), so the model's timing is
 //! kept exactly and any scheduling delay shows up as *step-clock lag*
-//! (observed per step in [`SimMetrics::step_lag`]). When the engine runs out of
+//! (observed per step in [`SimMetrics::batch_step_lag`]). When the engine runs out of
 //! work the clock stops and restarts at the next arrival. Where permitted the
 //! thread runs with `SCHED_FIFO` priority 1 ([`try_realtime`]), which is what
 //! keeps wake-ups on time when the connection threads saturate the CPUs.
 //!
-//! Commands come in over a std channel. Each step's events go out as *one*
+//! Commands come in over a std channel. Each batch step's events go out as *one*
 //! batch to the [`dispatch`] task inside the tokio runtime, which forwards
 //! them to the per-request channels: one cross-thread wake-up per step instead
 //! of one per stream, which is what keeps 2,000 streams cheap on two cores.
@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::metrics::SimMetrics;
-use super::model::{Engine, EventKind, ModelParams, StepOutcome};
+use super::model::{BatchStep, Engine, EventKind, ModelParams};
 
 /// How long before a step's end the driver stops sleeping and spins.
 pub const SPIN: Duration = Duration::from_micros(100);
@@ -71,13 +71,13 @@ pub enum DispatchMsg {
     /// Where request `id`'s events go; sent before its [`Command::Submit`],
     /// so it is always ahead of the request's first event in the channel.
     Register(u64, UnboundedSender<Delivery>),
-    /// One step's events, in order.
-    Step(Vec<(u64, Delivery)>),
+    /// One batch step's events, in order.
+    BatchStep(Vec<(u64, Delivery)>),
     /// Request `id` was aborted: drop its channel.
     Forget(u64),
 }
 
-/// Forwards step batches to the per-request channels until every sender of
+/// Forwards each batch step's events to the per-request channels until every sender of
 /// `rx` is gone. Requests whose receiver was dropped are aborted in the engine.
 pub async fn dispatch(
     mut rx: tokio::sync::mpsc::UnboundedReceiver<DispatchMsg>,
@@ -92,7 +92,7 @@ pub async fn dispatch(
             DispatchMsg::Forget(id) => {
                 conns.remove(&id);
             }
-            DispatchMsg::Step(events) => {
+            DispatchMsg::BatchStep(events) => {
                 for (id, d) in events {
                     let Some(tx) = conns.get(&id) else {
                         continue;
@@ -207,7 +207,7 @@ impl Driver {
             let now = clock.unwrap_or_else(|| self.epoch.elapsed());
             match self.engine.step(now) {
                 Some(out) if !out.duration.is_zero() => {
-                    self.run_step(&out);
+                    self.run_batch_step(&out);
                     clock = Some(out.end());
                 }
                 Some(out) => {
@@ -248,8 +248,8 @@ impl Driver {
         true
     }
 
-    /// Releases one step's events at its end on the wall clock.
-    fn run_step(&mut self, out: &StepOutcome) {
+    /// Releases one batch step's events at its end on the wall clock.
+    fn run_batch_step(&mut self, out: &BatchStep) {
         wait_until(self.epoch + out.end());
         let lag = self.epoch.elapsed().saturating_sub(out.end());
         let mut ttfts = Vec::new();
@@ -262,8 +262,8 @@ impl Driver {
         }
     }
 
-    /// Sends the step's events to the dispatcher as one batch.
-    fn deliver(&mut self, out: &StepOutcome, ttfts: &mut Vec<f64>) {
+    /// Sends the batch step's events to the dispatcher as one message.
+    fn deliver(&mut self, out: &BatchStep, ttfts: &mut Vec<f64>) {
         let mut batch = Vec::with_capacity(out.events.len());
         for ev in &out.events {
             let delivery = match ev.kind {
@@ -291,7 +291,7 @@ impl Driver {
             batch.push((ev.id, delivery));
         }
         if !batch.is_empty() {
-            let _ = self.out.send(DispatchMsg::Step(batch));
+            let _ = self.out.send(DispatchMsg::BatchStep(batch));
         }
     }
 
@@ -307,8 +307,8 @@ impl Driver {
             m.ttft.observe(t);
         }
         if let Some(lag) = lag {
-            m.step_lag.observe(lag);
-            m.step_lag_max = m.step_lag_max.max(lag);
+            m.batch_step_lag.observe(lag);
+            m.batch_step_lag_max = m.batch_step_lag_max.max(lag);
         }
     }
 }

@@ -1,5 +1,6 @@
-//! What one engine step reports: per-request events, the step's size and
-//! timing ([`StepOutcome`]), and the engine's monotonic [`Counters`]. Plain
+//! What one batch step of the engine reports (a *batch step*: one pass of
+//! continuous batching over the running sequences; not a sweep's step): per-request events, the step's size and
+//! timing ([`BatchStep`]), and the engine's monotonic [`Counters`]. Plain
 //! data shared by the model and its driver.
 
 use std::time::Duration;
@@ -26,9 +27,9 @@ pub struct Event {
     pub kind: EventKind,
 }
 
-/// The result of one engine step.
+/// The result of one batch step.
 #[derive(Debug, Clone, PartialEq)]
-pub struct StepOutcome {
+pub struct BatchStep {
     /// When the step began (the `now` passed to [`super::model::Engine::step`]).
     pub start: Duration,
     /// How long the step takes; its tokens leave at `start + duration`.
@@ -41,7 +42,7 @@ pub struct StepOutcome {
     pub events: Vec<Event>,
 }
 
-impl StepOutcome {
+impl BatchStep {
     /// When the step's tokens leave.
     pub fn end(&self) -> Duration {
         self.start + self.duration
@@ -51,8 +52,8 @@ impl StepOutcome {
 /// Monotonic counters since the engine was created.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counters {
-    /// Steps run.
-    pub n_steps: u64,
+    /// Batch steps run.
+    pub n_batch_steps: u64,
     /// Requests submitted.
     pub n_submitted: u64,
     /// Requests that produced all their tokens.

@@ -63,7 +63,7 @@ pub struct FaultPlan {
 }
 
 impl FaultPlan {
-    /// Short name of the injected fault (for the trace), if any.
+    /// Short name of the injected fault (for the server log), if any.
     pub fn name(&self) -> Option<&'static str> {
         if let Some(r) = self.refusal {
             return Some(match r {

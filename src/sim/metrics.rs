@@ -85,10 +85,10 @@ pub struct SimMetrics {
     pub counters: Counters,
     /// Server-side TTFT (arrival to first token), seconds.
     pub ttft: Histogram,
-    /// Step-clock lag, seconds.
-    pub step_lag: Histogram,
+    /// Batch-step clock lag, seconds.
+    pub batch_step_lag: Histogram,
     /// Largest step-clock lag seen, seconds.
-    pub step_lag_max: f64,
+    pub batch_step_lag_max: f64,
     /// Whether the engine thread got real-time scheduling.
     pub engine_realtime: bool,
 }
@@ -101,8 +101,8 @@ impl Default for SimMetrics {
             kv_usage: 0.0,
             counters: Counters::default(),
             ttft: Histogram::new(TTFT_BUCKETS),
-            step_lag: Histogram::new(LAG_BUCKETS),
-            step_lag_max: 0.0,
+            batch_step_lag: Histogram::new(LAG_BUCKETS),
+            batch_step_lag_max: 0.0,
             engine_realtime: false,
         }
     }
@@ -125,7 +125,7 @@ impl SimMetrics {
         self.ttft
             .render(&mut out, "vllm:time_to_first_token_seconds", &labels);
         let _ = writeln!(out, "# HELP kneecap_sim_step_lag_seconds Delay of each step end behind the model's step clock.\n# TYPE kneecap_sim_step_lag_seconds histogram");
-        self.step_lag
+        self.batch_step_lag
             .render(&mut out, "kneecap_sim_step_lag_seconds", &labels);
         out
     }
@@ -192,13 +192,13 @@ impl SimMetrics {
                 "kneecap_sim_steps_total",
                 "counter",
                 "Engine steps run by the simulator.",
-                self.counters.n_steps.to_string(),
+                self.counters.n_batch_steps.to_string(),
             ),
             (
                 "kneecap_sim_step_lag_max_seconds",
                 "gauge",
                 "Largest delay of a step end behind the model's step clock.",
-                self.step_lag_max.to_string(),
+                self.batch_step_lag_max.to_string(),
             ),
             (
                 "kneecap_sim_engine_realtime",

@@ -6,12 +6,16 @@
 //! `/metrics`, backed by a model of vLLM's scheduler instead of a GPU. It is
 //! also the target kneecap embeds when no `--base-url` is given.
 //!
+//! Words: a *batch step* is one pass of the engine over its running batch
+//! (never a sweep's step); the *server log* is the `--trace FILE` it writes,
+//! one line per request (never a replayed trace, which is `workload::trace`).
+//!
 //! # Layout
 //! - [`model`]: the engine model (running batch, FIFO queue, KV budget,
 //!   chunked prefill, recompute preemption). Pure.
-//! - [`params`]: the engine's parameters and the step-time formula, with
+//! - [`params`]: the engine's parameters and the batch-step time formula, with
 //!   the prefill interference (how much an arriving prefill slows the
-//!   decoding batch: 1 one shared step, 0 disaggregated). Pure.
+//!   decoding batch: 1 one shared batch step, 0 disaggregated). Pure.
 //! - [`capacity`]: the sustainable rate μ for a workload shape. Pure.
 //! - [`virtual_time`]: the engine model run in virtual time on an open,
 //!   seeded load (a discrete-event simulation), for the true knee. Pure.
@@ -22,13 +26,13 @@
 //! - [`fault`]: seeded fault injection plans. Pure.
 //! - [`driver`]: the engine thread that runs the model on the wall clock.
 //! - [`server`], `conn`, `pool_serve`, `reply`, [`stream`], [`shared`], [`tls`],
-//!   [`trace`], [`metrics`]: the I/O edge; none imports one listed before it.
+//!   [`server_log`], [`metrics`]: the I/O edge; none imports one listed before it.
 //!
 //! # Entry points for the CLI and the embedding code
 //! - [`SimConfig::from_preset`], then adjust fields; [`SimConfig::validate`].
 //! - [`start`]`(cfg, listener) -> SimHandle` runs in-process;
-//!   [`SimHandle::addr`], [`SimHandle::shutdown`] (graceful, flushes the trace),
-//!   [`SimHandle::max_step_lag`].
+//!   [`SimHandle::addr`], [`SimHandle::shutdown`] (graceful, flushes the server log),
+//!   [`SimHandle::max_batch_step_lag`].
 //! - [`service_rate`] (μ in req/s) and [`explain`] (the derivation as text).
 //! - `SimOptions` is what `kneecap sim` validated; the command layer serves it.
 //!
@@ -37,7 +41,7 @@
 //! timer slack, then spin the last 100 µs (a plain millisecond timer would be
 //! off by up to a whole 5 ms step). The lag behind the step clock is on
 //! `/metrics` (`kneecap_sim_step_lag_seconds`, `..._max_seconds`), in the
-//! trace's summary line and in the shutdown message. With 2,000 concurrent
+//! server log's summary line and in the shutdown message. With 2,000 concurrent
 //! streams at ~55k tokens/s (client in the same process, both cores busy):
 //! p50 ≤ 10 µs, p99 ≤ 50 µs, max 0.3–0.6 ms with the engine thread on
 //! `SCHED_FIFO` (granted to root / `CAP_SYS_NICE`); without it, p99 2.5–25 ms
@@ -61,10 +65,10 @@ pub mod preset;
 mod reply;
 pub mod responses;
 pub mod server;
+pub mod server_log;
 pub mod shared;
 pub mod stream;
 pub mod tls;
-pub mod trace;
 pub mod usage;
 pub mod virtual_time;
 
@@ -88,8 +92,8 @@ pub struct SimConfig {
     pub served_model_name: String,
     /// Seed for sampled output lengths and faults.
     pub seed: u64,
-    /// `--trace FILE`: one JSON line per request.
-    pub trace: Option<PathBuf>,
+    /// `--trace FILE`: the server log, one JSON line per request.
+    pub server_log: Option<PathBuf>,
     /// Fault injection fractions.
     pub faults: Faults,
     /// Try to run the engine thread with `SCHED_FIFO` priority (best effort;
@@ -127,7 +131,7 @@ impl SimConfig {
             params,
             served_model_name: DEFAULT_MODEL_NAME.to_owned(),
             seed: 0,
-            trace: None,
+            server_log: None,
             faults: Faults::default(),
             realtime_engine: true,
             read_timeout: server::READ_TIMEOUT,
@@ -255,8 +259,8 @@ pub fn explain_cached(
         s,
         "  at saturation: batch {:.1} seqs, {:.1} steps per request, step {:.2} ms; limited by {limit}",
         c.batch,
-        c.lifetime_steps,
-        c.step_s * 1e3
+        c.lifetime_batch_steps,
+        c.batch_step_s * 1e3
     );
     let _ = writeln!(
         s,

@@ -47,7 +47,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use super::blocks::{splitmix64, BLOCK_TOKENS};
-pub use super::events::{Counters, Event, EventKind, StepOutcome};
+pub use super::events::{BatchStep, Counters, Event, EventKind};
 pub use super::params::ModelParams;
 use super::prefix::PrefixCache;
 
@@ -69,10 +69,10 @@ struct Seq {
     /// Leading prompt blocks this sequence holds in the prefix cache; their
     /// tokens are part of `computed` but counted once, in the cache.
     held: u32,
-    /// Tokens scheduled in the current step (0 = not scheduled).
-    step_tokens: u32,
-    /// Whether the current step is a decode (else a prefill chunk).
-    step_decodes: bool,
+    /// Tokens scheduled in the current batch step (0 = not scheduled).
+    batch_tokens: u32,
+    /// Whether the current batch step decodes it (else a prefill chunk).
+    batch_decodes: bool,
     /// A pooling request (submitted with 0 output tokens): prefill only; its
     /// one event marks the end of its prefill and counts no generation token.
     pooling: bool,
@@ -164,8 +164,8 @@ impl Engine {
             ever_scheduled: false,
             blocks,
             held: 0,
-            step_tokens: 0,
-            step_decodes: false,
+            batch_tokens: 0,
+            batch_decodes: false,
         });
     }
 
@@ -219,30 +219,30 @@ impl Engine {
         self.counters
     }
 
-    /// Runs one step beginning at `now`. Returns `None` (and changes nothing)
+    /// Runs one batch step beginning at `now`. Returns `None` (and changes nothing)
     /// when there is no work to schedule.
-    pub fn step(&mut self, now: Duration) -> Option<StepOutcome> {
+    pub fn step(&mut self, now: Duration) -> Option<BatchStep> {
         let mut events = Vec::new();
-        let mut budget = StepBudget::new(&self.params, &self.running);
+        let mut budget = BatchBudget::new(&self.params, &self.running);
         let preempted = self.schedule_running(&mut budget, &mut events);
         self.evict_to_fit();
         if !preempted {
             self.admit_waiting(&mut budget, &mut events);
         }
-        let (prefill_tokens, decode_seqs) =
-            self.running
-                .iter()
-                .filter(|s| s.step_tokens > 0)
-                .fold((0u32, 0u32), |(p, d), s| {
-                    if s.step_decodes {
-                        (p, d + 1)
-                    } else {
-                        (p + s.step_tokens, d)
-                    }
-                });
+        let (prefill_tokens, decode_seqs) = self
+            .running
+            .iter()
+            .filter(|s| s.batch_tokens > 0)
+            .fold((0u32, 0u32), |(p, d), s| {
+                if s.batch_decodes {
+                    (p, d + 1)
+                } else {
+                    (p + s.batch_tokens, d)
+                }
+            });
         if prefill_tokens == 0 && decode_seqs == 0 {
             // Nothing ran; preemption events (if any) still matter to the caller.
-            return (!events.is_empty()).then_some(StepOutcome {
+            return (!events.is_empty()).then_some(BatchStep {
                 start: now,
                 duration: Duration::ZERO,
                 prefill_tokens: 0,
@@ -250,14 +250,14 @@ impl Engine {
                 events,
             });
         }
-        self.counters.n_steps += 1;
-        self.complete_step(&mut events);
+        self.counters.n_batch_steps += 1;
+        self.complete_batch_step(&mut events);
         self.evict_to_fit();
-        Some(StepOutcome {
+        Some(BatchStep {
             start: now,
             duration: self
                 .params
-                .step_time(u64::from(prefill_tokens), u64::from(decode_seqs)),
+                .batch_step_time(u64::from(prefill_tokens), u64::from(decode_seqs)),
             prefill_tokens,
             decode_seqs,
             events,
@@ -282,12 +282,12 @@ impl Engine {
 
     /// Schedules running sequences oldest first, preempting the newest when
     /// the KV cache is full. Returns whether anything was preempted.
-    fn schedule_running(&mut self, budget: &mut StepBudget, events: &mut Vec<Event>) -> bool {
+    fn schedule_running(&mut self, budget: &mut BatchBudget, events: &mut Vec<Event>) -> bool {
         let mut preempted = false;
         let mut i = 0;
         while i < self.running.len() {
             let seq = &mut self.running[i];
-            seq.step_tokens = 0;
+            seq.batch_tokens = 0;
             let decodes = !seq.in_prefill();
             let want = if decodes {
                 1
@@ -307,8 +307,8 @@ impl Engine {
                 break;
             }
             let seq = &mut self.running[i];
-            seq.step_tokens = tokens;
-            seq.step_decodes = decodes;
+            seq.batch_tokens = tokens;
+            seq.batch_decodes = decodes;
             seq.computed += tokens;
             self.kv_private += u64::from(tokens);
             budget.take(tokens, decodes);
@@ -323,7 +323,7 @@ impl Engine {
             seq.held = 0;
             seq.computed = 0;
             seq.prefill_target = seq.prompt_tokens + seq.generated;
-            seq.step_tokens = 0;
+            seq.batch_tokens = 0;
             self.counters.n_preemptions += 1;
             events.push(Event {
                 id: seq.id,
@@ -334,7 +334,7 @@ impl Engine {
     }
 
     /// Admits waiting requests FIFO while the batch, budget and KV cache allow.
-    fn admit_waiting(&mut self, budget: &mut StepBudget, events: &mut Vec<Event>) {
+    fn admit_waiting(&mut self, budget: &mut BatchBudget, events: &mut Vec<Event>) {
         while self.running.len() < self.params.max_num_seqs as usize && budget.prefill_room() {
             let Some(head) = self.waiting.front() else {
                 break;
@@ -366,8 +366,8 @@ impl Engine {
                     kind: EventKind::Scheduled { cached },
                 });
             }
-            seq.step_tokens = tokens;
-            seq.step_decodes = false;
+            seq.batch_tokens = tokens;
+            seq.batch_decodes = false;
             seq.computed += tokens;
             self.kv_private += u64::from(tokens);
             budget.take(tokens, false);
@@ -378,16 +378,16 @@ impl Engine {
 
     /// Emits the step's tokens, caches the prompt blocks of sequences whose
     /// prefill just completed, and retires finished sequences.
-    fn complete_step(&mut self, events: &mut Vec<Event>) {
+    fn complete_batch_step(&mut self, events: &mut Vec<Event>) {
         let mut finished = Vec::new();
         let mut i = 0;
         while i < self.running.len() {
             let seq = &mut self.running[i];
-            if seq.step_tokens == 0 || seq.in_prefill() {
+            if seq.batch_tokens == 0 || seq.in_prefill() {
                 i += 1;
                 continue;
             }
-            if !seq.step_decodes {
+            if !seq.batch_decodes {
                 let held = seq.held as usize;
                 let owned = seq.blocks.len() - held;
                 self.cache.acquire(&seq.blocks[held..]);
@@ -424,12 +424,12 @@ impl Engine {
 
 /// What is left of one step's token budget, and of its prefill lane
 /// ([`ModelParams::prefill_lane_cap`]).
-struct StepBudget {
+struct BatchBudget {
     tokens: u32,
     prefill: u32,
 }
 
-impl StepBudget {
+impl BatchBudget {
     /// The full budget of a step over `running` (the lane cap counts its
     /// decoders before any preemption).
     fn new(params: &ModelParams, running: &[Seq]) -> Self {

@@ -62,7 +62,7 @@ fn extra(times: &[Duration], gap: Duration) -> Duration {
 fn a_prompt_adds_alpha_times_its_prefill_to_the_decoders() {
     // 3 decoders: 10 + 1.5 = 11.5 ms a step. A 600-token prompt is 60 ms of
     // prefill compute.
-    let gap = params(1.0).step_time(0, 3);
+    let gap = params(1.0).batch_step_time(0, 3);
     assert_eq!(gap, Duration::from_micros(11_500));
     for (alpha, want_us) in [(1.0, 60_000), (0.5, 30_000), (0.25, 15_000), (0.0, 0)] {
         let (times, _) = run(alpha, 3, 600, Duration::from_millis(200));
@@ -80,14 +80,14 @@ fn a_prompt_adds_alpha_times_its_prefill_to_the_decoders() {
 fn below_one_the_prompt_is_spread_over_steps_the_lane_can_hide() {
     // α = 0.5 with 3 decoders: a step hides 11.5 ms / 50 µs = 230 tokens,
     // so 600 tokens take 3 steps (230, 230, 140).
-    let gap = params(0.5).step_time(0, 3);
+    let gap = params(0.5).batch_step_time(0, 3);
     let (times, ttft) = run(0.5, 3, 600, Duration::from_millis(200));
     let long: Vec<Duration> = times
         .windows(2)
         .map(|w| w[1] - w[0])
         .filter(|g| *g > gap)
         .collect();
-    let us = |n: u64| params(0.5).step_time(n, 3);
+    let us = |n: u64| params(0.5).batch_step_time(n, 3);
     assert_eq!(long, [us(230), us(230), us(140)]);
     // The prompt's own time: its three steps, never faster than its compute.
     assert_eq!(ttft, us(230) * 2 + us(140));
@@ -96,7 +96,7 @@ fn below_one_the_prompt_is_spread_over_steps_the_lane_can_hide() {
 
 #[test]
 fn disaggregated_decode_steps_never_change() {
-    let gap = params(0.0).step_time(0, 3);
+    let gap = params(0.0).batch_step_time(0, 3);
     let (times, ttft) = run(0.0, 3, 2000, Duration::from_millis(100));
     assert!(times.windows(2).all(|w| w[1] - w[0] == gap));
     // 2000 tokens at 11.5 ms / 100 µs = 115 a step: 18 steps, about the

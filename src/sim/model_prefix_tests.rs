@@ -16,16 +16,16 @@ fn blocks(shared: u32, own: u32, tag: u64) -> Vec<u64> {
 }
 
 /// Steps the engine from `now` until it is idle; returns the end time.
-fn drain(engine: &mut Engine, mut now: Duration, steps: &mut Vec<StepOutcome>) -> Duration {
+fn drain(engine: &mut Engine, mut now: Duration, batch_steps: &mut Vec<BatchStep>) -> Duration {
     while let Some(out) = engine.step(now) {
         now = out.end();
-        steps.push(out);
+        batch_steps.push(out);
     }
     now
 }
 
-fn cached_of(steps: &[StepOutcome], id: u64) -> Option<u32> {
-    steps
+fn cached_of(batch_steps: &[BatchStep], id: u64) -> Option<u32> {
+    batch_steps
         .iter()
         .flat_map(|s| &s.events)
         .find_map(|e| match e.kind {
@@ -38,19 +38,22 @@ fn cached_of(steps: &[StepOutcome], id: u64) -> Option<u32> {
 fn a_repeated_prefix_is_prefilled_once_and_counted_as_hits() {
     let p = preset::tiny();
     let mut engine = Engine::new(p.clone());
-    let mut steps = Vec::new();
+    let mut batch_steps = Vec::new();
     // 10 shared blocks + 2 own blocks + 5 loose tokens = 197 tokens.
     engine.submit_blocks(0, 12 * B + 5, blocks(10, 2, 1), 2, Duration::ZERO);
-    let t = drain(&mut engine, Duration::ZERO, &mut steps);
-    assert_eq!(steps[0].prefill_tokens, 12 * B + 5);
+    let t = drain(&mut engine, Duration::ZERO, &mut batch_steps);
+    assert_eq!(batch_steps[0].prefill_tokens, 12 * B + 5);
     engine.submit_blocks(1, 12 * B + 5, blocks(10, 2, 2), 2, t);
-    let first = steps.len();
-    drain(&mut engine, t, &mut steps);
+    let first = batch_steps.len();
+    drain(&mut engine, t, &mut batch_steps);
     // Only the second prompt's own 2 blocks and 5 loose tokens are computed.
-    assert_eq!(steps[first].prefill_tokens, 2 * B + 5);
-    assert_eq!(steps[first].duration, p.step_time(u64::from(2 * B + 5), 0));
-    assert_eq!(cached_of(&steps, 0), Some(0));
-    assert_eq!(cached_of(&steps, 1), Some(10 * B));
+    assert_eq!(batch_steps[first].prefill_tokens, 2 * B + 5);
+    assert_eq!(
+        batch_steps[first].duration,
+        p.batch_step_time(u64::from(2 * B + 5), 0)
+    );
+    assert_eq!(cached_of(&batch_steps, 0), Some(0));
+    assert_eq!(cached_of(&batch_steps, 1), Some(10 * B));
     let c = engine.counters();
     assert_eq!(c.prefix_cache_queries, 2 * u64::from(12 * B + 5));
     assert_eq!(c.prefix_cache_hits, u64::from(10 * B));
@@ -61,27 +64,27 @@ fn a_repeated_prefix_is_prefilled_once_and_counted_as_hits() {
 #[test]
 fn a_fully_cached_prompt_still_computes_its_last_block() {
     let mut engine = Engine::new(preset::tiny());
-    let mut steps = Vec::new();
+    let mut batch_steps = Vec::new();
     engine.submit_blocks(0, 4 * B, blocks(4, 0, 0), 1, Duration::ZERO);
-    let t = drain(&mut engine, Duration::ZERO, &mut steps);
+    let t = drain(&mut engine, Duration::ZERO, &mut batch_steps);
     engine.submit_blocks(1, 4 * B, blocks(4, 0, 0), 1, t);
-    let first = steps.len();
-    drain(&mut engine, t, &mut steps);
-    assert_eq!(steps[first].prefill_tokens, B);
-    assert_eq!(cached_of(&steps, 1), Some(3 * B));
+    let first = batch_steps.len();
+    drain(&mut engine, t, &mut batch_steps);
+    assert_eq!(batch_steps[first].prefill_tokens, B);
+    assert_eq!(cached_of(&batch_steps, 1), Some(3 * B));
 }
 
 #[test]
 fn concurrent_sharers_hold_the_prefix_once_in_the_kv_budget() {
     let mut engine = Engine::new(preset::tiny());
-    let mut steps = Vec::new();
+    let mut batch_steps = Vec::new();
     engine.submit_blocks(0, 10 * B, blocks(8, 2, 1), 50, Duration::ZERO);
     // The first step prefills request 0 and caches its 10 blocks.
     let out = engine.step(Duration::ZERO).unwrap();
     assert_eq!(engine.kv_used(), u64::from(10 * B));
     engine.submit_blocks(1, 10 * B, blocks(8, 2, 2), 50, out.end());
-    drain(&mut engine, out.end(), &mut steps);
-    assert_eq!(cached_of(&steps, 1), Some(8 * B));
+    drain(&mut engine, out.end(), &mut batch_steps);
+    assert_eq!(cached_of(&batch_steps, 1), Some(8 * B));
     // Peak use was 8 shared + 2 + 2 own blocks (+ decoded tokens), not 20 blocks.
     assert_eq!(engine.kv_used(), 0);
 }
@@ -94,16 +97,16 @@ fn lru_blocks_are_evicted_when_the_budget_needs_room() {
         ..preset::tiny()
     };
     let mut engine = Engine::new(p);
-    let mut steps = Vec::new();
+    let mut batch_steps = Vec::new();
     // 100 blocks (1600 tokens) cached, then evicted by a prompt that needs
     // 3000 of the 4096 tokens.
     engine.submit_blocks(0, 100 * B, blocks(100, 0, 0), 1, Duration::ZERO);
-    let t = drain(&mut engine, Duration::ZERO, &mut steps);
+    let t = drain(&mut engine, Duration::ZERO, &mut batch_steps);
     engine.submit_blocks(1, 3000, blocks(0, 187, 9), 1, t);
-    let t = drain(&mut engine, t, &mut steps);
+    let t = drain(&mut engine, t, &mut batch_steps);
     engine.submit_blocks(2, 100 * B, blocks(100, 0, 0), 1, t);
-    drain(&mut engine, t, &mut steps);
-    let cached = cached_of(&steps, 2).unwrap();
+    drain(&mut engine, t, &mut batch_steps);
+    let cached = cached_of(&batch_steps, 2).unwrap();
     assert!(cached < 100 * B && cached > 0, "cached {cached}");
     // What survived is the head of the prefix, so the hit is a prefix.
     assert_eq!(cached % B, 0);
@@ -112,12 +115,12 @@ fn lru_blocks_are_evicted_when_the_budget_needs_room() {
 #[test]
 fn with_prefix_caching_off_nothing_is_reused_or_counted() {
     let mut engine = Engine::new(preset::tiny()).with_prefix_caching(false);
-    let mut steps = Vec::new();
+    let mut batch_steps = Vec::new();
     engine.submit_blocks(0, 8 * B, blocks(8, 0, 0), 1, Duration::ZERO);
-    let t = drain(&mut engine, Duration::ZERO, &mut steps);
+    let t = drain(&mut engine, Duration::ZERO, &mut batch_steps);
     engine.submit_blocks(1, 8 * B, blocks(8, 0, 0), 1, t);
-    drain(&mut engine, t, &mut steps);
-    assert_eq!(cached_of(&steps, 1), Some(0));
+    drain(&mut engine, t, &mut batch_steps);
+    assert_eq!(cached_of(&batch_steps, 1), Some(0));
     assert_eq!(engine.counters().prefix_cache_queries, 0);
 }
 

@@ -50,7 +50,7 @@ fn simulate(engine: &mut Engine, arrivals: &[(Duration, u32, u32)], until: Durat
     run
 }
 
-fn record(run: &mut Run, out: &StepOutcome) {
+fn record(run: &mut Run, out: &BatchStep) {
     for ev in &out.events {
         match ev.kind {
             EventKind::Token { index, last } => {

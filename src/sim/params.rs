@@ -102,16 +102,16 @@ impl ModelParams {
     }
 
     /// Whether prefill shares the batch step fully (`α = 1`).
-    fn shared_step(&self) -> bool {
+    fn shared_batch_step(&self) -> bool {
         self.prefill_interference >= SHARED_STEP
     }
 
     /// Duration of a step that computes `prefill_tokens` prompt tokens and
     /// decodes one token for each of `decode_seqs` sequences (the prompt
     /// tokens cost `α` of their compute beside decoders, all of it alone).
-    pub fn step_time(&self, prefill_tokens: u64, decode_seqs: u64) -> Duration {
+    pub fn batch_step_time(&self, prefill_tokens: u64, decode_seqs: u64) -> Duration {
         let prefill = self.per_prefill_token.as_nanos() * u128::from(prefill_tokens);
-        let prefill = if self.shared_step() || decode_seqs == 0 {
+        let prefill = if self.shared_batch_step() || decode_seqs == 0 {
             prefill
         } else {
             (prefill as f64 * self.prefill_interference.max(0.0)).round() as u128
@@ -128,7 +128,7 @@ impl ModelParams {
     /// (a plain prefill step); at least 1.
     pub fn prefill_lane_cap(&self, decode_seqs: u64) -> u32 {
         let hidden = (1.0 - self.prefill_interference) * self.per_prefill_token.as_secs_f64();
-        if self.shared_step() || hidden <= 0.0 || decode_seqs == 0 {
+        if self.shared_batch_step() || hidden <= 0.0 || decode_seqs == 0 {
             return u32::MAX;
         }
         let room =
@@ -163,12 +163,15 @@ mod tests {
     fn interference_scales_only_the_prefill_term() {
         let ms = |x: f64| Duration::from_secs_f64(x / 1e3);
         // 200 prompt tokens (20 ms of compute) and 4 decoders (2 ms).
-        assert_eq!(params(1.0).step_time(200, 4), ms(32.0));
-        assert_eq!(params(0.5).step_time(200, 4), ms(22.0));
-        assert_eq!(params(0.0).step_time(200, 4), ms(12.0));
-        assert_eq!(params(0.0).step_time(0, 4), params(1.0).step_time(0, 4));
+        assert_eq!(params(1.0).batch_step_time(200, 4), ms(32.0));
+        assert_eq!(params(0.5).batch_step_time(200, 4), ms(22.0));
+        assert_eq!(params(0.0).batch_step_time(200, 4), ms(12.0));
+        assert_eq!(
+            params(0.0).batch_step_time(0, 4),
+            params(1.0).batch_step_time(0, 4)
+        );
         // Nothing decoding: a plain prefill step at full cost.
-        assert_eq!(params(0.0).step_time(200, 0), ms(30.0));
+        assert_eq!(params(0.0).batch_step_time(200, 0), ms(30.0));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Serving one pooling request (`/v1/embeddings`, `/pooling`, `/v1/rerank`):
 //! parse it ([`super::pooling`]), submit each of its inputs to the engine as
 //! a prefill-only sequence, wait for the last to finish, answer with one JSON
-//! body, and trace it (arrival, first admission, the engine's finish, the
+//! body, and log it (arrival, first admission, the engine's finish, the
 //! answer handed to the connection, prompt tokens, inputs). A client that
 //! goes away aborts every sequence of its request.
 
@@ -16,9 +16,9 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use super::driver::{Command, Delivery, DispatchMsg, Submission};
 use super::pooling::{parse_pool_request, pool_response, PoolEndpoint};
 use super::reply::{error, json, read_body, refusal_error, refuse, shutting_down, unix_now};
+use super::server_log::LogRecord;
 use super::shared::Shared;
 use super::stream::SimBody;
-use super::trace::TraceRecord;
 use crate::rxstamp::RxCell;
 
 /// Handles one pooling request from body to answer.
@@ -27,7 +27,7 @@ pub(super) async fn pool(
     shared: &Arc<Shared>,
     endpoint: PoolEndpoint,
 ) -> Response<SimBody> {
-    let mut rec = TraceRecord {
+    let mut rec = LogRecord {
         request_id: req
             .headers()
             .get("x-request-id")
@@ -35,7 +35,7 @@ pub(super) async fn pool(
             .map(str::to_owned)
             .unwrap_or_default(),
         endpoint: endpoint.name(),
-        ..TraceRecord::default()
+        ..LogRecord::default()
     };
     let rx = req.extensions().get::<RxCell>().cloned();
     let body = match read_body(req, shared.cfg.read_timeout).await {
@@ -86,7 +86,7 @@ pub(super) async fn pool(
 }
 
 /// Submits each input as a prefill-only sequence (ids from `first`), all
-/// answering on one channel; `None` (traced) when the engine has stopped.
+/// answering on one channel; `None` (logged) when the engine has stopped.
 fn submit_inputs(
     shared: &Shared,
     inputs: &[u32],
@@ -116,7 +116,7 @@ fn submit_inputs(
 }
 
 /// Waits until all `n` inputs are done, tracing the first admission and the
-/// preemptions; false (traced) when the engine stopped first.
+/// preemptions; false (logged) when the engine stopped first.
 async fn await_inputs(mut rx: UnboundedReceiver<Delivery>, n: u64, guard: &mut Guard) -> bool {
     let mut left = n;
     while left > 0 {
@@ -144,12 +144,12 @@ fn model_json(name: &str) -> String {
     serde_json::Value::String(name.to_owned()).to_string()
 }
 
-/// Traces the request once, and aborts its sequences if it never finished
+/// Logs the request once, and aborts its sequences if it never finished
 /// (the client went away, or the server is shutting down).
 struct Guard {
     shared: Arc<Shared>,
     ids: Range<u64>,
-    rec: TraceRecord,
+    rec: LogRecord,
     done: bool,
 }
 
@@ -162,7 +162,7 @@ impl Guard {
         self.rec.outcome = outcome;
         self.rec.status = status;
         self.rec.finish = self.shared.now();
-        if let Some(sink) = &self.shared.trace {
+        if let Some(sink) = &self.shared.server_log {
             sink.record(&self.rec);
         }
     }

@@ -27,7 +27,7 @@ pub enum PoolEndpoint {
 }
 
 impl PoolEndpoint {
-    /// The endpoint's name in the trace.
+    /// The endpoint's name in the server log.
     pub fn name(self) -> &'static str {
         match self {
             PoolEndpoint::Embeddings => "embeddings",

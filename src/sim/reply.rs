@@ -11,9 +11,9 @@ use hyper::body::Incoming;
 
 use super::api::ApiError;
 use super::fault::Refusal;
+use super::server_log::LogRecord;
 use super::shared::Shared;
 use super::stream::SimBody;
-use super::trace::TraceRecord;
 
 /// Largest accepted request body.
 pub const MAX_BODY: usize = 8 * 1024 * 1024;
@@ -50,7 +50,7 @@ pub(super) async fn read_body(
     }
 }
 
-/// The error body and trace outcome of an injected refusal.
+/// The error body and server log outcome of an injected refusal.
 pub(super) fn refusal_error(refusal: Refusal) -> (ApiError, &'static str) {
     match refusal {
         Refusal::Http500 => (
@@ -80,14 +80,14 @@ pub(super) fn shutting_down() -> ApiError {
     }
 }
 
-/// Answers with `err` and traces the request as `outcome`.
+/// Answers with `err` and logs the request as `outcome`.
 pub(super) fn refuse(
     shared: &Shared,
-    mut rec: TraceRecord,
+    mut rec: LogRecord,
     err: &ApiError,
     outcome: &'static str,
 ) -> Response<SimBody> {
-    if let Some(sink) = &shared.trace {
+    if let Some(sink) = &shared.server_log {
         rec.outcome = outcome;
         rec.status = err.status;
         rec.finish = shared.now();

@@ -33,9 +33,9 @@ use super::model::sampled_output_len;
 use super::pool_serve::pool;
 use super::pooling::PoolEndpoint;
 use super::reply::{error, json, plain, read_body, refusal_error, refuse, shutting_down, unix_now};
+use super::server_log::{LogRecord, ServerLog};
 use super::shared::Shared;
 use super::stream::{collect_tokens, finish_reason, SimBody, SseBody, Tracker};
-use super::trace::{TraceRecord, TraceWriter};
 use super::SimConfig;
 use crate::rxstamp::RxCell;
 
@@ -52,7 +52,7 @@ pub struct SimHandle {
     dispatcher: tokio::task::JoinHandle<()>,
     shared: Arc<Shared>,
     engine: EngineThread,
-    trace: Option<TraceWriter>,
+    server_log: Option<ServerLog>,
 }
 
 impl SimHandle {
@@ -62,11 +62,11 @@ impl SimHandle {
     }
 
     /// Largest step-clock lag so far, seconds.
-    pub fn max_step_lag(&self) -> f64 {
+    pub fn max_batch_step_lag(&self) -> f64 {
         self.shared
             .metrics
             .lock()
-            .map(|m| m.step_lag_max)
+            .map(|m| m.batch_step_lag_max)
             .unwrap_or(0.0)
     }
 
@@ -80,7 +80,7 @@ impl SimHandle {
     }
 
     /// Stops accepting, lets in-flight responses finish (up to 2 s), stops the
-    /// engine and flushes the trace file.
+    /// engine and flushes the server log.
     pub async fn shutdown(self) -> anyhow::Result<()> {
         let _ = self.stop.send(true);
         let _ = self.accept.await;
@@ -97,31 +97,31 @@ impl SimHandle {
             .unwrap_or_default();
         drop(self.shared);
         let summary = serde_json::json!({
-            "steps": m.counters.n_steps,
+            "steps": m.counters.n_batch_steps,
             "finished": m.counters.n_finished,
             "preemptions": m.counters.n_preemptions,
             "generation_tokens": m.counters.generation_tokens,
             "prefix_cache_queries": m.counters.prefix_cache_queries,
             "prefix_cache_hits": m.counters.prefix_cache_hits,
-            "step_lag_max_s": m.step_lag_max,
-            "step_lag_mean_s": m.step_lag.sum() / m.step_lag.count().max(1) as f64,
+            "step_lag_max_s": m.batch_step_lag_max,
+            "step_lag_mean_s": m.batch_step_lag.sum() / m.batch_step_lag.count().max(1) as f64,
         });
-        match self.trace {
-            Some(t) => tokio::task::spawn_blocking(move || t.finish(summary)).await?,
+        match self.server_log {
+            Some(log) => tokio::task::spawn_blocking(move || log.finish(summary)).await?,
             None => Ok(()),
         }
     }
 }
 
-/// Starts the simulator on `listener`: the engine thread, the trace writer
-/// (with `cfg.trace`) and the accept loop. Must be called inside a tokio runtime.
+/// Starts the simulator on `listener`: the engine thread, the server log's
+/// writer (with `cfg.server_log`) and the accept loop. Must be called inside a tokio runtime.
 pub async fn start(cfg: SimConfig, listener: TcpListener) -> anyhow::Result<SimHandle> {
     cfg.validate()?;
     let acceptor = cfg.tls.as_ref().map(super::tls::acceptor).transpose()?;
     let addr = listener.local_addr()?;
     let epoch = Instant::now();
-    let trace = match &cfg.trace {
-        Some(path) => Some(TraceWriter::create(path, epoch.elapsed())?),
+    let server_log = match &cfg.server_log {
+        Some(path) => Some(ServerLog::create(path, epoch.elapsed())?),
         None => None,
     };
     let metrics = Arc::new(Mutex::new(SimMetrics::default()));
@@ -142,7 +142,7 @@ pub async fn start(cfg: SimConfig, listener: TcpListener) -> anyhow::Result<SimH
         dispatch_tx,
         next_id: AtomicU64::new(0),
         metrics,
-        trace: trace.as_ref().map(TraceWriter::sink),
+        server_log: server_log.as_ref().map(ServerLog::sink),
     });
     let (stop, stop_rx) = watch::channel(false);
     let accept = tokio::spawn(super::conn::accept_loop(
@@ -159,7 +159,7 @@ pub async fn start(cfg: SimConfig, listener: TcpListener) -> anyhow::Result<SimH
         dispatcher,
         shared,
         engine,
-        trace,
+        server_log,
     })
 }
 
@@ -307,9 +307,9 @@ async fn generate(
     )
 }
 
-/// A trace record for a request that just came in.
-fn new_record(req: &Request<Incoming>, id: u64, endpoint: Endpoint) -> TraceRecord {
-    TraceRecord {
+/// A server log record for a request that just came in.
+fn new_record(req: &Request<Incoming>, id: u64, endpoint: Endpoint) -> LogRecord {
+    LogRecord {
         request_id: req
             .headers()
             .get("x-request-id")
@@ -320,7 +320,7 @@ fn new_record(req: &Request<Incoming>, id: u64, endpoint: Endpoint) -> TraceReco
             Endpoint::Chat => "chat",
             Endpoint::Responses => "responses",
         },
-        ..TraceRecord::default()
+        ..LogRecord::default()
     }
 }
 
@@ -331,7 +331,7 @@ fn submit(
     id: u64,
     greq: &GenRequest,
     n_out: u32,
-    rec: TraceRecord,
+    rec: LogRecord,
 ) -> Option<(UnboundedReceiver<Delivery>, Tracker)> {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let submission = Submission {

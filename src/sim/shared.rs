@@ -1,6 +1,6 @@
 //! The state every connection task of the simulator shares ([`Shared`]): the
 //! configuration, the sim clock's time zero, the channels to the engine
-//! thread and its dispatcher, the `/metrics` counters and the trace sink.
+//! thread and its dispatcher, the `/metrics` counters and the server log's sink.
 //! Below every request handler; it imports none of them.
 
 use std::sync::atomic::AtomicU64;
@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::driver::{Command, DispatchMsg};
 use super::metrics::SimMetrics;
-use super::trace::TraceSink;
+use super::server_log::LogSink;
 use super::SimConfig;
 use crate::rxstamp::RxCell;
 
@@ -18,7 +18,7 @@ use crate::rxstamp::RxCell;
 pub struct Shared {
     /// The configuration the sim was started with.
     pub cfg: SimConfig,
-    /// Time zero of the sim clock (model time and trace times count from it).
+    /// Time zero of the sim clock (model time and server log times count from it).
     pub epoch: Instant,
     /// Commands to the engine thread.
     pub engine_tx: std::sync::mpsc::Sender<Command>,
@@ -28,8 +28,8 @@ pub struct Shared {
     pub next_id: AtomicU64,
     /// What `/metrics` shows.
     pub metrics: Arc<Mutex<SimMetrics>>,
-    /// Where trace lines go, with `--trace`.
-    pub trace: Option<TraceSink>,
+    /// Where server log lines go, with `--trace`.
+    pub server_log: Option<LogSink>,
 }
 
 impl Shared {

@@ -1,6 +1,6 @@
 //! Response bodies: the SSE stream of one request (with its injected faults),
-//! the non-streamed reply, and the per-request tracker that writes its trace
-//! line and aborts the engine request if the client goes away.
+//! the non-streamed reply, and the per-request tracker that writes its server
+//! log line and aborts the engine request if the client goes away.
 //!
 //! The SSE body turns engine [`Delivery`]s into vLLM-shaped chunks as hyper
 //! polls it; deliveries that queued up while the socket was busy are
@@ -19,25 +19,25 @@ use tokio::time::Sleep;
 use super::api::{token_text, Endpoint, GenRequest, ResponseIds, DONE_EVENT};
 use super::driver::{Command, Delivery};
 use super::fault::StreamFault;
+use super::server_log::LogRecord;
 use super::shared::Shared;
-use super::trace::TraceRecord;
 
 /// Largest write a stream coalesces before yielding a frame.
 const MAX_FRAME: usize = 64 * 1024;
 
-/// Keeps a request's trace record; writes it once, on finish or on drop.
+/// Keeps a request's server log record; writes it once, on finish or on drop.
 pub struct Tracker {
     /// The server's shared state (its configuration included).
     pub shared: Arc<Shared>,
     engine_id: u64,
     /// The record being filled in.
-    pub rec: TraceRecord,
+    pub rec: LogRecord,
     done: bool,
 }
 
 impl Tracker {
     /// A tracker for engine request `engine_id`.
-    pub fn new(shared: Arc<Shared>, engine_id: u64, rec: TraceRecord) -> Self {
+    pub fn new(shared: Arc<Shared>, engine_id: u64, rec: LogRecord) -> Self {
         Self {
             shared,
             engine_id,
@@ -79,7 +79,7 @@ impl Tracker {
         self.shared.cfg.reasoning_tokens
     }
 
-    /// Writes the trace line with `outcome` (once).
+    /// Writes the server log line with `outcome` (once).
     pub fn finish(&mut self, outcome: &'static str, status: u16) {
         if self.done {
             return;
@@ -88,7 +88,7 @@ impl Tracker {
         self.rec.outcome = outcome;
         self.rec.status = status;
         self.rec.finish = self.shared.now();
-        if let Some(sink) = &self.shared.trace {
+        if let Some(sink) = &self.shared.server_log {
             sink.record(&self.rec);
         }
     }

@@ -1,5 +1,5 @@
 //! `kneecap sim --tls-cert FILE --tls-key FILE`: serve https with rustls, so
-//! the client's TLS path has a server with ground truth (its trace).
+//! the client's TLS path has a server with ground truth (its server log).
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};

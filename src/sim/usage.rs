@@ -1,14 +1,14 @@
 //! What the engine's resources did over a virtual-time run's measured window
 //! ([`Usage`]): the running batch against `max_num_seqs`, the KV cache, the
 //! token budget, and where the step time went (fixed cost, prefill tokens,
-//! decoding sequences). [`UsageMeter`] folds it in step by step, weighting
+//! decoding sequences). [`UsageMeter`] folds it in batch step by batch step, weighting
 //! every state by how long it lasted. Pure: durations in, averages out.
 
 use std::time::Duration;
 
 use serde::Serialize;
 
-use super::events::StepOutcome;
+use super::events::BatchStep;
 use super::model::ModelParams;
 
 /// Time-weighted utilisation of each engine resource over a window.
@@ -66,9 +66,9 @@ pub struct UsageMeter {
     preemptions: u64,
 }
 
-/// The engine state while a step runs, as its caller sees it.
+/// The engine state while a batch step runs, as its caller sees it.
 #[derive(Debug, Clone, Copy)]
-pub struct StepState {
+pub struct BatchState {
     /// Sequences in the batch during the step (finished ones included).
     pub running: u64,
     /// Requests left waiting after the step's admissions.
@@ -109,8 +109,8 @@ impl UsageMeter {
         }
     }
 
-    /// One step ran (`out`) with the engine in `state`.
-    pub fn step(&mut self, params: &ModelParams, out: &StepOutcome, state: StepState) {
+    /// One batch step ran (`out`) with the engine in `state`.
+    pub fn batch_step(&mut self, params: &ModelParams, out: &BatchStep, state: BatchState) {
         if out.start < self.from {
             return;
         }
@@ -176,18 +176,18 @@ mod tests {
     use super::*;
     use crate::sim::preset;
 
-    fn step(start_ms: u64, prefill: u32, decodes: u32, p: &ModelParams) -> StepOutcome {
-        StepOutcome {
+    fn batch_step(start_ms: u64, prefill: u32, decodes: u32, p: &ModelParams) -> BatchStep {
+        BatchStep {
             start: Duration::from_millis(start_ms),
-            duration: p.step_time(u64::from(prefill), u64::from(decodes)),
+            duration: p.batch_step_time(u64::from(prefill), u64::from(decodes)),
             prefill_tokens: prefill,
             decode_seqs: decodes,
             events: Vec::new(),
         }
     }
 
-    fn state(running: u64, waiting: u64, kv_usage: f64) -> StepState {
-        StepState {
+    fn state(running: u64, waiting: u64, kv_usage: f64) -> BatchState {
+        BatchState {
             running,
             waiting,
             kv_usage,
@@ -201,13 +201,13 @@ mod tests {
         let p = preset::tiny();
         let mut m = UsageMeter::new(&p, Duration::from_millis(100));
         // Before the window: ignored.
-        m.step(&p, &step(0, 1000, 0, &p), state(32, 9, 1.0));
+        m.batch_step(&p, &batch_step(0, 1000, 0, &p), state(32, 9, 1.0));
         // 10 ms step (5 ms base + 1000 prefill tokens × 5 µs), 2 running.
-        m.step(&p, &step(100, 1000, 0, &p), state(2, 0, 0.5));
+        m.batch_step(&p, &batch_step(100, 1000, 0, &p), state(2, 0, 0.5));
         // 10 ms idle.
         m.idle(Duration::from_millis(110), Duration::from_millis(120));
         // 10 ms step of 100 decodes (5 + 5 ms) with all 32 slots full.
-        m.step(&p, &step(120, 0, 100, &p), state(32, 4, 0.25));
+        m.batch_step(&p, &batch_step(120, 0, 100, &p), state(32, 4, 0.25));
         let u = m.usage();
         assert!((u.window_s - 0.030).abs() < 1e-12, "{u:?}");
         assert!((u.busy_share - 2.0 / 3.0).abs() < 1e-9);
@@ -226,11 +226,11 @@ mod tests {
     fn a_queue_behind_a_free_slot_with_budget_left_is_blocked_by_kv() {
         let p = preset::tiny();
         let mut m = UsageMeter::new(&p, Duration::ZERO);
-        m.step(&p, &step(0, 0, 10, &p), state(10, 3, 0.99));
+        m.batch_step(&p, &batch_step(0, 0, 10, &p), state(10, 3, 0.99));
         // The whole budget used: the queue waits for the budget, not for KV.
-        m.step(&p, &step(10, 2038, 10, &p), state(11, 3, 0.9));
+        m.batch_step(&p, &batch_step(10, 2038, 10, &p), state(11, 3, 0.9));
         let u = m.usage();
-        let first = p.step_time(0, 10).as_secs_f64();
+        let first = p.batch_step_time(0, 10).as_secs_f64();
         assert!(
             (u.kv_blocked_share - first / u.window_s).abs() < 1e-9,
             "{u:?}"
@@ -251,7 +251,7 @@ mod tests {
         let lane = p.prefill_lane_cap(10);
         assert_eq!(lane, 1222);
         let mut m = UsageMeter::new(&p, Duration::ZERO);
-        m.step(&p, &step(0, lane, 10, &p), state(11, 3, 0.2));
+        m.batch_step(&p, &batch_step(0, lane, 10, &p), state(11, 3, 0.2));
         let u = m.usage();
         assert_eq!(u.kv_blocked_share, 0.0, "{u:?}");
         assert_eq!(u.budget_full_share, 1.0, "{u:?}");
@@ -259,7 +259,7 @@ mod tests {
         // (not the α of it the step is charged) is as long as the step, more
         // than the fixed cost and the decodes beside it.
         let prefill_s = 5e-6 * f64::from(lane);
-        let busy = p.step_time(u64::from(lane), 10).as_secs_f64();
+        let busy = p.batch_step_time(u64::from(lane), 10).as_secs_f64();
         assert!((prefill_s - busy).abs() < 1e-5, "{prefill_s} vs {busy}");
         let work = 5e-3 + prefill_s + 10.0 * 50e-6;
         assert!((u.prefill_share - prefill_s / work).abs() < 1e-9, "{u:?}");

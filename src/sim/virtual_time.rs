@@ -30,8 +30,8 @@ use rand_distr::{Distribution, Exp1, Gamma};
 
 use super::blocks::splitmix64;
 use super::blocks::BLOCK_TOKENS;
-use super::model::{Engine, EventKind, ModelParams, StepOutcome};
-use super::usage::{StepState, Usage, UsageMeter};
+use super::model::{BatchStep, Engine, EventKind, ModelParams};
+use super::usage::{BatchState, Usage, UsageMeter};
 
 /// The shape of a virtual-time load (the rate and the gaps are passed apart).
 #[derive(Debug, Clone, PartialEq)]
@@ -132,7 +132,7 @@ pub struct VirtualRun {
     pub requests: Vec<VirtualRequest>,
     /// Requests that arrived in all (warm-up and cool-down included).
     pub arrived: usize,
-    /// Engine steps run.
+    /// Batch steps the engine ran.
     pub steps: u64,
     /// Preemptions.
     pub preemptions: u64,
@@ -222,22 +222,22 @@ pub fn simulate(
         let out = engine
             .step(clock)
             .ok_or_else(|| "the engine model stalled with work queued".to_string())?;
-        let done = record_step(&out, &mut tracks, load.token_times, &measured);
+        let done = record_batch_step(&out, &mut tracks, load.token_times, &measured);
         left -= done.measured_finished;
-        let state = StepState {
+        let state = BatchState {
             running: engine.n_running() as u64 + done.finished,
             waiting: engine.n_waiting() as u64,
             kv_usage: engine.kv_usage(),
             preemptions: done.preemptions,
         };
-        meter.step(params, &out, state);
+        meter.batch_step(params, &out, state);
         clock = out.end();
     }
     let counters = engine.counters();
     Ok(VirtualRun {
         arrived: tracks.len(),
         requests: collect(&arrivals, &mut tracks, measured),
-        steps: counters.n_steps,
+        steps: counters.n_batch_steps,
         preemptions: counters.n_preemptions,
         usage: meter.usage(),
     })
@@ -257,21 +257,21 @@ fn prefix_blocks(tokens: u32) -> Vec<u64> {
 
 /// What one step did to the requests: how many finished (of them, measured)
 /// and how many were preempted.
-struct StepDone {
+struct BatchStepDone {
     finished: u64,
     measured_finished: usize,
     preemptions: u64,
 }
 
 /// Records the step's tokens in the requests' tracks.
-fn record_step(
-    out: &StepOutcome,
+fn record_batch_step(
+    out: &BatchStep,
     tracks: &mut [Track],
     token_times: bool,
     measured: &std::ops::Range<usize>,
-) -> StepDone {
+) -> BatchStepDone {
     let end = out.end();
-    let mut done = StepDone {
+    let mut done = BatchStepDone {
         finished: 0,
         measured_finished: 0,
         preemptions: 0,

@@ -213,8 +213,8 @@ fn a_cached_shared_prefix_is_computed_once() {
         run.requests[0].ttft()
     };
     // 1024 prefix tokens are 64 full blocks: only the 64 own tokens compute.
-    assert_eq!(ttft_of_second(true), p.step_time(64, 0));
-    assert_eq!(ttft_of_second(false), p.step_time(1088, 0));
+    assert_eq!(ttft_of_second(true), p.batch_step_time(64, 0));
+    assert_eq!(ttft_of_second(false), p.batch_step_time(1088, 0));
 }
 
 #[test]

@@ -227,6 +227,7 @@ pub fn plan_after(plan: &SearchPlan, mu: Option<f64>) -> SearchPlan {
             max_steps,
             unit,
             ceiling: Some(mu),
+            opening: Vec::new(),
         },
         (plan, _) => plan,
     }

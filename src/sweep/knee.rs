@@ -38,7 +38,7 @@
 //! midpoints are rounded, and bisection stops only when pass and fail are
 //! adjacent integers (the tolerance is not used), so the knee is exact.
 pub use super::moves::STEP_DOWN_FLOOR_DIVISOR;
-use super::moves::{bisect, climb_under, step_down};
+use super::moves::{bisect, climb_under, opening_next, step_down};
 pub use super::point::StepPoint;
 use crate::result::Verdict;
 use serde::{Deserialize, Serialize};
@@ -71,6 +71,11 @@ pub enum SearchPlan {
         /// a step at it has passed.
         #[serde(default)]
         ceiling: Option<f64>,
+        /// Loads measured first, ascending (a twin's predicted knee
+        /// interval, `sweep --twin`): each in turn while every step below it
+        /// passed; then the search goes on from what they showed.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        opening: Vec<f64>,
     },
     /// Exactly these loads, in order (duplicates skipped; loads at or above a
     /// generator-limited one are skipped because they cannot be measured).
@@ -88,6 +93,7 @@ impl SearchPlan {
             max_steps: 20,
             unit,
             ceiling: None,
+            opening: Vec::new(),
         }
     }
 
@@ -101,6 +107,7 @@ impl SearchPlan {
                 max_load,
                 unit,
                 ceiling,
+                opening,
                 ..
             } => SearchPlan::Auto {
                 start,
@@ -110,6 +117,38 @@ impl SearchPlan {
                 max_steps,
                 unit,
                 ceiling,
+                opening,
+            },
+            list => list,
+        }
+    }
+
+    /// The same auto plan measuring `loads` first (ascending; see
+    /// [`SearchPlan::Auto`]'s `opening`), starting at the lowest; a list is
+    /// unchanged.
+    pub fn with_opening(self, mut loads: Vec<f64>) -> Self {
+        loads.retain(|l| l.is_finite() && *l > 0.0);
+        loads.sort_by(f64::total_cmp);
+        loads.dedup();
+        match self {
+            SearchPlan::Auto {
+                start,
+                factor,
+                tolerance,
+                max_load,
+                max_steps,
+                unit,
+                ceiling,
+                ..
+            } => SearchPlan::Auto {
+                start: loads.first().map_or(start, |&l| l.min(max_load)),
+                factor,
+                tolerance,
+                max_load,
+                max_steps,
+                unit,
+                ceiling,
+                opening: loads.into_iter().filter(|&l| l <= max_load).collect(),
             },
             list => list,
         }
@@ -250,6 +289,7 @@ fn auto_candidate(plan: &SearchPlan, history: &[StepPoint], raw: &[StepPoint]) -
         max_load,
         unit,
         ceiling,
+        ref opening,
         ..
     } = *plan
     else {
@@ -259,6 +299,9 @@ fn auto_candidate(plan: &SearchPlan, history: &[StepPoint], raw: &[StepPoint]) -
     let fix = |x: f64| if integer { x.round().max(1.0) } else { x };
     if history.is_empty() {
         return Some(fix(start));
+    }
+    if let Some(next) = opening_next(opening, raw) {
+        return Some(fix(next));
     }
     let knee = knee(history);
     // The undecided loads above the decided pass and below the decided
@@ -420,3 +463,7 @@ mod band_tests;
 #[cfg(test)]
 #[path = "knee_sequence_tests.rs"]
 mod sequence_tests;
+
+#[cfg(test)]
+#[path = "knee_opening_tests.rs"]
+mod opening_tests;

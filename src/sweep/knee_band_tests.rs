@@ -63,6 +63,7 @@ fn the_widest_gap_around_the_band_is_split_first_upper_on_a_tie() {
         max_steps: 20,
         unit: LoadUnit::Rate,
         ceiling: None,
+        opening: Vec::new(),
     };
     let mut history = vec![
         at(32.0, Verdict::Pass, false),
@@ -197,6 +198,7 @@ fn an_undecided_first_pass_climbs_to_the_probed_service_rate_not_past_it() {
         max_steps: 16,
         unit: LoadUnit::Rate,
         ceiling: Some(42.0),
+        opening: Vec::new(),
     };
     let history = [StepPoint {
         undecided: true,
@@ -220,6 +222,7 @@ fn above_a_band_whose_top_failed_within_noise_the_climb_is_a_quarter_step() {
         max_steps: 16,
         unit: LoadUnit::Rate,
         ceiling: Some(72.0),
+        opening: Vec::new(),
     };
     let within_noise = |load: f64, verdict: Verdict| StepPoint {
         undecided: true,

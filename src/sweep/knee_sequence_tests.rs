@@ -15,7 +15,7 @@ use std::time::Duration;
 /// The synthetic server's knee for `p99_ttft_ms<=300`: 1% of requests are
 /// over 300 ms here, and the share doubles with every 1 req/s (about the
 /// slot server's slope near its knee).
-const KNEE: f64 = 35.0;
+pub(super) const KNEE: f64 = 35.0;
 
 fn share_over(load: f64) -> f64 {
     (0.01 * 2f64.powf(load - KNEE)).min(1.0)
@@ -43,7 +43,7 @@ fn stream(load: f64, length: Duration, seed: u64) -> Vec<RequestRecord> {
 
 /// One adaptive step: the rule looks every 250 ms until it ends the step.
 /// Returns the step's point and when it ended.
-fn step(load: f64, seed: u64) -> (StepPoint, Duration) {
+pub(super) fn step(load: f64, seed: u64) -> (StepPoint, Duration) {
     let rule = AdaptiveRule {
         window_start: Duration::from_secs(2),
         min_length: Duration::from_secs(8),
@@ -68,7 +68,7 @@ fn step(load: f64, seed: u64) -> (StepPoint, Duration) {
 
 /// The calibrated search (μ = 42.1 req/s, the slot server's) at tolerance
 /// 5% and at most 6 steps, each step run by [`step`].
-fn sweep(seed: u64) -> (Vec<StepPoint>, Duration) {
+pub(super) fn sweep(seed: u64) -> (Vec<StepPoint>, Duration) {
     let plan = plan_after(
         &SearchPlan::auto(1.0, 4096.0, LoadUnit::Rate),
         Some(4.0 / 0.095),

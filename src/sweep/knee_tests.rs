@@ -133,6 +133,7 @@ fn the_search_takes_at_most_max_steps() {
         max_steps: 5,
         unit: LoadUnit::Rate,
         ceiling: None,
+        opening: Vec::new(),
     };
     assert_eq!(run(&plan, |_| Verdict::Pass).len(), 5);
 }
@@ -211,6 +212,7 @@ fn invalid_plans_are_rejected_and_measure_nothing() {
             max_steps: 5,
             unit: LoadUnit::Rate,
             ceiling: None,
+            opening: Vec::new(),
         },
         SearchPlan::List(vec![]),
         SearchPlan::List(vec![1.0, f64::NAN]),
@@ -270,6 +272,7 @@ fn closed_loop_climb_advances_by_at_least_one_even_with_a_small_factor() {
         max_steps: 20,
         unit: LoadUnit::Concurrency,
         ceiling: None,
+        opening: Vec::new(),
     };
     assert_eq!(loads(&run(&plan, |_| Verdict::Pass)), [1.0, 2.0, 3.0, 4.0]);
 }

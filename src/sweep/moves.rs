@@ -4,6 +4,21 @@
 /// Step-down stops below `start / STEP_DOWN_FLOOR_DIVISOR` (rate loads).
 pub const STEP_DOWN_FLOOR_DIVISOR: f64 = 64.0;
 
+/// The first opening load not yet measured, while every step below it
+/// passed (decided or within noise): a failure below it already brackets the
+/// knee lower, and the search takes over from there.
+pub(super) fn opening_next(opening: &[f64], raw: &[super::StepPoint]) -> Option<f64> {
+    use crate::result::Verdict;
+    let next = opening
+        .iter()
+        .copied()
+        .find(|&l| !raw.iter().any(|p| p.load == l))?;
+    let failed_below = raw
+        .iter()
+        .any(|p| p.load < next && matches!(p.verdict, Verdict::Fail | Verdict::GeneratorLimited));
+    (!failed_below).then_some(next)
+}
+
 /// Climb from `from`, but not past the probe's μ (`ceiling`) until a step
 /// at it has been measured: a load at μ already fails, so it brackets the
 /// knee without the long drain of a load far past it.

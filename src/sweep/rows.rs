@@ -131,6 +131,7 @@ pub fn finish(r: &mut SweepResult, history: &[StepPoint]) {
             .collect(),
         last_pass_pooled: k.last_pass_pooled,
         last_pass_within_noise: k.pass_within_noise.is_some(),
+        explain: None,
     };
     // Open loop: an overloaded step's throughput is μ. Closed loop never
     // overloads the client's way; there the server's own queue says when the

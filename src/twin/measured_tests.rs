@@ -213,6 +213,83 @@ fn without_max_num_seqs_a_queue_with_kv_room_reads_as_full_slots() {
 }
 
 #[test]
+fn without_max_num_seqs_a_queue_behind_slowed_steps_is_compute_not_slots() {
+    // A prefill-bound server: requests queue for the token budget while
+    // every step carries a long prompt, so the time per output token grew
+    // from 10 ms at the lowest step to 50 ms.
+    let read = Read {
+        running: 7.0,
+        waiting: 10.0,
+        kv: 0.04,
+        ..Read::default()
+    };
+    let e = binds(TTFT, read, (900.0, 50.0), None);
+    assert_eq!(e.binds, Binding::PrefillCompute, "{}", e.line);
+    assert!(
+        e.line
+            .contains("the steps slowed 5.0× from the lowest step's"),
+        "{}",
+        e.line
+    );
+    // Just under twice the lowest step's TPOT the steps kept their length.
+    let kept = binds(TTFT, read, (900.0, 19.0), None);
+    assert_eq!(kept.binds, Binding::BatchSlots, "{}", kept.line);
+    // No request finished at the failing step: slots or compute, unknown.
+    let (mut steps, knee) = sweep(TTFT, read, (900.0, 50.0));
+    steps[2].tpot_ms.count = 0;
+    let e = explain_measured(&steps, &knee, None).unwrap();
+    assert_eq!(e.binds, Binding::Unknown, "{}", e.line);
+    // With the batch limit known, a batch with room says compute anyway.
+    assert_eq!(
+        explain_measured(&steps, &knee, Some(32)).unwrap().binds,
+        Binding::PrefillCompute
+    );
+}
+
+/// The sweep of [`sweep`] with every step's requests `prompt` tokens in,
+/// `output` out.
+fn with_tokens(read: Read, (prompt, output): (f64, f64), max: Option<u32>) -> KneeExplain {
+    let (mut steps, knee) = sweep(TTFT, read, (900.0, 12.0));
+    for s in &mut steps {
+        s.mean_input_tokens = prompt;
+        s.mean_output_tokens = output;
+    }
+    explain_measured(&steps, &knee, max).unwrap()
+}
+
+#[test]
+fn a_queue_with_no_kv_room_for_the_next_prompt_is_the_kv_cache_below_90_percent() {
+    // 3.8 sequences of ~992 tokens fill 85%: the free 15% (~665 tokens)
+    // cannot hold another 960-token prompt.
+    let read = Read {
+        running: 3.8,
+        waiting: 25.0,
+        kv: 0.85,
+        ..Read::default()
+    };
+    for max in [None, Some(32)] {
+        let e = with_tokens(read, (960.0, 64.0), max);
+        assert_eq!(e.binds, Binding::KvCache, "{max:?}: {}", e.line);
+        assert_eq!(e.evidence.kv_blocked_share, Some(1.0));
+        assert!(
+            e.line
+                .contains("no room for another prompt 100% of the time"),
+            "{}",
+            e.line
+        );
+    }
+    // 20 sequences of short prompts at 85% leave room for many more: the
+    // queue is for a slot.
+    let short = Read {
+        running: 20.0,
+        ..read
+    };
+    let e = with_tokens(short, (64.0, 64.0), None);
+    assert_eq!(e.binds, Binding::BatchSlots, "{}", e.line);
+    assert_eq!(e.evidence.kv_blocked_share, Some(0.0));
+}
+
+#[test]
 fn a_throughput_failure_is_decode_compute_when_tpot_grew_faster_than_ttft() {
     let read = Read {
         running: 50.0,

@@ -80,6 +80,22 @@ pub struct Replicas {
     pub high: Option<u64>,
 }
 
+/// The corner parameter sets worth a search: those equal to the centre or
+/// to an earlier corner dropped (an overridden parameter is exact, so its
+/// corners collapse).
+pub fn distinct_corners(
+    centre: &ModelParams,
+    corners: impl IntoIterator<Item = ModelParams>,
+) -> Vec<ModelParams> {
+    let mut out: Vec<ModelParams> = Vec::new();
+    for p in corners {
+        if p != *centre && !out.contains(&p) {
+            out.push(p);
+        }
+    }
+    out
+}
+
 /// Predicts the knee: the central search, one per corner, the explanation.
 pub fn predict(cfg: &PredictConfig) -> Result<Prediction, String> {
     let central = true_knee(&cfg.truth)?;

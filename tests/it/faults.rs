@@ -1,6 +1,6 @@
 //! Bad servers: every fault the simulator can inject, and a server that goes
 //! away mid-run. The run must complete, classify every failure correctly
-//! (checked request by request against the sim's trace, which records the
+//! (checked request by request against the sim's server log, which records the
 //! fault it injected), write valid JSON, and never hang.
 
 use assert_cmd::Command;
@@ -71,9 +71,9 @@ fn expected_kinds(fault: Option<&str>) -> &'static [&'static str] {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_injected_fault_is_classified_request_by_request() {
     let dir = tempfile::tempdir().unwrap();
-    let trace = dir.path().join("trace.jsonl");
+    let log = dir.path().join("server_log.jsonl");
     let mut cfg = SimConfig::from_preset("tiny").unwrap();
-    cfg.trace = Some(trace.clone());
+    cfg.server_log = Some(log.clone());
     cfg.faults = Faults {
         http_500: 0.08,
         http_429: 0.08,
@@ -113,7 +113,7 @@ async fn every_injected_fault_is_classified_request_by_request() {
     let json: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
     let kinds = json["kneecap"]["error_kinds"].as_array().unwrap();
-    let faults: HashMap<usize, Option<String>> = std::fs::read_to_string(&trace)
+    let faults: HashMap<usize, Option<String>> = std::fs::read_to_string(&log)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
@@ -122,7 +122,7 @@ async fn every_injected_fault_is_classified_request_by_request() {
             Some((id, v["fault"].as_str().map(String::from)))
         })
         .collect();
-    assert_eq!(faults.len(), 120, "one trace line per request");
+    assert_eq!(faults.len(), 120, "one server log line per request");
     let mut seen: HashMap<&str, usize> = HashMap::new();
     for (i, kind) in kinds.iter().enumerate() {
         let fault = faults[&i].as_deref();

@@ -132,7 +132,7 @@ fn ms(d: Duration) -> f64 {
 }
 
 fn median(v: Vec<f64>) -> f64 {
-    common::trace::median(v)
+    common::server_log::median(v)
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! The pooling backends (issue 13): `openai-embeddings`, `vllm-rerank` and
 //! `vllm-pooling` against the simulator — counts, input tokens, input
-//! sequences and E2EL match its trace (ground truth); malformed answers are
+//! sequences and E2EL match its server log (ground truth); malformed answers are
 //! `protocol` failures; a sweep finds a knee on E2EL.
 
 use crate::common;
@@ -38,15 +38,15 @@ async fn run_saved(dir: &Path, args: &[&str]) -> (Value, std::process::Output) {
     (serde_json::from_str(&text).unwrap(), out)
 }
 
-/// One backend against the sim: every request traced, the result's counts
-/// are the trace's, and each client E2EL is the trace's time from the body
+/// One backend against the sim: every request logged, the result's counts
+/// are the server log's, and each client E2EL is the server log's time from the body
 /// received to the answer handed over, plus the network: never less, and
 /// within 1 ms at the median.
 async fn check_backend(backend: &str, endpoint: &str, extra: &[&str], requests: usize) {
     let dir = tempfile::tempdir().unwrap();
-    let trace = dir.path().join("trace.jsonl");
+    let log = dir.path().join("server_log.jsonl");
     let mut cfg = SimConfig::from_preset("tiny").unwrap();
-    cfg.trace = Some(trace.clone());
+    cfg.server_log = Some(log.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let handle = sim::start(cfg, listener).await.unwrap();
     let url = format!("http://{}", handle.addr());
@@ -80,7 +80,7 @@ async fn check_backend(backend: &str, endpoint: &str, extra: &[&str], requests: 
     assert!(stdout.contains("Input throughput (inputs/s):"), "{stdout}");
     assert!(stdout.contains("End-to-end Latency"), "{stdout}");
     let (mut prompt_total, mut inputs_total, mut diffs) = (0, 0, Vec::new());
-    for line in std::fs::read_to_string(&trace).unwrap().lines() {
+    for line in std::fs::read_to_string(&log).unwrap().lines() {
         let v: Value = serde_json::from_str(line).unwrap();
         let Some(id) = v["request_id"].as_str() else {
             continue;
@@ -95,7 +95,7 @@ async fn check_backend(backend: &str, endpoint: &str, extra: &[&str], requests: 
         let server = v["finish_s"].as_f64().unwrap() - v["arrival_s"].as_f64().unwrap();
         diffs.push((r["latencies"][i].as_f64().unwrap() - server) * 1e3);
     }
-    assert_eq!(diffs.len(), requests, "every request traced");
+    assert_eq!(diffs.len(), requests, "every request logged");
     assert_eq!(
         r["total_input_tokens"], prompt_total,
         "input tokens from usage"
@@ -105,12 +105,12 @@ async fn check_backend(backend: &str, endpoint: &str, extra: &[&str], requests: 
     let median = diffs[diffs.len() / 2];
     assert!(
         diffs[0] > -0.05 && median < 1.0,
-        "{backend}: client E2EL minus the trace's (ms): {diffs:?}"
+        "{backend}: client E2EL minus the server log's (ms): {diffs:?}"
     );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn embeddings_runs_match_the_sim_trace() {
+async fn embeddings_runs_match_the_server_log() {
     let _serial = SERIAL.lock().await;
     // 24 prompts of 64 tokens, two per request: 12 requests of 2 inputs.
     let args = [
@@ -125,7 +125,7 @@ async fn embeddings_runs_match_the_sim_trace() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rerank_runs_match_the_sim_trace() {
+async fn rerank_runs_match_the_server_log() {
     let _serial = SERIAL.lock().await;
     // 40 documents, 4 per query: 10 requests.
     let args = [
@@ -142,7 +142,7 @@ async fn rerank_runs_match_the_sim_trace() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pooling_runs_match_the_sim_trace() {
+async fn pooling_runs_match_the_server_log() {
     let _serial = SERIAL.lock().await;
     let args = ["--num-prompts", "10", "--random-input-len", "48"];
     check_backend("vllm-pooling", "pooling", &args, 10).await;

@@ -1,6 +1,6 @@
 //! Reasoning models (issue 13) against the simulator with `--reasoning-tokens`:
 //! vLLM's TTFT is the first reasoning delta, kneecap's TTFO the first answer
-//! delta (both checked against the sim's trace), reasoning tokens are counted
+//! delta (both checked against the sim's server log), reasoning tokens are counted
 //! exactly, and an SLO on TTFO decides a sweep step.
 
 use crate::common;
@@ -14,9 +14,9 @@ static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 const REASONING: u32 = 50;
 
-async fn reasoning_sim(trace: Option<std::path::PathBuf>, field: ReasoningField) -> sim::SimHandle {
+async fn reasoning_sim(log: Option<std::path::PathBuf>, field: ReasoningField) -> sim::SimHandle {
     let mut cfg = SimConfig::from_preset("tiny").unwrap();
-    cfg.trace = trace;
+    cfg.server_log = log;
     cfg.reasoning_tokens = REASONING;
     cfg.reasoning_field = field;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -28,11 +28,11 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-async fn ttft_and_ttfo_match_the_trace(field: ReasoningField) {
+async fn ttft_and_ttfo_match_the_server_log(field: ReasoningField) {
     let _serial = SERIAL.lock().await;
     let dir = tempfile::tempdir().unwrap();
-    let trace = dir.path().join("trace.jsonl");
-    let handle = reasoning_sim(Some(trace.clone()), field).await;
+    let log = dir.path().join("server_log.jsonl");
+    let handle = reasoning_sim(Some(log.clone()), field).await;
     let url = format!("http://{}", handle.addr());
     let out = run(
         strings(&[
@@ -85,7 +85,7 @@ async fn ttft_and_ttfo_match_the_trace(field: ReasoningField) {
     // The answer's TPOT spreads 14 answer tokens, not 64.
     assert!(k["reasoning"]["answer_tpot"]["count"] == 20);
     let (mut ttft_diffs, mut ttfo_diffs) = (Vec::new(), Vec::new());
-    for line in std::fs::read_to_string(&trace).unwrap().lines() {
+    for line in std::fs::read_to_string(&log).unwrap().lines() {
         let v: Value = serde_json::from_str(line).unwrap();
         let Some(id) = v["request_id"].as_str() else {
             continue;
@@ -100,24 +100,24 @@ async fn ttft_and_ttfo_match_the_trace(field: ReasoningField) {
         ttft_diffs.push((r["ttfts"][i].as_f64().unwrap() - server_ttft) * 1e3);
         ttfo_diffs.push((k["ttfos"][i].as_f64().unwrap() - server_ttfo) * 1e3);
     }
-    assert_eq!(ttft_diffs.len(), 20, "one trace line per request");
+    assert_eq!(ttft_diffs.len(), 20, "one server log line per request");
     for (name, diffs) in [("TTFT", ttft_diffs), ("TTFO", ttfo_diffs)] {
         let m = median(diffs.clone());
         assert!(
             (0.0..1.0).contains(&m),
-            "client {name} minus the trace's (ms), median {m}: {diffs:?}"
+            "client {name} minus the server log's (ms), median {m}: {diffs:?}"
         );
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ttft_is_the_first_reasoning_delta_and_ttfo_the_first_answer_vllm_field() {
-    ttft_and_ttfo_match_the_trace(ReasoningField::Reasoning).await;
+    ttft_and_ttfo_match_the_server_log(ReasoningField::Reasoning).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ttft_and_ttfo_with_llama_cpps_reasoning_content_field() {
-    ttft_and_ttfo_match_the_trace(ReasoningField::ReasoningContent).await;
+    ttft_and_ttfo_match_the_server_log(ReasoningField::ReasoningContent).await;
 }
 
 /// One sweep step at a light rate with a TTFT and a TTFO SLO of `ttfo_ms`.

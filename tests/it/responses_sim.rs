@@ -1,5 +1,5 @@
 //! `--backend openai-responses` against the simulator's `/v1/responses`
-//! (issue 13): counts and TTFT match the sim's trace (ground truth).
+//! (issue 13): counts and TTFT match the sim's server log (ground truth).
 
 use crate::common;
 
@@ -8,11 +8,11 @@ use kneecap::sim::{self, SimConfig};
 use serde_json::Value;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn responses_runs_match_the_sim_trace() {
+async fn responses_runs_match_the_server_log() {
     let dir = tempfile::tempdir().unwrap();
-    let trace = dir.path().join("trace.jsonl");
+    let log = dir.path().join("server_log.jsonl");
     let mut cfg = SimConfig::from_preset("tiny").unwrap();
-    cfg.trace = Some(trace.clone());
+    cfg.server_log = Some(log.clone());
     cfg.reasoning_tokens = 4;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let handle = sim::start(cfg, listener).await.unwrap();
@@ -57,7 +57,7 @@ async fn responses_runs_match_the_sim_trace() {
     assert_eq!(r["completed"], 12, "{}", r["kneecap"]["first_errors"]);
     let mut diffs = Vec::new();
     let mut prompt_total = 0;
-    for line in std::fs::read_to_string(&trace).unwrap().lines() {
+    for line in std::fs::read_to_string(&log).unwrap().lines() {
         let v: Value = serde_json::from_str(line).unwrap();
         let Some(id) = v["request_id"].as_str() else {
             continue;
@@ -86,6 +86,6 @@ async fn responses_runs_match_the_sim_trace() {
     let median = diffs[diffs.len() / 2];
     assert!(
         (0.0..1.0).contains(&median),
-        "client TTFT minus the trace's (ms), median {median}: {diffs:?}"
+        "client TTFT minus the server log's (ms), median {median}: {diffs:?}"
     );
 }

@@ -218,7 +218,7 @@ async fn a_sweep_and_a_run_whose_every_request_is_refused_stop_at_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_run_stops_after_its_first_requests_and_a_refused_ready_check_before_any() {
     let dir = tempfile::tempdir().unwrap();
-    let sim = common::sim::tiny(dir.path().join("trace.jsonl")).await;
+    let sim = common::sim::tiny(dir.path().join("server_log.jsonl")).await;
     let line = |extra: &[&str]| {
         let mut v = strings(&[
             "run",
@@ -246,13 +246,13 @@ async fn a_refused_run_stops_after_its_first_requests_and_a_refused_ready_check_
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("ready check"), "{stderr}");
     sim.handle.shutdown().await.unwrap();
-    let (sent, _) = common::sim::requests(&sim.trace, "r-");
+    let (sent, _) = common::sim::requests(&sim.log, "r-");
     assert!(
         (10..40).contains(&sent.len()),
         "the run stops after its first 10 refusals, not its 400 requests: {} sent",
         sent.len()
     );
-    let (checks, _) = common::sim::requests(&sim.trace, "ready-check");
+    let (checks, _) = common::sim::requests(&sim.log, "ready-check");
     assert_eq!(checks.len(), 1, "a refused ready check is not retried");
 }
 
@@ -261,7 +261,7 @@ async fn the_ready_check_still_waits_through_server_errors() {
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = kneecap::sim::SimConfig::from_preset("tiny").unwrap();
     cfg.faults.http_500 = 1.0;
-    let sim = common::sim::traced(cfg, dir.path().join("trace.jsonl")).await;
+    let sim = common::sim::logged(cfg, dir.path().join("server_log.jsonl")).await;
     let out = run(
         strings(&[
             "run",
@@ -282,7 +282,7 @@ async fn the_ready_check_still_waits_through_server_errors() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("--ready-check-timeout-sec 6"), "{stderr}");
-    let (checks, _) = common::sim::requests(&sim.trace, "ready-check");
+    let (checks, _) = common::sim::requests(&sim.log, "ready-check");
     assert_eq!(
         checks.len(),
         2,

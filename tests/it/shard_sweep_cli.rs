@@ -235,6 +235,12 @@ async fn three_sweep_shards_merge_into_the_single_process_sweep_with_the_knee_at
         merged["knee"]["first_fail"].as_f64().unwrap(),
     );
     assert!(pass < MU && MU < fail, "knee {pass}..{fail} vs μ {MU:.1}");
+    // The merged knee is explained from the merged steps: this server
+    // exports no gauges, so what binds it is unknown, and the console says so.
+    let explain = &merged["knee"]["explain"];
+    assert_eq!(explain["binds"], "unknown", "{explain}");
+    let line = format!("binds: {}", explain["line"].as_str().unwrap());
+    assert!(stdout.lines().any(|l| l == line), "{line}: {stdout}");
     for k in 0..2 {
         let n: u64 = shards
             .iter()

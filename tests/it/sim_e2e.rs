@@ -1,4 +1,4 @@
-//! kneecap against its own simulator: client numbers versus the sim's trace
+//! kneecap against its own simulator: client numbers versus the sim's server log
 //! (ground truth), the queue gauge below and above the computed capacity μ,
 //! and an automatic sweep whose knee must sit just below μ.
 
@@ -30,12 +30,12 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn client_ttft_agrees_with_the_sim_trace_within_a_millisecond_at_light_load() {
+async fn client_ttft_agrees_with_the_server_log_within_a_millisecond_at_light_load() {
     let _serial = SERIAL.lock().await;
     let dir = tempfile::tempdir().unwrap();
-    let trace = dir.path().join("trace.jsonl");
+    let log = dir.path().join("server_log.jsonl");
     let mut cfg = SimConfig::from_preset("tiny").unwrap();
-    cfg.trace = Some(trace.clone());
+    cfg.server_log = Some(log.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let handle = sim::start(cfg, listener).await.unwrap();
     let url = format!("http://{}", handle.addr());
@@ -74,7 +74,7 @@ async fn client_ttft_agrees_with_the_sim_trace_within_a_millisecond_at_light_loa
     let result: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
     assert_eq!(result["completed"], 40);
-    let lines = std::fs::read_to_string(&trace).unwrap();
+    let lines = std::fs::read_to_string(&log).unwrap();
     let mut diffs = Vec::new();
     for line in lines.lines() {
         let v: Value = serde_json::from_str(line).unwrap();
@@ -86,7 +86,7 @@ async fn client_ttft_agrees_with_the_sim_trace_within_a_millisecond_at_light_loa
         let client_ttft = result["ttfts"][i].as_f64().unwrap();
         diffs.push((client_ttft - server_ttft) * 1e3);
     }
-    assert_eq!(diffs.len(), 40, "one trace line per request");
+    assert_eq!(diffs.len(), 40, "one server log line per request");
     let m = median(diffs.clone());
     assert!(
         (0.0..1.0).contains(&m),

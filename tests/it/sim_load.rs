@@ -84,7 +84,7 @@ async fn run_load(n_streams: usize, n_tokens: u32) -> (f64, f64, f64, f64, bool)
         tokens as f64 / secs,
         lag_quantile(&m, 0.5),
         lag_quantile(&m, 0.99),
-        m.step_lag_max,
+        m.batch_step_lag_max,
         m.engine_realtime,
     );
     eprintln!(
@@ -93,7 +93,7 @@ async fn run_load(n_streams: usize, n_tokens: u32) -> (f64, f64, f64, f64, bool)
         out.1 * 1e3,
         out.2 * 1e3,
         out.3 * 1e3,
-        m.step_lag.count(),
+        m.batch_step_lag.count(),
         out.4
     );
     handle.shutdown().await.unwrap();

@@ -1,5 +1,5 @@
 //! The simulator's prefix cache seen through kneecap: the hit rate kneecap
-//! reports against the simulator's own per-request trace and counters, and a
+//! reports against the simulator's own per-request server log and counters, and a
 //! sweep whose knee moves with prefix sharing as the capacity model says.
 
 use assert_cmd::Command;
@@ -27,9 +27,9 @@ fn strings(v: &[&str]) -> Vec<String> {
 async fn reported_hit_rate_equals_the_simulators_per_request_cached_tokens() {
     let _serial = SERIAL.lock().await;
     let dir = tempfile::tempdir().unwrap();
-    let trace = dir.path().join("trace.jsonl");
+    let log = dir.path().join("server_log.jsonl");
     let mut cfg = SimConfig::from_preset("tiny").unwrap();
-    cfg.trace = Some(trace.clone());
+    cfg.server_log = Some(log.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let handle = sim::start(cfg, listener).await.unwrap();
     let url = format!("http://{}", handle.addr());
@@ -74,7 +74,7 @@ async fn reported_hit_rate_equals_the_simulators_per_request_cached_tokens() {
     let pc = &result["kneecap"]["prefix_cache"];
     assert_eq!(pc["source"], "vllm");
     let (mut cached, mut prompt, mut summary) = (0u64, 0u64, None);
-    for line in std::fs::read_to_string(&trace).unwrap().lines() {
+    for line in std::fs::read_to_string(&log).unwrap().lines() {
         let v: Value = serde_json::from_str(line).unwrap();
         if v["request_id"].is_string() {
             assert_eq!(v["preemptions"], 0, "light load: one admission each");
@@ -88,7 +88,7 @@ async fn reported_hit_rate_equals_the_simulators_per_request_cached_tokens() {
     assert_eq!(pc["hit_tokens"].as_u64(), Some(cached), "{pc}");
     assert_eq!(pc["queried_tokens"].as_u64(), Some(prompt), "{pc}");
     // Ground truth 2: the simulator's own counters (nothing else was sent).
-    let summary = summary.expect("trace summary line");
+    let summary = summary.expect("server log summary line");
     assert_eq!(pc["hit_tokens"], summary["prefix_cache_hits"]);
     assert_eq!(pc["queried_tokens"], summary["prefix_cache_queries"]);
     // 3 prefixes of 16 blocks: every request after the first of its prefix

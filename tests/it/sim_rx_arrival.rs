@@ -1,4 +1,4 @@
-//! The simulator's trace stamps each request's arrival twice: when its
+//! The simulator's server log stamps each request's arrival twice: when its
 //! handler read the body (`arrival_s`) and when the kernel received the last
 //! byte (`arrival_rx_s`, `SO_TIMESTAMPNS`). This test starves the sim's
 //! runtime while a request is on the wire and checks that the kernel stamp
@@ -46,9 +46,9 @@ async fn post(sender: &mut http1::SendRequest<Full<Bytes>>, id: &str) {
 #[test]
 fn kernel_arrival_stamp_holds_while_the_sim_runtime_is_starved() {
     let dir = tempfile::tempdir().unwrap();
-    let trace = dir.path().join("trace.jsonl");
+    let log = dir.path().join("server_log.jsonl");
     let mut cfg = SimConfig::from_preset("tiny").unwrap();
-    cfg.trace = Some(trace.clone());
+    cfg.server_log = Some(log.clone());
 
     // The sim on a runtime of its own with one thread, so one busy task
     // stops all of its connections.
@@ -95,7 +95,7 @@ fn kernel_arrival_stamp_holds_while_the_sim_runtime_is_starved() {
     stop_tx.send(()).unwrap();
     sim_thread.join().unwrap();
 
-    let text = std::fs::read_to_string(&trace).unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
     let recs: Vec<Value> = text
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())

@@ -1,6 +1,6 @@
 //! Integration tests of `kneecap sim` over loopback HTTP: SSE framing, usage,
 //! the chat role chunk, `/metrics`, `/v1/models`, bad requests, every fault
-//! kind, and the trace file. Each test starts its own sim on 127.0.0.1:0 and
+//! kind, and the server log file. Each test starts its own sim on 127.0.0.1:0 and
 //! sends a handful of small requests.
 
 use std::time::{Duration, Instant};
@@ -215,7 +215,11 @@ async fn lone_stream_timing_follows_the_step_formula() {
     let decode = last - first;
     assert!(decode > Duration::from_millis(190), "{decode:?}");
     assert!(decode < Duration::from_millis(400), "{decode:?}");
-    assert!(h.max_step_lag() < 0.05, "lag {}", h.max_step_lag());
+    assert!(
+        h.max_batch_step_lag() < 0.05,
+        "lag {}",
+        h.max_batch_step_lag()
+    );
     h.shutdown().await.unwrap();
 }
 
@@ -361,11 +365,11 @@ async fn error_event_fault_sends_an_error_object_then_done() {
 }
 
 #[tokio::test]
-async fn trace_has_an_anchor_and_one_line_per_request() {
+async fn server_log_has_an_anchor_and_one_line_per_request() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("trace.jsonl");
+    let path = dir.path().join("server_log.jsonl");
     let mut cfg = tiny();
-    cfg.trace = Some(path.clone());
+    cfg.server_log = Some(path.clone());
     let h = start_sim(cfg).await;
     send(&h, "POST", "/v1/completions", COMPLETION).await;
     send(&h, "POST", "/v1/completions", "{bad").await;

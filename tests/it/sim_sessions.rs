@@ -1,4 +1,4 @@
-//! Multi-turn sessions against the simulator's trace (its ground truth):
+//! Multi-turn sessions against the simulator's server log (its ground truth):
 //! each turn resends the history with the server's own answers, think times
 //! hold, the cache-hit rate kneecap reports is the simulator's, and a failed
 //! turn ends its session and is counted.
@@ -45,9 +45,9 @@ fn write_conversations(path: &Path) {
     std::fs::write(path, lines).unwrap();
 }
 
-/// The session requests in index order, and the trace's summary.
-fn trace_lines(trace: &Path) -> (Vec<Value>, Value) {
-    let (mut requests, summary) = common::sim::requests(trace, "sess-");
+/// The session requests in index order, and the server log's summary.
+fn log_lines(log: &Path) -> (Vec<Value>, Value) {
+    let (mut requests, summary) = common::sim::requests(log, "sess-");
     requests.sort_by_key(|v| common::sim::index(v, "sess-"));
     (requests, summary)
 }
@@ -58,8 +58,8 @@ async fn each_turn_resends_the_history_after_its_think_time_and_the_cache_rate_i
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("conv.jsonl");
     write_conversations(&data);
-    let sim = common::sim::tiny(dir.path().join("trace.jsonl")).await;
-    let (url, trace) = (sim.url.clone(), sim.trace.clone());
+    let sim = common::sim::tiny(dir.path().join("server_log.jsonl")).await;
+    let (url, log) = (sim.url.clone(), sim.log.clone());
     let args = strings(&[
         "run",
         "--base-url",
@@ -102,7 +102,7 @@ async fn each_turn_resends_the_history_after_its_think_time_and_the_cache_rate_i
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let result: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
-    let (requests, summary) = trace_lines(&trace);
+    let (requests, summary) = log_lines(&log);
     assert_eq!(requests.len(), 12, "3 sessions of 4 turns");
 
     let mut gaps_ms = Vec::new();

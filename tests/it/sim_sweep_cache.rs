@@ -1,5 +1,5 @@
 //! Each sweep step reports the server's prefix-cache hit rate: against the
-//! simulator, whose trace records what each request found cached (ground
+//! simulator, whose server log records what each request found cached (ground
 //! truth), a shared-prefix sweep's per-step hit and query counts are the
 //! sum over that step's requests, and a workload without sharing shows ~0
 //! at every step, because each step draws its own prompts. On a simulator
@@ -42,8 +42,8 @@ const LONG_PROMPTS: &[&str] = &[
 ];
 
 /// Sweep the simulator at two light rates with `workload`; the sweep JSON,
-/// stdout and stderr, the trace's request lines grouped by step, and the
-/// trace's summary.
+/// stdout and stderr, the server log's request lines grouped by step, and the
+/// server log's summary.
 async fn sweep(workload: &[&str]) -> (Value, [String; 2], Vec<Vec<Value>>, Value) {
     let tiny = SimConfig::from_preset("tiny").unwrap();
     sweep_on(tiny, ("4,8", LOOSE), workload).await
@@ -59,7 +59,7 @@ async fn sweep_on(
     workload: &[&str],
 ) -> (Value, [String; 2], Vec<Vec<Value>>, Value) {
     let dir = tempfile::tempdir().unwrap();
-    let sim = common::sim::traced(cfg, dir.path().join("trace.jsonl")).await;
+    let sim = common::sim::logged(cfg, dir.path().join("server_log.jsonl")).await;
     let path = dir.path().join("sweep.json");
     let mut args = strings(&[
         "sweep",
@@ -99,7 +99,7 @@ async fn sweep_on(
     let result: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     // Steps run one after another, each drained before the next: in arrival
     // order, a step begins at its request 0.
-    let (mut requests, summary) = common::sim::requests(&sim.trace, PREFIX);
+    let (mut requests, summary) = common::sim::requests(&sim.log, PREFIX);
     requests.sort_by(|a, b| {
         a["arrival_s"]
             .as_f64()
@@ -117,17 +117,17 @@ async fn sweep_on(
     (result, [stdout, stderr], steps, summary)
 }
 
-/// Each step's reported counts against the sum over its traced requests;
+/// Each step's reported counts against the sum over its logged requests;
 /// returns the steps' hit rates.
-fn check_steps_against_trace(result: &Value, steps: &[Vec<Value>]) -> Vec<f64> {
+fn check_steps_against_log(result: &Value, steps: &[Vec<Value>]) -> Vec<f64> {
     let reported = result["steps"].as_array().unwrap();
-    assert_eq!(reported.len(), steps.len(), "one trace group per step");
+    assert_eq!(reported.len(), steps.len(), "one server log group per step");
     let mut rates = Vec::new();
-    for (k, (step, traced)) in reported.iter().zip(steps).enumerate() {
+    for (k, (step, logged)) in reported.iter().zip(steps).enumerate() {
         let pc = &step["prefix_cache"];
         assert_eq!(pc["source"], "vllm", "step {k}: {pc}");
-        let cached = common::sim::total(traced, "cached_tokens");
-        let prompt = common::sim::total(traced, "prompt_tokens");
+        let cached = common::sim::total(logged, "cached_tokens");
+        let prompt = common::sim::total(logged, "prompt_tokens");
         assert_eq!(pc["hit_tokens"].as_u64(), Some(cached), "step {k}: {pc}");
         assert_eq!(
             pc["queried_tokens"].as_u64(),
@@ -155,7 +155,7 @@ async fn a_shared_prefix_sweep_reports_each_steps_hit_rate_as_the_server_counted
         "4",
     ])
     .await;
-    let rates = check_steps_against_trace(&result, &steps);
+    let rates = check_steps_against_log(&result, &steps);
     eprintln!("per-step hit rates: {rates:?}");
     // 256 of 288 tokens shared, 2 prefixes: all but each prefix's first
     // request find the 16 shared blocks; at least 8 requests a step.
@@ -188,7 +188,7 @@ async fn a_sweep_without_shared_prefixes_reports_a_hit_rate_near_zero() {
     let _serial = SERIAL.lock().await;
     let (result, _stdout, steps, _) =
         sweep(&["--random-input-len", "288", "--random-output-len", "4"]).await;
-    let rates = check_steps_against_trace(&result, &steps);
+    let rates = check_steps_against_log(&result, &steps);
     eprintln!("per-step hit rates: {rates:?}");
     // Each step draws its own prompts: none finds what another left.
     assert!(rates.iter().all(|r| *r < 0.02), "{rates:?}");
@@ -225,7 +225,7 @@ const KNEE_RATES: (&str, &str) = ("5,10", "p99_ttft_ms<=500");
 async fn fresh_prompts_find_the_knee_of_a_server_without_prefix_caching_and_reused_ones_hit() {
     let _serial = SERIAL.lock().await;
     let (fresh, [_, stderr], steps, _) = sweep_on(large_cache(), KNEE_RATES, LONG_PROMPTS).await;
-    let cold = check_steps_against_trace(&fresh, &steps);
+    let cold = check_steps_against_log(&fresh, &steps);
     eprintln!(
         "fresh prompts: per-step hit rates {cold:?}, knee {:?}",
         bracket(&fresh)
@@ -262,7 +262,7 @@ async fn fresh_prompts_find_the_knee_of_a_server_without_prefix_caching_and_reus
     let mut reuse = LONG_PROMPTS.to_vec();
     reuse.push("--reuse-prompts");
     let (reused, _, steps, _) = sweep_on(large_cache(), KNEE_RATES, &reuse).await;
-    let warm = check_steps_against_trace(&reused, &steps);
+    let warm = check_steps_against_log(&reused, &steps);
     eprintln!(
         "--reuse-prompts: per-step hit rates {warm:?}, knee {:?}",
         bracket(&reused)
@@ -294,7 +294,7 @@ async fn reset_prefix_cache_brings_reused_prompts_back_to_a_cold_cache() {
     let mut args = LONG_PROMPTS.to_vec();
     args.extend(["--reuse-prompts", "--reset-prefix-cache"]);
     let (result, [_, stderr], steps, _) = sweep_on(large_cache(), ("6,4", LOOSE), &args).await;
-    let rates = check_steps_against_trace(&result, &steps);
+    let rates = check_steps_against_log(&result, &steps);
     eprintln!("--reuse-prompts --reset-prefix-cache: per-step hit rates {rates:?}");
     assert!(rates.iter().all(|r| *r < 0.02), "{rates:?}");
     for step in result["steps"].as_array().unwrap() {
@@ -325,7 +325,7 @@ async fn a_step_that_resends_its_own_prompts_is_warned_with_the_fix() {
         "4",
     ])
     .await;
-    let rates = check_steps_against_trace(&result, &steps);
+    let rates = check_steps_against_log(&result, &steps);
     eprintln!("per-step hit rates: {rates:?}");
     for (k, step) in result["steps"].as_array().unwrap().iter().enumerate() {
         assert!(rates[k] > 0.3, "step {k} resent prompts: {rates:?}");
@@ -366,7 +366,7 @@ async fn a_dataset_file_gives_each_step_its_next_rows_and_warns_once_when_it_run
         "3",
     ];
     let (result, [_, stderr], steps, _) = sweep_on(tiny, ("4,6,8", LOOSE), &workload).await;
-    let rates = check_steps_against_trace(&result, &steps);
+    let rates = check_steps_against_log(&result, &steps);
     eprintln!("per-step hit rates: {rates:?}");
     let said: Vec<&str> = stderr
         .lines()

@@ -6,7 +6,7 @@
 
 use crate::common;
 
-use common::trace::{client_minus_server_ttft_ms, median};
+use common::server_log::{client_minus_server_ttft_ms, median};
 use kneecap::sim::{self, tls::SimTls, SimConfig, SimHandle};
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType, IsCa, KeyPair,
@@ -112,14 +112,14 @@ fn make_with_openssl(dir: &Path) -> Option<(PathBuf, PathBuf)> {
     }
 }
 
-/// The simulator serving https (and a trace when asked).
-async fn tls_sim(cert: &Path, key: &Path, trace: Option<PathBuf>) -> SimHandle {
+/// The simulator serving https (and a server log when asked).
+async fn tls_sim(cert: &Path, key: &Path, log: Option<PathBuf>) -> SimHandle {
     let mut cfg = SimConfig::from_preset("tiny").unwrap();
     cfg.tls = Some(SimTls {
         cert: cert.to_path_buf(),
         key: key.to_path_buf(),
     });
-    cfg.trace = trace;
+    cfg.server_log = log;
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     sim::start(cfg, listener).await.unwrap()
 }
@@ -280,12 +280,12 @@ async fn a_different_self_signed_certificate_for_the_same_address_is_refused() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ttft_over_tls_agrees_with_the_sim_trace_within_a_millisecond() {
+async fn ttft_over_tls_agrees_with_the_server_log_within_a_millisecond() {
     let _serial = SERIAL.lock().await;
     let dir = tempfile::tempdir().unwrap();
     let (ca, cert, key) = make_certs(dir.path());
-    let trace = dir.path().join("trace.jsonl");
-    let sim = tls_sim(&cert, &key, Some(trace.clone())).await;
+    let log = dir.path().join("server_log.jsonl");
+    let sim = tls_sim(&cert, &key, Some(log.clone())).await;
     let url = format!("https://{}", sim.addr());
     let args = common::cli::strings(&[
         "run",
@@ -317,8 +317,8 @@ async fn ttft_over_tls_agrees_with_the_sim_trace_within_a_millisecond() {
     let result: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
     assert_eq!(result["completed"], 40);
-    let diffs = client_minus_server_ttft_ms(&result, &trace, "t-");
-    assert_eq!(diffs.len(), 40, "one trace line per request");
+    let diffs = client_minus_server_ttft_ms(&result, &log, "t-");
+    assert_eq!(diffs.len(), 40, "one server log line per request");
     let m = median(diffs.clone());
     assert!(
         (0.0..1.0).contains(&m),

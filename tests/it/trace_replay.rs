@@ -1,5 +1,5 @@
-//! `timed_trace` replay against the simulator, with its `--trace` as ground
-//! truth: requests reach the server at the trace's (scaled) timestamps, each
+//! `timed_trace` replay against the simulator, with its server log (`--trace`) as
+//! ground truth: requests reach the server at the trace's (scaled) timestamps, each
 //! prompt has the trace's input length, equal leading hash ids become the
 //! same KV blocks on the server (the simulator's prefix cache finds exactly
 //! the shared blocks), and a malformed row stops the run with one line.
@@ -94,11 +94,11 @@ fn percentile(mut v: Vec<f64>, p: f64) -> f64 {
 }
 
 /// The test trace written to a file, and a simulator (big KV cache, so
-/// nothing is evicted) recording its own trace, on 127.0.0.1:0.
+/// nothing is evicted) recording its server log, on 127.0.0.1:0.
 struct Setup {
     dir: tempfile::TempDir,
     trace_in: std::path::PathBuf,
-    sim_trace: std::path::PathBuf,
+    sim_log: std::path::PathBuf,
     rows: Vec<Row>,
     handle: sim::SimHandle,
     url: String,
@@ -106,11 +106,11 @@ struct Setup {
 
 async fn setup() -> Setup {
     let dir = tempfile::tempdir().unwrap();
-    let (trace_in, sim_trace) = (dir.path().join("in.jsonl"), dir.path().join("sim.jsonl"));
+    let (trace_in, sim_log) = (dir.path().join("in.jsonl"), dir.path().join("sim.jsonl"));
     let rows = make_rows();
     write_trace(&trace_in, &rows);
     let mut cfg = SimConfig::from_preset("tiny").unwrap();
-    cfg.trace = Some(sim_trace.clone());
+    cfg.server_log = Some(sim_log.clone());
     cfg.params.kv_cache_tokens = 1_000_000;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let handle = sim::start(cfg, listener).await.unwrap();
@@ -118,7 +118,7 @@ async fn setup() -> Setup {
     Setup {
         dir,
         trace_in,
-        sim_trace,
+        sim_log,
         rows,
         handle,
         url,
@@ -130,7 +130,7 @@ async fn replay_keeps_the_traces_times_lengths_and_shared_blocks() {
     let Setup {
         dir,
         trace_in,
-        sim_trace,
+        sim_log,
         rows,
         handle,
         url,
@@ -171,7 +171,7 @@ async fn replay_keeps_the_traces_times_lengths_and_shared_blocks() {
     assert!(!stderr.contains("too few hash ids"), "{stderr}");
 
     let mut seen: HashMap<usize, Value> = HashMap::new();
-    for line in std::fs::read_to_string(&sim_trace).unwrap().lines() {
+    for line in std::fs::read_to_string(&sim_log).unwrap().lines() {
         let v: Value = serde_json::from_str(line).unwrap();
         if let Some(i) = v["request_id"]
             .as_str()
@@ -261,7 +261,7 @@ async fn a_trace_speed_sweep_replays_the_trace_faster_and_fresh_each_step() {
     let Setup {
         dir,
         trace_in,
-        sim_trace,
+        sim_log,
         rows,
         handle,
         url,
@@ -321,7 +321,7 @@ async fn a_trace_speed_sweep_replays_the_trace_faster_and_fresh_each_step() {
     // replays the same rows, while later requests of a step do hit.
     let mut firsts = Vec::new();
     let mut hits = 0;
-    for line in std::fs::read_to_string(&sim_trace).unwrap().lines() {
+    for line in std::fs::read_to_string(&sim_log).unwrap().lines() {
         let v: Value = serde_json::from_str(line).unwrap();
         match v["request_id"].as_str() {
             Some("sw-0") => firsts.push(v["cached_tokens"].as_u64().unwrap()),

@@ -1,7 +1,8 @@
 //! Which API a run speaks: vLLM's `--backend` names ([`Backend`]) and the
 //! wire APIs they map to ([`Api`]). The one place that answers "is this a
-//! pooling backend" ([`Api::is_pooling`]; a backend or a result's backend
-//! name asks its API). Pure.
+//! pooling backend" ([`Api::is_pooling`]; a backend asks its API,
+//! [`Backend::is_pooling`], and a result's backend name asks its backend,
+//! [`Backend::is_pooling_name`]). Pure.
 
 /// Which API the requests use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,6 +95,12 @@ impl Backend {
     pub fn is_pooling(self) -> bool {
         self.api().is_pooling()
     }
+
+    /// Whether a result's `backend` name is a pooling backend's (a name
+    /// kneecap does not speak is not).
+    pub fn is_pooling_name(name: &str) -> bool {
+        Self::from_name(name).is_some_and(Backend::is_pooling)
+    }
 }
 
 #[cfg(test)]
@@ -119,5 +126,9 @@ mod tests {
             pooling,
             ["openai-embeddings", "vllm-rerank", "vllm-pooling"]
         );
+        for b in Backend::ALL {
+            assert_eq!(Backend::is_pooling_name(b.name()), b.is_pooling(), "{b:?}");
+        }
+        assert!(!Backend::is_pooling_name("tgi"));
     }
 }

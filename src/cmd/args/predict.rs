@@ -10,7 +10,7 @@ use crate::sim::ModelParams;
 use crate::sweep::slo::Slo;
 use crate::twin::grid::{prefix_tokens, GridSpec};
 use crate::twin::knee::{needs_token_times, TruthConfig};
-use crate::twin::predict::{Misfit, PredictConfig};
+use crate::twin::predict::{distinct_corners, Misfit, PredictConfig};
 use anyhow::{bail, Result};
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -113,20 +113,18 @@ fn engine(a: &PredictArgs) -> Result<Engine> {
             misfit: None,
         });
     };
-    let profile = load_profile(path)?;
+    let profile = load_profile(path, "--profile")?;
     let mut params = profile.params();
     override_params(&a.engine, &mut params)?;
-    // Each corner with the same overrides (an overridden parameter is
-    // exact); the ones equal to the centre or to an earlier corner dropped.
-    let mut corners: Vec<ModelParams> = Vec::new();
+    // Each corner with the same overrides (an overridden parameter is exact).
+    let mut adjusted = Vec::new();
     for c in profile.corners() {
         let mut p = c.params;
         override_params(&a.engine, &mut p)
             .map_err(|e| anyhow::anyhow!("--profile corner '{}': {e:#}", c.name))?;
-        if p != params && !corners.contains(&p) {
-            corners.push(p);
-        }
+        adjusted.push(p);
     }
+    let corners = distinct_corners(&params, adjusted);
     Ok(Engine {
         source: format!("profile {}", path.display()),
         params,

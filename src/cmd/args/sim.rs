@@ -13,13 +13,13 @@ use std::time::Duration;
 pub fn sim_options(a: SimArgs) -> anyhow::Result<SimOptions> {
     let mut cfg = SimConfig::from_preset(&a.preset).context("--preset")?;
     if let Some(path) = &a.profile {
-        load_profile(path)?.apply(&mut cfg);
+        load_profile(path, "--profile")?.apply(&mut cfg);
         cfg.preset = format!("profile {}", path.display());
     }
     apply_engine(&a.engine, &mut cfg)?;
     cfg.served_model_name = a.served_model_name;
     cfg.seed = a.seed;
-    cfg.trace = a.trace;
+    cfg.server_log = a.trace;
     cfg.realtime_engine = !a.no_realtime;
     cfg.tls = match (a.tls_cert, a.tls_key) {
         (Some(cert), Some(key)) => Some(sim::tls::SimTls { cert, key }),
@@ -192,15 +192,14 @@ pub fn any_engine_flag(a: &SimEngineArgs) -> Option<&'static str> {
 }
 
 /// Reads a `kneecap profile` JSON; the error names the file and the fix.
-pub fn load_profile(path: &std::path::Path) -> anyhow::Result<ServerProfile> {
+pub fn load_profile(path: &std::path::Path, flag: &str) -> anyhow::Result<ServerProfile> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         anyhow::anyhow!(
-            "--profile: cannot read '{}': {e}; give the JSON that `kneecap profile -o FILE` wrote",
+            "{flag}: cannot read '{}': {e}; give the JSON that `kneecap profile -o FILE` wrote",
             path.display()
         )
     })?;
-    ServerProfile::from_json(&text)
-        .map_err(|e| anyhow::anyhow!("--profile '{}': {e}", path.display()))
+    ServerProfile::from_json(&text).map_err(|e| anyhow::anyhow!("{flag} '{}': {e}", path.display()))
 }
 
 fn set(field: &mut u32, v: Option<u32>) {
@@ -401,6 +400,9 @@ mod tests {
         assert_eq!((o.host.as_str(), o.port), ("0.0.0.0", 0));
         let c = &o.config;
         assert_eq!((c.served_model_name.as_str(), c.seed), ("m", 7));
-        assert_eq!(c.trace.as_deref(), Some(std::path::Path::new("t.jsonl")));
+        assert_eq!(
+            c.server_log.as_deref(),
+            Some(std::path::Path::new("t.jsonl"))
+        );
     }
 }

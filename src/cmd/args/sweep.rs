@@ -2,9 +2,10 @@
 //! step timing on top of the run's config, with every cross-field rule of
 //! `kneecap sweep` (each message names the flag and the fix).
 
+use super::profile::{MAX_BUDGET_S, MIN_BUDGET_S};
 use super::run::run_config;
 use crate::cli::sweep::{SweepArgs, SweepMode};
-use crate::config::sweep::{StepTiming, SweepConfig};
+use crate::config::sweep::{StepTiming, SweepConfig, TwinPlan, TwinSource};
 use crate::config::{RunConfig, Target};
 use crate::result::cost::Pricing;
 use crate::sweep::knee::{LoadUnit, SearchPlan};
@@ -23,16 +24,15 @@ pub fn sweep_config(a: &SweepArgs) -> Result<SweepConfig> {
             a.max_error_rate
         );
     }
-    if !(a.tolerance > 0.0 && a.tolerance < 1.0) {
-        bail!(
-            "--tolerance: {} must be between 0 and 1 (e.g. 0.1 for 10%)",
-            a.tolerance
-        );
+    let tolerance = a.tolerance.unwrap_or(DEFAULT_TOLERANCE);
+    if !(tolerance > 0.0 && tolerance < 1.0) {
+        bail!("--tolerance: {tolerance} must be between 0 and 1 (e.g. 0.1 for 10%)");
     }
     let timing = timing(a, sim)?;
     let mode = mode(a, &run)?;
     let plan = plan(a, mode, sim)?;
     check_shard(&run, &plan, mode)?;
+    let twin = twin_plan(a, &run, &plan, mode)?;
     if !(a.confidence > 0.5 && a.confidence < 1.0) {
         bail!(
             "--confidence: {} must be between 0.5 and 1 (e.g. 0.9 for 90%)",
@@ -63,8 +63,54 @@ pub fn sweep_config(a: &SweepArgs) -> Result<SweepConfig> {
         pricing: pricing(a)?,
         reuse_prompts: a.reuse_prompts,
         reset_prefix_cache: a.reset_prefix_cache,
+        twin,
         run,
     })
+}
+
+/// `--tolerance` when not given.
+const DEFAULT_TOLERANCE: f64 = 0.10;
+
+/// `--twin FILE` / `--predict`: only an automatic open-loop rate search of
+/// single requests can open at a predicted knee (the twin predicts req/s).
+fn twin_plan(
+    a: &SweepArgs,
+    run: &RunConfig,
+    plan: &SearchPlan,
+    mode: SweepMode,
+) -> Result<Option<TwinPlan>> {
+    let flag = match (&a.twin, a.predict) {
+        (None, false) => return Ok(None),
+        (Some(_), _) => "--twin",
+        (None, true) => "--predict",
+    };
+    if mode != SweepMode::Rate || !matches!(plan, SearchPlan::Auto { .. }) {
+        bail!("{flag} opens the automatic rate search: drop --rates/--mode (the twin predicts a request rate)");
+    }
+    if run.sessions.is_some() || run.shard.is_some() || run.api.is_pooling() {
+        bail!("{flag} predicts single generation requests from one process: drop --multi-turn, --shard or the pooling --backend");
+    }
+    if a.slos.is_empty() && a.run.goodput.is_empty() {
+        bail!("{flag} needs an SLO (e.g. --slo 'p99_ttft_ms<=500'): the predicted knee is where one fails");
+    }
+    let source = match &a.twin {
+        Some(path) => {
+            // Read now so a bad file stops the sweep before its server starts.
+            super::sim::load_profile(path, "--twin")?;
+            TwinSource::File(path.clone())
+        }
+        None => {
+            let b = a.twin_budget;
+            if !(MIN_BUDGET_S..=MAX_BUDGET_S).contains(&b) {
+                bail!("--twin-budget must be between {MIN_BUDGET_S} and {MAX_BUDGET_S} seconds, got {b}");
+            }
+            TwinSource::Measure(Duration::from_secs_f64(b))
+        }
+    };
+    Ok(Some(TwinPlan {
+        source,
+        interval_tolerance: a.tolerance.is_none(),
+    }))
 }
 
 /// `--gpu-hour-cost` and `--gpus` (1 unless given).
@@ -213,11 +259,12 @@ fn plan(a: &SweepArgs, mode: SweepMode, sim: bool) -> Result<SearchPlan> {
         SearchPlan::Auto {
             start,
             factor: 2.0,
-            tolerance: a.tolerance,
+            tolerance: a.tolerance.unwrap_or(DEFAULT_TOLERANCE),
             max_load: a.max_load,
             max_steps: a.max_steps,
             unit,
             ceiling: None,
+            opening: Vec::new(),
         }
     } else {
         SearchPlan::List(list)

@@ -148,6 +148,7 @@ fn automatic_search_takes_tolerance_max_load_and_max_steps() {
         max_steps,
         unit,
         ceiling: None,
+        opening: Vec::new(),
     };
     assert_eq!(c.plan, want);
 }
@@ -277,4 +278,29 @@ fn outputs_and_metrics_url_pass_through() {
     assert_eq!(c.output.as_deref(), Some(std::path::Path::new("s.json")));
     assert_eq!(c.html.as_deref(), Some(std::path::Path::new("s.html")));
     assert_eq!(c.metrics_url.as_deref(), Some("http://m/metrics"));
+}
+
+#[test]
+fn twin_rules_name_their_flag() {
+    let profile = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/profile.json");
+    all_rejected(&[
+        "--predict => --predict needs an SLO",
+        "--predict --slo p99_ttft_ms<=500 --rates 1,2 => --predict opens the automatic rate search",
+        "--predict --slo p99_ttft_ms<=500 --mode concurrency => --predict opens the automatic rate search",
+        "--predict --slo p99_ttft_ms<=500 --twin-budget 5 => --twin-budget must be between 10 and 3600",
+        "--twin /no/such/profile.json --slo p99_ttft_ms<=500 => --twin: cannot read '/no/such/profile.json'",
+    ]);
+    // Both choose where the search starts: clap refuses the pair.
+    let both = ["kneecap", "sweep", "--predict", "--calibrate"];
+    let e = <crate::cli::Cli as clap::Parser>::try_parse_from(both).unwrap_err();
+    assert!(e.to_string().contains("cannot be used with"), "{e}");
+    let c = config(&format!("--twin {profile} --slo p99_ttft_ms<=500"));
+    let t = c.twin.expect("a twin");
+    assert_eq!(t.source, TwinSource::File(profile.into()));
+    assert!(t.interval_tolerance, "no --tolerance given");
+    let c = config("--predict --twin-budget 30 --tolerance 0.05 --slo p99_ttft_ms<=500");
+    let t = c.twin.expect("a twin");
+    assert_eq!(t.source, TwinSource::Measure(secs(30)));
+    assert!(!t.interval_tolerance, "--tolerance given");
+    assert!(config("--slo p99_ttft_ms<=500").twin.is_none());
 }

@@ -49,6 +49,27 @@ pub async fn execute(args: &ProfileArgs, interrupt: watch::Receiver<bool>) -> Re
     Ok(ExitCode::SUCCESS)
 }
 
+/// Profile a started server for `sweep --predict`: `run` as the sweep's
+/// target and client (`ignore_eos` is set here), probes within `budget`.
+pub(crate) async fn measure(
+    run: &crate::config::RunConfig,
+    server: &Server,
+    budget: Duration,
+    metrics_url: Option<String>,
+    interrupt: watch::Receiver<bool>,
+) -> Result<ServerProfile> {
+    let mut run = run.clone();
+    run.body.ignore_eos = true;
+    let cfg = ProfileConfig {
+        run,
+        budget,
+        output: std::path::PathBuf::new(),
+        metrics_url,
+        sim: None,
+    };
+    profile(&cfg, server, Instant::now(), interrupt).await
+}
+
 /// Prepares the client, runs the probes and fits them.
 async fn profile(
     cfg: &ProfileConfig,

@@ -34,7 +34,7 @@ pub async fn execute(args: SimArgs, mut interrupt: watch::Receiver<bool>) -> Res
     );
     // The first Ctrl-C / SIGTERM (a dropped sender also ends the wait).
     let _ = interrupt.wait_for(|&stop| stop).await;
-    let lag = handle.max_step_lag();
+    let lag = handle.max_batch_step_lag();
     let realtime = handle.metrics().engine_realtime;
     handle.shutdown().await?;
     eprintln!(

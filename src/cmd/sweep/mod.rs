@@ -10,6 +10,7 @@ mod sharded;
 mod start;
 mod step;
 mod trace;
+mod twin;
 
 use super::args::sweep::sweep_config;
 use super::clock;
@@ -24,6 +25,7 @@ use crate::result::sweep::{SweepResult, Verdict};
 use crate::sweep::knee::{self, LoadUnit, StepPoint};
 use crate::sweep::rows::{exit_code, finish, step_line};
 use crate::sweep::step::Judged;
+use crate::twin::measured;
 use anyhow::Result;
 use start::{announce, new_result};
 use std::path::{Path, PathBuf};
@@ -150,6 +152,8 @@ async fn sweep(
     }
     let mut result = new_result(&ctx);
     announce(&ctx, &result);
+    // Before the dashboard: a profile prints its probes on stderr.
+    twin::predict_first(&ctx, &mut result, out, interrupt.clone()).await?;
     if let Some(live) = ctx.live.as_mut() {
         live.show_dashboard()?;
     }
@@ -158,12 +162,20 @@ async fn sweep(
             clock::wait_until(start).await?;
         }
     }
-    if cfg.run.shard.is_some() {
+    if result.interrupted {
+        // Interrupted while profiling: no step ran.
+    } else if cfg.run.shard.is_some() {
         sharded::run_all_steps(&ctx, &mut result, out, interrupt).await?;
     } else {
         search(&ctx, &mut result, out, interrupt).await?;
     }
     result.complete = !result.interrupted;
+    let max_num_seqs = match (&server.sim_config, &result.prediction) {
+        (Some(c), _) => Some(c.params.max_num_seqs),
+        (None, Some(p)) => p.max_num_seqs,
+        (None, None) => None,
+    };
+    result.knee.explain = measured::explain_measured(&result.steps, &result.knee, max_num_seqs);
     if let Some(p) = cfg.pricing {
         result.price(p);
     }
@@ -200,6 +212,9 @@ async fn search(
                 result.calibration = Some(row);
             }
         }
+    }
+    if let (Some(t), Some(k)) = (&ctx.cfg.twin, &result.prediction) {
+        plan = twin::opened_plan(plan, k, t);
     }
     let mut history: Vec<StepPoint> = Vec::new();
     while let Some(load) = knee::next_load(&plan, &history) {
@@ -275,6 +290,10 @@ pub(crate) fn keep_step(
     history.push(point);
     result.steps.push(step);
     finish(result, history);
+    let knee = result.knee.clone();
+    if let Some(p) = result.prediction.as_mut() {
+        p.compare(&knee);
+    }
     save(result, out)?;
     Ok(true)
 }

@@ -5,8 +5,8 @@
 #![allow(dead_code)]
 
 pub mod cli;
+pub mod server_log;
 pub mod sim;
-pub mod trace;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};

@@ -1,16 +1,16 @@
-//! Client numbers against the simulator's trace (its ground truth): for each
+//! Client numbers against the simulator's server log (its ground truth): for each
 //! request, the TTFT kneecap reported minus the TTFT the simulator saw.
 
 use serde_json::Value;
 use std::path::Path;
 
-/// Client TTFT minus server TTFT, in ms, for every traced request whose id
+/// Client TTFT minus server TTFT, in ms, for every logged request whose id
 /// starts with `prefix` (the result must come from `--save-detailed`).
-pub fn client_minus_server_ttft_ms(result: &Value, trace: &Path, prefix: &str) -> Vec<f64> {
-    let lines = std::fs::read_to_string(trace).expect("the sim wrote its trace");
+pub fn client_minus_server_ttft_ms(result: &Value, log: &Path, prefix: &str) -> Vec<f64> {
+    let lines = std::fs::read_to_string(log).expect("the sim wrote its server log");
     let mut diffs = Vec::new();
     for line in lines.lines() {
-        let v: Value = serde_json::from_str(line).expect("trace lines are JSON");
+        let v: Value = serde_json::from_str(line).expect("server log lines are JSON");
         let Some(id) = v["request_id"].as_str() else {
             continue;
         };

@@ -1,11 +1,12 @@
-//! `--trace FILE`: one JSON line per finished or failed request, written by a
-//! background thread so connection tasks never block on the file.
+//! The server log (`--trace FILE`): one JSON line per finished or failed
+//! request, written by a background thread so connection tasks never block
+//! on the file. (Not a replay trace: that is `workload::trace`.)
 //!
 //! The first line is an anchor relating the monotonic sim clock to wall time:
-//! `{"anchor":{"unix_s":…,"sim_s":0.0}}`. Every later line is a [`TraceRecord`]
+//! `{"anchor":{"unix_s":…,"sim_s":0.0}}`. Every later line is a [`LogRecord`]
 //! with times in seconds since the sim started (monotonic). The last line,
 //! written at shutdown, is `{"summary":{…}}` with the engine's counters and
-//! the step-clock lag.
+//! the batch-step clock's lag.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -18,7 +19,7 @@ use anyhow::Context as _;
 
 /// What the server knows about one request when it ends.
 #[derive(Debug, Clone, Default)]
-pub struct TraceRecord {
+pub struct LogRecord {
     /// `x-request-id` header, or a generated `sim-N`.
     pub request_id: String,
     /// `completions`, `chat`, `responses`, or a pooling API's `embeddings`,
@@ -69,7 +70,7 @@ pub struct TraceRecord {
     pub inputs: u32,
 }
 
-impl TraceRecord {
+impl LogRecord {
     /// The JSON line (without newline).
     pub fn to_json(&self) -> String {
         let s = |d: Option<Duration>| d.map(|d| d.as_secs_f64());
@@ -107,29 +108,29 @@ enum Msg {
 
 /// Cheap, cloneable handle that queues records for the writer thread.
 #[derive(Debug, Clone)]
-pub struct TraceSink {
+pub struct LogSink {
     tx: Sender<Msg>,
 }
 
-impl TraceSink {
+impl LogSink {
     /// Queues one record (dropped silently if the writer has stopped).
-    pub fn record(&self, rec: &TraceRecord) {
+    pub fn record(&self, rec: &LogRecord) {
         let _ = self.tx.send(Msg::Line(rec.to_json()));
     }
 }
 
 /// The writer thread.
 #[derive(Debug)]
-pub struct TraceWriter {
-    sink: TraceSink,
+pub struct ServerLog {
+    sink: LogSink,
     thread: JoinHandle<std::io::Result<()>>,
 }
 
-impl TraceWriter {
+impl ServerLog {
     /// Creates `path` and writes the anchor line; `sim_now` is the sim clock now.
     pub fn create(path: &Path, sim_now: Duration) -> anyhow::Result<Self> {
         let file = File::create(path)
-            .with_context(|| format!("creating trace file {}", path.display()))?;
+            .with_context(|| format!("--trace: cannot create {}", path.display()))?;
         let mut out = BufWriter::new(file);
         let unix = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -140,7 +141,7 @@ impl TraceWriter {
         writeln!(out, "{anchor}")?;
         let (tx, rx) = channel::<Msg>();
         let thread = std::thread::Builder::new()
-            .name("kneecap-sim-trace".into())
+            .name("kneecap-sim-log".into())
             .spawn(move || {
                 while let Ok(Msg::Line(line)) = rx.recv() {
                     writeln!(out, "{line}")?;
@@ -148,13 +149,13 @@ impl TraceWriter {
                 out.flush()
             })?;
         Ok(Self {
-            sink: TraceSink { tx },
+            sink: LogSink { tx },
             thread,
         })
     }
 
     /// A handle for connection tasks.
-    pub fn sink(&self) -> TraceSink {
+    pub fn sink(&self) -> LogSink {
         self.sink.clone()
     }
 
@@ -165,8 +166,8 @@ impl TraceWriter {
         let _ = self.sink.tx.send(Msg::Line(line));
         let _ = self.sink.tx.send(Msg::Stop);
         match self.thread.join() {
-            Ok(res) => res.context("writing the trace file"),
-            Err(_) => anyhow::bail!("trace writer thread panicked"),
+            Ok(res) => res.context("writing the --trace file"),
+            Err(_) => anyhow::bail!("the server log's writer thread panicked"),
         }
     }
 }

@@ -1,0 +1,314 @@
+//! `sweep --twin FILE` / `sweep --predict`: the twin's knee for this sweep's
+//! workload and SLOs (a server profile, read or measured now within
+//! `--twin-budget`, run in virtual time), the search opened at the
+//! prediction's interval ends, and the prediction kept for the result.
+
+use super::{say, Ctx};
+use crate::cmd::clock;
+use crate::config::sweep::{TwinPlan, TwinSource};
+use crate::result::sweep::SweepResult;
+use crate::result::twin::TwinKnee;
+use crate::sim::virtual_time::VirtualLoad;
+use crate::sweep::knee::SearchPlan;
+use crate::twin::knee::{needs_token_times, TruthConfig};
+use crate::twin::predict::{distinct_corners, predict, PredictConfig, Prediction};
+use crate::twin::profile::Status;
+use crate::twin::ServerProfile;
+use crate::workload::dataset::DatasetKind;
+use anyhow::Result;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use tokio::sync::watch;
+
+/// The virtual-time search's size: a quarter of `kneecap predict`'s default
+/// requests and twice its bracket (the prediction takes about a quarter of
+/// the CPU time; the seeds' wider spread widens the interval, honestly); the
+/// steps' own statistics are coarser than either.
+const REQUESTS: usize = 5_000;
+const WARMUP: usize = 500;
+const SEEDS: u64 = 3;
+const PRECISION: f64 = 0.005;
+
+/// With `--twin` / `--predict`: predict, announce and save the prediction
+/// before the first step (the sweep is marked interrupted when a signal
+/// came while profiling).
+pub(super) async fn predict_first(
+    ctx: &Ctx<'_>,
+    result: &mut SweepResult,
+    out: &Path,
+    interrupt: watch::Receiver<bool>,
+) -> Result<()> {
+    let Some(t) = &ctx.cfg.twin else {
+        return Ok(());
+    };
+    match predicted(ctx, t, out, interrupt).await? {
+        Some(k) => {
+            say(ctx, line(&k));
+            result.prediction = Some(k);
+            super::save(result, out)
+        }
+        None => {
+            result.interrupted = true;
+            Ok(())
+        }
+    }
+}
+
+/// The twin's prediction for the sweep (`None`: interrupted while
+/// profiling).
+async fn predicted(
+    ctx: &Ctx<'_>,
+    twin: &TwinPlan,
+    out: &Path,
+    interrupt: watch::Receiver<bool>,
+) -> Result<Option<TwinKnee>> {
+    let started = Instant::now();
+    let (profile, source, written) = match &twin.source {
+        TwinSource::File(path) => (
+            crate::cmd::args::sim::load_profile(path, "--twin")?,
+            format!("profile {}", path.display()),
+            None,
+        ),
+        TwinSource::Measure(budget) => {
+            say(
+                ctx,
+                format!(
+                    "kneecap sweep: profiling the server first (--predict, within {:.0} s)...",
+                    budget.as_secs_f64()
+                ),
+            );
+            let p = crate::cmd::profile::measure(
+                &ctx.cfg.run,
+                ctx.server,
+                *budget,
+                ctx.cfg.metrics_url.clone(),
+                interrupt.clone(),
+            )
+            .await?;
+            if *interrupt.borrow() {
+                return Ok(None);
+            }
+            let path = profile_path(out);
+            crate::report::save::write_atomic(&path, p.to_json().as_bytes())?;
+            let source = format!("profiled now ({:.1} s)", started.elapsed().as_secs_f64());
+            (p, source, Some((path, started.elapsed().as_secs_f64())))
+        }
+    };
+    let cfg = predict_config(ctx, &profile);
+    let (wall0, cpu0) = (Instant::now(), clock::cpu_seconds());
+    let p = tokio::task::spawn_blocking(move || predict(&cfg))
+        .await?
+        .map_err(|e| anyhow::anyhow!("kneecap sweep: the twin's prediction failed: {e}"))?;
+    let wall_s = wall0.elapsed().as_secs_f64();
+    let cpu_s = match (cpu0, clock::cpu_seconds()) {
+        (Some(a), Some(b)) => b - a,
+        _ => wall_s,
+    };
+    let tolerance = match &ctx.cfg.plan {
+        SearchPlan::Auto { tolerance, .. } => *tolerance,
+        SearchPlan::List(_) => 0.0,
+    };
+    let mut k = knee_of(p, source, written, (cpu_s, wall_s), tolerance);
+    let seqs = &profile.params.max_num_seqs;
+    k.max_num_seqs = matches!(seqs.status, Status::Measured | Status::Reported)
+        .then_some(seqs.value.round() as u32);
+    Ok(Some(k))
+}
+
+/// The profile `--predict` writes: beside the sweep JSON, `NAME.profile.json`.
+fn profile_path(out: &Path) -> PathBuf {
+    out.with_extension("profile.json")
+}
+
+/// The prediction for the requests this sweep sends: their lengths (after
+/// a shared prefix), arrival burstiness, SLOs; the profile's corners.
+fn predict_config(ctx: &Ctx<'_>, profile: &ServerProfile) -> PredictConfig {
+    let run = &ctx.cfg.run;
+    let prefix = match run.dataset.kind {
+        DatasetKind::Random { prefix_len, .. } => prefix_len,
+        _ => 0,
+    };
+    let lengths: Vec<(u32, u32)> = ctx
+        .prepared
+        .specs
+        .iter()
+        .map(|s| (s.prompt_len.saturating_sub(prefix).max(1), s.output_len))
+        .collect();
+    let n = lengths.len().max(1) as f64;
+    let mean = |f: fn(&(u32, u32)) -> u32| {
+        (lengths.iter().map(|l| f64::from(f(l))).sum::<f64>() / n).round() as u32
+    };
+    let params = profile.params();
+    let load = VirtualLoad {
+        token_times: needs_token_times(&ctx.cfg.slos),
+        lengths: lengths.clone(),
+        shared_prefix: prefix,
+        prefix_caching: profile.params.prefix_caching.enabled.unwrap_or(true),
+        ..VirtualLoad::fixed(mean(|l| l.0), mean(|l| l.1), WARMUP, REQUESTS)
+    };
+    PredictConfig {
+        truth: TruthConfig {
+            params: params.clone(),
+            load,
+            slos: ctx.cfg.slos.clone(),
+            range_ratio: (0.0, 0.0),
+            burstiness: run.load.burstiness,
+            seeds: (0..SEEDS).map(|k| run.load.seed.wrapping_add(k)).collect(),
+            precision: PRECISION,
+        },
+        corners: distinct_corners(&params, profile.corners().into_iter().map(|c| c.params)),
+        moves: false,
+        misfit: profile.misfit(),
+    }
+}
+
+fn knee_of(
+    p: Prediction,
+    source: String,
+    written: Option<(PathBuf, f64)>,
+    (cpu_s, wall_s): (f64, f64),
+    tolerance: f64,
+) -> TwinKnee {
+    let opening: Vec<f64> = opening(p.knee_req_s, (p.low_req_s, p.high_req_s), tolerance)
+        .into_iter()
+        .filter(|l| l.is_finite() && *l > 0.0)
+        .map(round_load)
+        .collect();
+    TwinKnee {
+        source,
+        profile_path: written.as_ref().map(|(p, _)| p.display().to_string()),
+        profile_s: written.map(|(_, s)| s),
+        knee_req_s: p.knee_req_s,
+        low_req_s: p.low_req_s,
+        high_req_s: p.high_req_s,
+        opening,
+        explain: p.explain,
+        cpu_s,
+        wall_s,
+        agreement: None,
+        max_num_seqs: None,
+    }
+}
+
+/// The first two loads: the predicted interval's ends, or, when the
+/// interval is narrower than the search's tolerance, the loads spanning
+/// the tolerance around the predicted knee (geometrically): the search could
+/// not tell closer loads apart within its stop rule, and loads nearer the
+/// knee take longer to decide.
+fn opening(knee: f64, (low, high): (f64, f64), tolerance: f64) -> [f64; 2] {
+    if low > 0.0 && high / low >= 1.0 + tolerance {
+        return [low, high];
+    }
+    let half = (1.0 + tolerance).sqrt();
+    [knee / half, knee * half]
+}
+
+/// Loads to 3 significant digits (a step's load is printed and compared).
+fn round_load(x: f64) -> f64 {
+    let scale = 10f64.powi(2 - x.log10().floor() as i32);
+    (x * scale).round() / scale
+}
+
+/// The search opened at the prediction's ends; without `--tolerance`, the
+/// predicted interval's width (when wider than the default) ends it once
+/// both ends are confirmed.
+pub(super) fn opened_plan(plan: SearchPlan, k: &TwinKnee, twin: &TwinPlan) -> SearchPlan {
+    let plan = plan.with_opening(k.opening.clone());
+    let SearchPlan::Auto {
+        tolerance,
+        max_steps,
+        ..
+    } = plan
+    else {
+        return plan;
+    };
+    match (twin.interval_tolerance, k.opening.as_slice()) {
+        (true, [lo, hi]) => {
+            let width = (hi - lo) / lo * (1.0 + 1e-9);
+            plan.with_stops(tolerance.max(width), max_steps)
+        }
+        _ => plan,
+    }
+}
+
+/// The stderr line announcing the prediction and the opening.
+pub(super) fn line(k: &TwinKnee) -> String {
+    let binds = k
+        .explain
+        .as_ref()
+        .map_or(String::new(), |e| format!("; binds: {}", e.binds.label()));
+    let opens = match k.opening.as_slice() {
+        [] => "the search starts as without a twin".to_string(),
+        loads => format!(
+            "the search opens at {} req/s",
+            loads
+                .iter()
+                .map(|l| format!("{l}"))
+                .collect::<Vec<_>>()
+                .join(" and ")
+        ),
+    };
+    format!(
+        "kneecap sweep: twin ({}; SIMULATED in virtual time, {:.1} CPU s): predicted knee {:.2} req/s ({:.2}–{:.2}){binds}; {opens}",
+        k.source, k.cpu_s, k.knee_req_s, k.low_req_s, k.high_req_s
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sweep::knee::LoadUnit;
+
+    #[test]
+    fn a_narrow_interval_opens_at_the_tolerance_around_the_knee() {
+        assert_eq!(opening(10.0, (9.0, 11.0), 0.10), [9.0, 11.0]);
+        let [lo, hi] = opening(3.35, (3.29, 3.38), 0.10);
+        assert!((hi / lo - 1.1).abs() < 1e-9 && (lo * hi - 3.35 * 3.35).abs() < 1e-9);
+        // A knee of 0 (every rate failed in the model) opens nowhere.
+        assert_eq!(opening(0.0, (0.0, 0.0), 0.10), [0.0, 0.0]);
+    }
+
+    #[test]
+    fn loads_round_to_three_significant_digits() {
+        assert_eq!(round_load(1.23456), 1.23);
+        assert_eq!(round_load(42.149), 42.1);
+        assert_eq!(round_load(0.012345), 0.0123);
+    }
+
+    #[test]
+    fn without_a_tolerance_the_interval_width_ends_the_search_when_wider() {
+        let k = TwinKnee {
+            opening: vec![3.1, 3.7],
+            ..TwinKnee::default()
+        };
+        let plan = || SearchPlan::auto(1.0, 100.0, LoadUnit::Rate);
+        let widened = TwinPlan {
+            source: TwinSource::Measure(std::time::Duration::from_secs(60)),
+            interval_tolerance: true,
+        };
+        let SearchPlan::Auto {
+            tolerance, start, ..
+        } = opened_plan(plan(), &k, &widened)
+        else {
+            panic!()
+        };
+        assert!((tolerance - 0.6 / 3.1).abs() < 1e-6, "{tolerance}");
+        assert_eq!(start, 3.1);
+        let given = TwinPlan {
+            interval_tolerance: false,
+            ..widened.clone()
+        };
+        let SearchPlan::Auto { tolerance, .. } = opened_plan(plan(), &k, &given) else {
+            panic!()
+        };
+        assert_eq!(tolerance, 0.10, "an explicit --tolerance stands");
+        let narrow = TwinKnee {
+            opening: vec![3.1, 3.2],
+            ..k
+        };
+        let SearchPlan::Auto { tolerance, .. } = opened_plan(plan(), &narrow, &widened) else {
+            panic!()
+        };
+        assert_eq!(tolerance, 0.10, "never narrower than the default");
+    }
+}

@@ -1,0 +1,106 @@
+//! `sweep --predict`: the sweep profiles the server first (a real profile
+//! over HTTP, written beside the sweep JSON), predicts the knee for its own
+//! workload in virtual time, opens the search at the prediction's interval
+//! ends, and sets predicted beside measured in the JSON and on the console.
+
+use crate::common;
+
+use common::cli::{run, strings};
+use kneecap::sim::SimConfig;
+use serde_json::Value;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_predicted_sweep_opens_at_the_interval_ends_and_sets_prediction_beside_measurement() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = common::sim::logged(
+        SimConfig::from_preset("tiny").unwrap(),
+        dir.path().join("server_log.jsonl"),
+    )
+    .await;
+    let path = dir.path().join("sweep.json");
+    let args = strings(&[
+        "sweep",
+        "--base-url",
+        &sim.url,
+        "--predict",
+        "--twin-budget",
+        "10",
+        "--slo",
+        "p99_ttft_ms<=300",
+        "--random-input-len",
+        "128",
+        "--random-output-len",
+        "16",
+        "--max-steps",
+        "2",
+        "--step-duration",
+        "2s",
+        "--step-warmup",
+        "500ms",
+        "--step-min-requests",
+        "8",
+        "--step-drain",
+        "5s",
+        "--max-lateness-ms",
+        "50",
+        "--disable-tqdm",
+        "-o",
+        path.to_str().unwrap(),
+    ]);
+    let out = run(args, vec![]).await;
+    sim.handle.shutdown().await.unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{stdout}\n{stderr}"
+    );
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let p = &r["prediction"];
+    let f = |v: &Value| v.as_f64().unwrap_or_else(|| panic!("{v} in {p}"));
+    let (knee, low, high) = (f(&p["knee_req_s"]), f(&p["low_req_s"]), f(&p["high_req_s"]));
+    assert!(0.0 < low && low <= knee && knee <= high, "{p}");
+    // The profile was measured now and written beside the sweep JSON.
+    let written = dir.path().join("sweep.profile.json");
+    assert_eq!(p["profile_path"], written.display().to_string(), "{p}");
+    let profile: Value = serde_json::from_str(&std::fs::read_to_string(&written).unwrap()).unwrap();
+    assert!(profile["params"].is_object(), "{profile}");
+    assert!(f(&p["profile_s"]) <= 10.0 + 5.0, "within the budget: {p}");
+    // The opening: the interval's ends (3 significant digits), low first.
+    let opening: Vec<f64> = p["opening"].as_array().unwrap().iter().map(f).collect();
+    assert_eq!(opening.len(), 2, "{p}");
+    assert!((opening[0] / low - 1.0).abs() < 0.01 && (opening[1] / high - 1.0).abs() < 0.01);
+    let steps = r["steps"].as_array().unwrap();
+    let loads: Vec<f64> = steps.iter().map(|s| f(&s["load"])).collect();
+    assert_eq!(
+        loads[0], opening[0],
+        "the first step is the low end: {loads:?}"
+    );
+    if steps[0]["verdict"] == "pass" {
+        assert_eq!(loads[1], opening[1], "then the high end: {loads:?}");
+    } else {
+        assert!(
+            loads[1] < opening[0],
+            "a failed low end steps down: {loads:?}"
+        );
+    }
+    // Predicted beside measured: the agreement follows the two intervals.
+    let k = &r["knee"];
+    let (pass, fail) = (k["last_pass"].as_f64(), k["first_fail"].as_f64());
+    let want = match (pass, fail) {
+        (Some(a), _) if a > high => "above",
+        (_, Some(b)) if b < low => "below",
+        (Some(_), Some(_)) => "confirmed",
+        _ => "open",
+    };
+    assert_eq!(p["agreement"], want, "{p}\n{k}");
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("predicted knee:"))
+        .unwrap_or_else(|| panic!("no prediction line:\n{stdout}"));
+    assert!(
+        line.contains("SIMULATED") && line.contains("measured"),
+        "{line}"
+    );
+    assert!(stderr.contains("profiling the server first"), "{stderr}");
+}
