@@ -138,15 +138,19 @@ fn all_commands() -> Vec<DocCommand> {
 /// the file a documented `sim --profile` or `predict --profile` names.
 const PROFILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/profile.json");
 
-/// The command's words, a `--profile FILE` of `sim` or `predict` pointing
-/// at [`PROFILE`] (`run --profile` is vLLM's flag, without a value).
+/// The command's words, a `--profile FILE` of `sim` or `predict` (or a
+/// `--twin FILE` of `sweep`) pointing at [`PROFILE`] (`run --profile` is
+/// vLLM's flag, without a value).
 fn with_profile(cmd: &DocCommand) -> Vec<String> {
     let mut words = cmd.words.clone();
-    if matches!(words[0].as_str(), "sim" | "predict") {
-        if let Some(i) = words.iter().position(|w| w == "--profile") {
-            if let Some(file) = words.get_mut(i + 1) {
-                *file = PROFILE.to_string();
-            }
+    let flag = match words[0].as_str() {
+        "sim" | "predict" => "--profile",
+        "sweep" => "--twin",
+        _ => return words,
+    };
+    if let Some(i) = words.iter().position(|w| w == flag) {
+        if let Some(file) = words.get_mut(i + 1) {
+            *file = PROFILE.to_string();
         }
     }
     words
