@@ -6,8 +6,9 @@
 //! about [`PREFILL_SHARE`] goes to lone requests (the prefill line and the
 //! prefix-cache pairs), [`INTERFERENCE_SHARE`] to decoders with prompts
 //! arriving, and the rest, less [`SLACK_SHARE`], to closed-loop decode
-//! levels. Lengths shrink before a probe outgrows its share; every level
-//! the command runs is also cancelled at the budget's end.
+//! levels; what those leave (at least [`MORE_PREFILL_SHARE`]) goes to more
+//! rounds of lone requests. Lengths shrink before a probe outgrows its
+//! share; every level the command runs is also cancelled at the budget's end.
 
 use super::decode::{saturated, slots, MIN_GAPS};
 use super::observe::DecodeLevel;
@@ -17,6 +18,9 @@ use std::time::Duration;
 pub const PREFILL_SHARE: f64 = 0.25;
 pub const INTERFERENCE_SHARE: f64 = 0.20;
 pub const SLACK_SHARE: f64 = 0.08;
+/// Left over after the other probes (a small batch limit ends the decode
+/// levels early), at least this much goes to more rounds of lone prefills.
+pub const MORE_PREFILL_SHARE: f64 = 0.05;
 /// Longest prompt the prefill line uses (vLLM's default token budget, so a
 /// lone prompt is one step).
 pub const LONGEST_PREFILL: u32 = 2048;
@@ -29,6 +33,8 @@ pub const DECODE_PROMPT: u32 = 8;
 pub const DECODE_OUTPUT: u32 = 64;
 /// The highest concurrency the decode levels try.
 pub const MAX_LEVEL: usize = 1024;
+/// Rounds of decode levels at most (once one saturated, they repeat).
+pub const MAX_DECODE_ROUNDS: usize = 4;
 
 /// What the pilot saw: a short and a long lone request.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -72,6 +78,17 @@ pub struct PrefillPlan {
 }
 
 impl PrefillPlan {
+    /// The same lengths again, as many rounds as the plan allows at most,
+    /// none sent twice: for the time the other probes left (the caller
+    /// cuts it there).
+    pub fn more(&self) -> Self {
+        Self {
+            lengths: self.lengths.clone(),
+            rounds: MAX_PREFILL_ROUNDS,
+            twice: Vec::new(),
+        }
+    }
+
     /// Every request in order: (prompt tokens, sent again = a repeat).
     pub fn requests(&self) -> Vec<(u32, bool)> {
         let mut out = Vec::new();
@@ -87,8 +104,11 @@ impl PrefillPlan {
     }
 }
 
+/// The most rounds of lone prefills a plan sends.
+pub const MAX_PREFILL_ROUNDS: usize = 8;
+
 /// Five lengths from 16 to the longest that lets 3 rounds fit the share,
-/// as many rounds (3..=8) as fit.
+/// as many rounds (3..=[`MAX_PREFILL_ROUNDS`]) as fit.
 pub fn prefill(pilot: &Pilot, budget: Duration, max_len: u32) -> PrefillPlan {
     let share = budget.as_secs_f64() * PREFILL_SHARE;
     let mut longest = LONGEST_PREFILL.min(max_len.saturating_sub(PREFILL_OUTPUT + 1));
@@ -110,7 +130,9 @@ pub fn prefill(pilot: &Pilot, budget: Duration, max_len: u32) -> PrefillPlan {
     while longest > 128 && 3.0 * round(longest) > share {
         longest /= 2;
     }
-    let rounds = (share / round(longest)).floor().clamp(3.0, 8.0) as usize;
+    let rounds = (share / round(longest))
+        .floor()
+        .clamp(3.0, MAX_PREFILL_ROUNDS as f64) as usize;
     let ls = lengths(longest);
     let twice = ls.iter().rev().take(2).copied().collect();
     PrefillPlan {
@@ -176,32 +198,54 @@ pub fn decoders(levels: &[DecodeLevel]) -> usize {
 
 /// The next decode level `(concurrency, length)`, given the levels run so
 /// far as `(concurrency, saturated, mean gap s)`, the time they took and
-/// the share left; `None` to stop (a saturated level, the top, or no time).
+/// the share left; `None` to stop (the top, no time, or enough rounds).
+/// Concurrency doubles until a level saturates; then the levels up to that
+/// one run again, as rounds, up to [`MAX_DECODE_ROUNDS`] in all: a small
+/// batch limit leaves few levels, and repeats steady their fit.
 pub fn next_decode_level(
     done: &[(usize, bool, f64)],
     pilot: &Pilot,
     left: Duration,
 ) -> Option<(usize, Duration)> {
-    if done.iter().any(|d| d.1) {
-        return None;
-    }
+    let (k, gap) = match done.iter().position(|d| d.1) {
+        Some(top) => {
+            let round = top + 1;
+            if done.len() >= round * MAX_DECODE_ROUNDS {
+                return None;
+            }
+            let (k, _, gap) = done[done.len() % round];
+            (k, gap)
+        }
+        None => climb(done, pilot)?,
+    };
+    let length = level_length(k, gap, pilot);
+    (length <= left).then_some((k, length))
+}
+
+/// The next concurrency while climbing (double the last, up to
+/// [`MAX_LEVEL`]) and its expected token gap: the step grows about
+/// linearly with the batch, so the last two levels are extrapolated.
+fn climb(done: &[(usize, bool, f64)], pilot: &Pilot) -> Option<(usize, f64)> {
     let k = done.last().map_or(1, |d| d.0 * 2);
     if k > MAX_LEVEL {
         return None;
     }
-    // The step grows about linearly with the batch: extrapolate the last two.
     let gap = match done {
         [.., a, b] => b.2 + (b.2 - a.2).max(0.0) / (b.0 - a.0) as f64 * (k - b.0) as f64,
         [b] => b.2 * 1.5,
         [] => pilot.lone_gap_s,
     };
-    // The first wave's prefill, then 24 steps of steady decoding (more at
-    // low concurrency: twice the gaps the fit needs, as a slow or busy
-    // server's steps come out longer than the pilot's).
+    Some((k, gap))
+}
+
+/// How long a level of `k` streams runs: the first wave's prefill, then 24
+/// steps of steady decoding of `gap` each (more at low concurrency: twice
+/// the gaps the fit needs, as a slow or busy server's steps come out
+/// longer than the pilot's); at least 0.4 s.
+fn level_length(k: usize, gap: f64, pilot: &Pilot) -> Duration {
     let first = pilot.short_ttft_s + pilot.per_token_s * f64::from(DECODE_PROMPT) * k as f64;
     let steps = (2 * MIN_GAPS).div_ceil(k).max(24) as f64;
-    let length = Duration::from_secs_f64((first + steps * gap).max(0.4));
-    (length <= left).then_some((k, length))
+    Duration::from_secs_f64((first + steps * gap).max(0.4))
 }
 
 #[cfg(test)]
@@ -234,6 +278,18 @@ mod tests {
         assert_eq!(
             &reqs[3..7],
             [(1536, false), (1536, true), (2048, false), (2048, true)]
+        );
+    }
+
+    #[test]
+    fn more_rounds_repeat_the_lengths_and_send_nothing_twice() {
+        let plan = prefill(&pilot(0.005, 5e-6, 0.005), Duration::from_secs(120), 4096);
+        let more = plan.more();
+        assert_eq!(more.lengths, plan.lengths);
+        assert!(more.requests().iter().all(|r| !r.1));
+        assert_eq!(
+            more.requests().len(),
+            MAX_PREFILL_ROUNDS * plan.lengths.len()
         );
     }
 
@@ -312,6 +368,26 @@ mod tests {
     }
 
     #[test]
+    fn after_a_saturated_level_the_levels_up_to_it_run_again() {
+        let p = pilot(0.005, 5e-6, 0.005);
+        let left = Duration::from_secs(60);
+        let mut done = vec![(1, false, 0.010), (2, false, 0.020), (4, true, 0.021)];
+        let mut next = Vec::new();
+        while let Some((k, len)) = next_decode_level(&done, &p, left) {
+            // Each repeat lasts as its level did the first time.
+            let first = done.iter().find(|d| d.0 == k).unwrap().2;
+            assert!(len.as_secs_f64() >= 24.0 * first, "{k}: {len:?}");
+            next.push(k);
+            done.push((k, k == 4, first));
+        }
+        assert_eq!(next, [1, 2, 4, 1, 2, 4, 1, 2, 4]);
+        assert_eq!(done.len(), 3 * MAX_DECODE_ROUNDS);
+        // Rounds stop when the time does.
+        let short = Duration::from_millis(300);
+        assert_eq!(next_decode_level(&done[..3], &p, short), None);
+    }
+
+    #[test]
     fn decode_levels_double_until_saturated_or_out_of_time() {
         let p = pilot(0.005, 5e-6, 0.005);
         let left = Duration::from_secs(60);
@@ -320,7 +396,14 @@ mod tests {
         let (k, len) = next_decode_level(&done, &p, left).unwrap();
         assert_eq!(k, 4);
         assert!(len >= Duration::from_millis(400));
-        assert_eq!(next_decode_level(&[(64, true, 0.01)], &p, left), None);
+        // A saturated level: the round (here that level alone) repeats, up
+        // to MAX_DECODE_ROUNDS rounds in all.
+        assert_eq!(
+            next_decode_level(&[(64, true, 0.01)], &p, left).map(|l| l.0),
+            Some(64)
+        );
+        let four = vec![(64, true, 0.01); MAX_DECODE_ROUNDS];
+        assert_eq!(next_decode_level(&four, &p, left), None);
         assert_eq!(next_decode_level(&[(1024, false, 0.01)], &p, left), None);
         // A level that would not fit what is left is not started.
         let slow = [(128, false, 0.2), (256, false, 0.4)];

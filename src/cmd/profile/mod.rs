@@ -125,8 +125,9 @@ async fn profile(
 }
 
 /// The probes in order: pilot, lone prefills, decode levels, interference
-/// (last: its decoders must leave a slot free for the arriving prompts, so
-/// it needs the batch limit the decode levels show).
+/// (after the decode levels: its decoders must leave a slot free for the
+/// arriving prompts, so it needs the batch limit they show), then more lone
+/// prefills in what is left of the budget.
 async fn observe(
     probe: &mut Probe<'_>,
     budget: Duration,
@@ -162,6 +163,13 @@ async fn observe(
     if decoders > 0 {
         obs.interference = probe.interference(&inter, decoders).await?;
         obs.longest_request = obs.longest_request.max(inter.prompt_tokens + 1);
+    }
+    // Time the decode levels did not need (a small batch limit saturates
+    // early) goes to more lone prefills: a steadier prefill line.
+    let extra = probe.left().saturating_sub(share(plan::SLACK_SHARE));
+    if extra >= share(plan::MORE_PREFILL_SHARE) {
+        let more = probe.prefill(&prefill_plan.more(), extra).await?;
+        obs.prefill.extend(more);
     }
     if simulated {
         // The built-in simulator counts KV token by token, as the client does.

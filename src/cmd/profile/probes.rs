@@ -217,11 +217,23 @@ impl Probe<'_> {
         let t = Instant::now();
         let releases = Releases::Scheduled(vec![Duration::ZERO; specs.len()]);
         let (r, _) = self.level(releases, specs, Some(1), share, false).await?;
-        let detail = format!(
-            "lengths {:?} x {} rounds, the two longest sent twice in a row",
-            plan.lengths, plan.rounds
-        );
-        self.summary("prefill", &r, t.elapsed(), detail);
+        let (name, detail) = match plan.twice.is_empty() {
+            false => (
+                "prefill",
+                format!(
+                    "lengths {:?} x {} rounds, the two longest sent twice in a row",
+                    plan.lengths, plan.rounds
+                ),
+            ),
+            true => (
+                "prefill (more rounds)",
+                format!(
+                    "lengths {:?} again, in the time the other probes left",
+                    plan.lengths
+                ),
+            ),
+        };
+        self.summary(name, &r, t.elapsed(), detail);
         Ok(r.iter()
             .zip(&reqs)
             .filter_map(|(rec, &(_, repeat))| {
