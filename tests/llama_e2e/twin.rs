@@ -18,6 +18,11 @@
 //! the SLO is on the TTFT's p90 at 3 × a lone request's TTFT of the shape
 //! (from the profile; at least 1.5 s): the knee is where requests start to
 //! queue for the 2 slots, and the p90 of a 15 s step is not one outlier.
+//!
+//! The test compares one server at two times, a minute apart: on a machine
+//! shared with other busy processes the server's speed can drift between
+//! the profile and the sweep by more than the twin's own error (BENCHMARKS.md,
+//! "Twin against llama.cpp"). CI runs it on a machine of its own.
 
 use super::support::{f, kneecap, llama_env, tokenizer, LlamaServer, SERIAL};
 use serde_json::Value;
