@@ -4,7 +4,6 @@
 //! whether the measured bracket agrees ([`Agreement`]). Plain data.
 
 use super::explain::KneeExplain;
-use super::sweep::KneeSummary;
 use serde::{Deserialize, Serialize};
 
 /// The twin's prediction for the sweep's workload, set beside the measured
@@ -69,12 +68,12 @@ impl Agreement {
 }
 
 impl TwinKnee {
-    /// Set [`Self::agreement`] from the measured knee.
-    pub fn compare(&mut self, knee: &KneeSummary) {
+    /// Set [`Self::agreement`] from the measured knee's ends.
+    pub fn compare(&mut self, last_pass: Option<f64>, first_fail: Option<f64>) {
         self.agreement = Some(agreement(
             (self.low_req_s, self.high_req_s),
-            knee.last_pass,
-            knee.first_fail,
+            last_pass,
+            first_fail,
         ));
     }
 }

@@ -119,6 +119,13 @@ fn kv_blocked_share(q: &[QueueSample], tokens: Option<(f64, f64)>) -> Option<f64
     (n > 0).then(|| blocked.iter().filter(|b| **b).count() as f64 / n as f64)
 }
 
+/// A load as the step lines print it: two decimals, trailing zeros dropped
+/// (a bisected load such as 16.79381908304497 reads 16.79).
+fn rate(x: f64) -> String {
+    let s = format!("{x:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 /// Whether an SLO string bounds a token time (TPOT, ITL).
 fn is_token_time(slo: &str) -> bool {
     slo.parse::<Slo>()
@@ -162,7 +169,11 @@ pub fn explain_measured(
     Some(KneeExplain {
         binds,
         source: ExplainSource::Gauges,
-        line: format!("{}: {why}; at {fail_at} req/s {above}", binds.label()),
+        line: format!(
+            "{}: {why}; at {} req/s {above}",
+            binds.label(),
+            rate(fail_at)
+        ),
         failed_slos,
         evidence: Evidence {
             mean_running: g.mean_running,
@@ -181,7 +192,7 @@ fn client(knee: &KneeSummary) -> KneeExplain {
     let at = knee
         .first_fail
         .or(knee.last_pass)
-        .map_or(String::new(), |l| format!(" at {l} req/s"));
+        .map_or(String::new(), |l| format!(" at {} req/s", rate(l)));
     KneeExplain {
         binds: Binding::Client,
         source: ExplainSource::Gauges,

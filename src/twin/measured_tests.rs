@@ -332,3 +332,10 @@ fn without_gauges_slots_and_compute_cannot_be_told_apart() {
         Binding::DecodeCompute
     );
 }
+
+#[test]
+fn a_bisected_load_is_printed_to_two_decimals() {
+    assert_eq!(super::rate(16.79381908304497), "16.79");
+    assert_eq!(super::rate(30.0), "30");
+    assert_eq!(super::rate(2.5), "2.5");
+}

@@ -290,9 +290,9 @@ pub(crate) fn keep_step(
     history.push(point);
     result.steps.push(step);
     finish(result, history);
-    let knee = result.knee.clone();
+    let (pass, fail) = (result.knee.last_pass, result.knee.first_fail);
     if let Some(p) = result.prediction.as_mut() {
-        p.compare(&knee);
+        p.compare(pass, fail);
     }
     save(result, out)?;
     Ok(true)
