@@ -26,6 +26,9 @@ use super::observe::DecodeLevel;
 use super::profile::Estimate;
 use crate::metrics::stats::mean;
 
+/// Relative uncertainty (1σ) of a fitted cost below which more probing
+/// adds little: the profile stops repeating its levels there.
+pub const PRECISE: f64 = 0.02;
 /// Fewest gaps a level needs to be fitted.
 pub const MIN_GAPS: usize = 20;
 /// A level is saturated when it offered this many times the slots it got.
@@ -102,6 +105,20 @@ pub fn fit(levels: &[DecodeLevel], interference: (f64, f64)) -> Option<DecodeFit
         max_num_seqs: batch_limit(levels),
         warnings,
     })
+}
+
+/// Whether the levels so far pin the decode step at the largest batch
+/// they ran to within [`PRECISE`] (its base and per-sequence cost at 1σ,
+/// any misfit's widening included): then more rounds would add little.
+pub fn precise(levels: &[DecodeLevel]) -> bool {
+    let Some(f) = fit(levels, (0.0, 0.0)) else {
+        return false;
+    };
+    let d = levels.iter().map(|l| l.streaming).fold(0.0, f64::max);
+    let (base, seq) = (&f.step_base_ms, &f.decode_seq_us);
+    let step_us = base.value * 1e3 + seq.value * d;
+    let sigma_us = base.uncertainty * 1e3 + seq.uncertainty * d;
+    step_us > 0.0 && sigma_us < PRECISE * step_us
 }
 
 /// The free least-squares line through `points`, and the lines the

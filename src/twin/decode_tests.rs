@@ -157,3 +157,15 @@ fn a_line_below_the_origin_is_fitted_through_it() {
         "{g:?}"
     );
 }
+
+#[test]
+fn exact_levels_are_precise_and_three_noisy_ones_are_not() {
+    assert!(precise(&levels(&[1, 2, 4, 8, 16, 32], true)));
+    let noisy = [
+        plain(1, 1.0, 0.0175),
+        plain(2, 2.0, 0.0330),
+        plain(4, 2.0, 0.0420),
+    ];
+    assert!(!precise(&noisy));
+    assert!(!precise(&noisy[..2]));
+}

@@ -85,6 +85,16 @@ pub fn fit(samples: &[TtftSample]) -> Option<PrefillFit> {
     })
 }
 
+/// Whether the samples so far pin the cost per prompt token within
+/// [`super::decode::PRECISE`] (1σ) on a line that describes them: then more
+/// lone requests would add little.
+pub fn precise(samples: &[TtftSample]) -> bool {
+    fit(samples).is_some_and(|f| {
+        let c = &f.per_token_us;
+        f.linear && c.value > 0.0 && c.uncertainty < super::decode::PRECISE * c.value
+    })
+}
+
 /// Prefix caching from the repeated prompts, given the cost per token in
 /// seconds.
 pub fn prefix_caching(samples: &[TtftSample], per_token_s: f64) -> PrefixCaching {
@@ -145,6 +155,22 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn a_line_is_precise_when_its_slope_is_known_within_two_percent() {
+        let lengths = [16, 512, 1024, 2048];
+        let steady = samples(|n| 0.01 + 100e-6 * n, &lengths, 3);
+        assert!(precise(&steady));
+        // A busy machine: one request in three 0.3 s late, on 128 tokens at most.
+        let mut busy = samples(|n| 0.01 + 6e-3 * n, &[16, 32, 64, 96, 128], 3);
+        for (i, s) in busy.iter_mut().enumerate() {
+            if i % 3 == 1 {
+                s.ttft_s += 0.3;
+            }
+        }
+        assert!(!precise(&busy));
+        assert!(!precise(&[]));
     }
 
     #[test]

@@ -13,8 +13,8 @@ use crate::cli::ProfileArgs;
 use crate::client::openai;
 use crate::client::scrape::{GaugeSource, Scraper};
 use crate::twin::fit::{self, Header, Observations};
-use crate::twin::plan;
 use crate::twin::ServerProfile;
+use crate::twin::{plan, prefill};
 use crate::workload::dataset::DatasetKind;
 use anyhow::Result;
 use probes::Probe;
@@ -165,9 +165,9 @@ async fn observe(
         obs.longest_request = obs.longest_request.max(inter.prompt_tokens + 1);
     }
     // Time the decode levels did not need (a small batch limit saturates
-    // early) goes to more lone prefills: a steadier prefill line.
+    // early) goes to more lone prefills when the line is not yet precise.
     let extra = probe.left().saturating_sub(share(plan::SLACK_SHARE));
-    if extra >= share(plan::MORE_PREFILL_SHARE) {
+    if extra >= share(plan::MORE_PREFILL_SHARE) && !prefill::precise(&obs.prefill) {
         let more = probe.prefill(&prefill_plan.more(), extra).await?;
         obs.prefill.extend(more);
     }

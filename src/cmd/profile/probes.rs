@@ -8,7 +8,7 @@ use crate::cmd::prepare::{self as runner, Level, Prepared};
 use crate::config::RunConfig;
 use crate::engine::Releases;
 use crate::metrics::{ErrorKind, RequestRecord};
-use crate::twin::decode::saturated;
+use crate::twin::decode::{self, saturated};
 use crate::twin::fit::Observations;
 use crate::twin::interference::{self, InterferenceObs};
 use crate::twin::observe::{decode_level, kv_level_point, tokens_in_flight, GaugeSample};
@@ -214,36 +214,29 @@ impl Probe<'_> {
             };
             specs.push(spec);
         }
-        let t = Instant::now();
-        let releases = Releases::Scheduled(vec![Duration::ZERO; specs.len()]);
-        let (r, _) = self.level(releases, specs, Some(1), share, false).await?;
-        let (name, detail) = match plan.twice.is_empty() {
-            false => (
-                "prefill",
-                format!(
-                    "lengths {:?} x {} rounds, the two longest sent twice in a row",
-                    plan.lengths, plan.rounds
-                ),
-            ),
-            true => (
-                "prefill (more rounds)",
-                format!(
-                    "lengths {:?} again, in the time the other probes left",
-                    plan.lengths
-                ),
-            ),
-        };
-        self.summary(name, &r, t.elapsed(), detail);
-        Ok(r.iter()
-            .zip(&reqs)
-            .filter_map(|(rec, &(_, repeat))| {
+        let (t, until) = (Instant::now(), Instant::now() + share);
+        let (mut all, mut samples) = (Vec::new(), Vec::new());
+        // One level per request, so they go in this order and a repeat right
+        // after its first sending: one level's requests, held to one at a
+        // time by the cap, may be sent in any order.
+        for (spec, &(_, repeat)) in specs.into_iter().zip(&reqs) {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            let once = Releases::Scheduled(vec![Duration::ZERO]);
+            let (r, _) = self.level(once, vec![spec], Some(1), left, false).await?;
+            samples.extend(r.iter().filter_map(|rec| {
                 Some(TtftSample {
                     prompt_tokens: rec.prompt_len,
                     ttft_s: ttft(rec)?,
                     repeat,
                 })
-            })
-            .collect())
+            }));
+            all.extend(r);
+        }
+        self.summary(prefill_name(plan), &all, t.elapsed(), prefill_detail(plan));
+        Ok(samples)
     }
 
     /// `decoders` streams from the start, prompts at the plan's times.
@@ -296,6 +289,10 @@ impl Probe<'_> {
             pilot,
             until.saturating_duration_since(Instant::now()),
         ) {
+            // Repeats (after a saturated level) only while the fit is loose.
+            if done.iter().any(|d| d.1) && decode::precise(&obs.decode) {
+                break;
+            }
             let specs = self.specs(plan::DECODE_PROMPT, output, 4 * k)?;
             let (r, gauges) = self
                 .level(Releases::ClosedFor(length), specs, Some(k), length, true)
@@ -328,6 +325,27 @@ impl Probe<'_> {
         );
         self.summary("decode", &all, t.elapsed(), detail);
         Ok(())
+    }
+}
+
+/// The prefill probe's name in its summary: the first rounds, or more.
+fn prefill_name(plan: &PrefillPlan) -> &'static str {
+    match plan.twice.is_empty() {
+        false => "prefill",
+        true => "prefill (more rounds)",
+    }
+}
+
+fn prefill_detail(plan: &PrefillPlan) -> String {
+    match plan.twice.is_empty() {
+        false => format!(
+            "lengths {:?} x {} rounds, the two longest sent twice in a row",
+            plan.lengths, plan.rounds
+        ),
+        true => format!(
+            "lengths {:?} again, in the time the other probes left",
+            plan.lengths
+        ),
     }
 }
 
