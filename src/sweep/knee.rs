@@ -99,59 +99,38 @@ impl SearchPlan {
 
     /// The same plan with these stop rules (an auto plan's tolerance and
     /// step budget); a list is unchanged.
-    pub fn with_stops(self, tolerance: f64, max_steps: usize) -> Self {
-        match self {
-            SearchPlan::Auto {
-                start,
-                factor,
-                max_load,
-                unit,
-                ceiling,
-                opening,
-                ..
-            } => SearchPlan::Auto {
-                start,
-                factor,
-                tolerance,
-                max_load,
-                max_steps,
-                unit,
-                ceiling,
-                opening,
-            },
-            list => list,
+    pub fn with_stops(mut self, tolerance: f64, max_steps: usize) -> Self {
+        if let SearchPlan::Auto {
+            tolerance: t,
+            max_steps: m,
+            ..
+        } = &mut self
+        {
+            (*t, *m) = (tolerance, max_steps);
         }
+        self
     }
 
     /// The same auto plan measuring `loads` first (ascending; see
     /// [`SearchPlan::Auto`]'s `opening`), starting at the lowest; a list is
     /// unchanged.
-    pub fn with_opening(self, mut loads: Vec<f64>) -> Self {
-        loads.retain(|l| l.is_finite() && *l > 0.0);
-        loads.sort_by(f64::total_cmp);
-        loads.dedup();
-        match self {
-            SearchPlan::Auto {
-                start,
-                factor,
-                tolerance,
-                max_load,
-                max_steps,
-                unit,
-                ceiling,
-                ..
-            } => SearchPlan::Auto {
-                start: loads.first().map_or(start, |&l| l.min(max_load)),
-                factor,
-                tolerance,
-                max_load,
-                max_steps,
-                unit,
-                ceiling,
-                opening: loads.into_iter().filter(|&l| l <= max_load).collect(),
-            },
-            list => list,
+    pub fn with_opening(mut self, mut loads: Vec<f64>) -> Self {
+        if let SearchPlan::Auto {
+            start,
+            max_load,
+            opening,
+            ..
+        } = &mut self
+        {
+            loads.retain(|&l| l.is_finite() && l > 0.0 && l <= *max_load);
+            loads.sort_by(f64::total_cmp);
+            loads.dedup();
+            if let Some(&first) = loads.first() {
+                *start = first;
+            }
+            *opening = loads;
         }
+        self
     }
 
     /// Check the plan's numbers; [`next_load`] returns `None` for invalid plans.
