@@ -112,19 +112,25 @@ fn gif_size(b: &[u8]) -> Option<(u32, u32)> {
     if !b.starts_with(b"GIF8") {
         return None;
     }
-    let le = |k: usize| Some(u32::from(u16::from_le_bytes(b.get(k..k + 2)?.try_into().ok()?)));
+    let le = |k: usize| {
+        Some(u32::from(u16::from_le_bytes(
+            b.get(k..k + 2)?.try_into().ok()?,
+        )))
+    };
     Some((le(8)?, le(6)?))
 }
 
 /// A 64-bit hash of the URL's bytes, 8 at a time.
 fn url_hash(url: &str) -> u64 {
-    url.as_bytes().chunks(8).fold(0x9E37_79B9_7F4A_7C15, |h, c| {
-        let mut word = [0u8; 8];
-        word[..c.len()].copy_from_slice(c);
-        (h ^ u64::from_le_bytes(word))
-            .wrapping_mul(0x0000_0100_0000_01b3)
-            .rotate_left(23)
-    })
+    url.as_bytes()
+        .chunks(8)
+        .fold(0x9E37_79B9_7F4A_7C15, |h, c| {
+            let mut word = [0u8; 8];
+            word[..c.len()].copy_from_slice(c);
+            (h ^ u64::from_le_bytes(word))
+                .wrapping_mul(0x0000_0100_0000_01b3)
+                .rotate_left(23)
+        })
 }
 
 #[cfg(test)]
@@ -156,8 +162,17 @@ mod tests {
 
     #[test]
     fn unreadable_images_cost_the_fixed_amount() {
-        assert_eq!(tokens_for("https://example.com/cat.jpg"), UNKNOWN_IMAGE_TOKENS);
-        assert_eq!(tokens_for(&data_url("image/webp", b"RIFF....")), UNKNOWN_IMAGE_TOKENS);
-        assert_eq!(tokens_for("data:image/jpeg;base64,%%%"), UNKNOWN_IMAGE_TOKENS);
+        assert_eq!(
+            tokens_for("https://example.com/cat.jpg"),
+            UNKNOWN_IMAGE_TOKENS
+        );
+        assert_eq!(
+            tokens_for(&data_url("image/webp", b"RIFF....")),
+            UNKNOWN_IMAGE_TOKENS
+        );
+        assert_eq!(
+            tokens_for("data:image/jpeg;base64,%%%"),
+            UNKNOWN_IMAGE_TOKENS
+        );
     }
 }

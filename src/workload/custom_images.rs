@@ -51,15 +51,18 @@ fn url_for(
         return Ok(entry.to_owned());
     }
     let path = PathBuf::from(entry.strip_prefix("file://").unwrap_or(entry));
-    let path = if path.is_relative() { dir.join(path) } else { path };
+    let path = if path.is_relative() {
+        dir.join(path)
+    } else {
+        path
+    };
     let Some(mime) = mime_of(&path) else {
         bail!(
             "{at}: '{entry}' is not an image path (.jpg, .jpeg, .png, .gif, .webp, .bmp), an http(s) URL or a data URL"
         );
     };
-    let bytes = read(&path).map_err(|e| {
-        anyhow::anyhow!("{at}: cannot read '{}': {e}", path.display())
-    })?;
+    let bytes =
+        read(&path).map_err(|e| anyhow::anyhow!("{at}: cannot read '{}': {e}", path.display()))?;
     let b64 = base64::engine::general_purpose::STANDARD.encode(bytes);
     Ok(format!("data:{mime};base64,{b64}"))
 }

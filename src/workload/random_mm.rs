@@ -67,7 +67,12 @@ impl MmParams {
     /// The buckets with a probability above 0, checked: images only, and
     /// each modality named in the limits.
     pub fn live_buckets(&self) -> anyhow::Result<Vec<Bucket>> {
-        let live: Vec<Bucket> = self.buckets.iter().filter(|b| b.prob > 0.0).cloned().collect();
+        let live: Vec<Bucket> = self
+            .buckets
+            .iter()
+            .filter(|b| b.prob > 0.0)
+            .cloned()
+            .collect();
         if live.is_empty() {
             bail!("--random-mm-bucket-config has no bucket with a probability above 0");
         }
@@ -76,7 +81,9 @@ impl MmParams {
                 bail!(
                     "--random-mm-bucket-config: ({}, {}, {}) is a video bucket (num_frames > 1); \
                      random-mm sends images only (as vLLM's): give it probability 0",
-                    b.height, b.width, b.frames
+                    b.height,
+                    b.width,
+                    b.frames
                 );
             }
             if !self.limits.contains_key(b.modality()) {
@@ -155,7 +162,12 @@ pub fn draw_buckets(
         .collect();
     let mut picks = Vec::with_capacity(count as usize);
     while picks.len() < count as usize {
-        let total: f64 = live.iter().zip(&open).filter(|(_, o)| **o).map(|(b, _)| b.prob).sum();
+        let total: f64 = live
+            .iter()
+            .zip(&open)
+            .filter(|(_, o)| **o)
+            .map(|(b, _)| b.prob)
+            .sum();
         if total <= 0.0 {
             break;
         }
@@ -189,7 +201,12 @@ fn with_images(spec: RequestSpec, images: Vec<ImageUrl>) -> RequestSpec {
     }
     let text = match spec.prompt {
         Prompt::Text(t) => t,
-        other => return RequestSpec { prompt: other, ..spec },
+        other => {
+            return RequestSpec {
+                prompt: other,
+                ..spec
+            }
+        }
     };
     RequestSpec {
         prompt: Prompt::Media(MediaPrompt { text, images }),

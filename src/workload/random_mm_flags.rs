@@ -30,7 +30,9 @@ pub fn parse_base_items(s: &str) -> anyhow::Result<u32> {
 pub fn parse_range_ratio(s: &str) -> anyhow::Result<f64> {
     match s.trim().parse::<f64>() {
         Ok(r) if (0.0..=1.0).contains(&r) => Ok(r),
-        _ => bail!("--random-mm-num-mm-items-range-ratio: '{s}' must be a number in [0, 1], e.g. 0.5"),
+        _ => bail!(
+            "--random-mm-num-mm-items-range-ratio: '{s}' must be a number in [0, 1], e.g. 0.5"
+        ),
     }
 }
 
@@ -41,9 +43,10 @@ pub fn parse_limits(s: &str) -> anyhow::Result<BTreeMap<String, u32>> {
     })?;
     raw.into_iter()
         .map(|(k, v)| {
-            let n = v.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or_else(|| {
-                anyhow!("{LIMITS_FLAG}: \"{k}\": {v} must be a whole number ≥ 0")
-            })?;
+            let n = v
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or_else(|| anyhow!("{LIMITS_FLAG}: \"{k}\": {v} must be a whole number ≥ 0"))?;
             Ok((k, n))
         })
         .collect()
@@ -62,27 +65,48 @@ pub fn parse_buckets(s: &str) -> anyhow::Result<Vec<Bucket>> {
     let mut buckets: Vec<Bucket> = Vec::new();
     let mut rest = body.trim();
     while !rest.is_empty() {
-        let open = rest.strip_prefix('(').ok_or_else(|| bad("a key is not a (h, w, frames) tuple"))?;
-        let (tuple, after) = open.split_once(')').ok_or_else(|| bad("a tuple is not closed"))?;
+        let open = rest
+            .strip_prefix('(')
+            .ok_or_else(|| bad("a key is not a (h, w, frames) tuple"))?;
+        let (tuple, after) = open
+            .split_once(')')
+            .ok_or_else(|| bad("a tuple is not closed"))?;
         let dims: Vec<u32> = tuple
             .split(',')
             .map(|v| v.trim().parse::<u32>())
             .collect::<Result<_, _>>()
             .map_err(|_| bad("tuple values must be whole numbers ≥ 0"))?;
         let [height, width, frames] = dims[..] else {
-            bail!(bad("each key has three values: (height, width, num_frames)"));
+            bail!(bad(
+                "each key has three values: (height, width, num_frames)"
+            ));
         };
-        let after = after.trim_start().strip_prefix(':').ok_or_else(|| bad("a key has no ': probability'"))?;
+        let after = after
+            .trim_start()
+            .strip_prefix(':')
+            .ok_or_else(|| bad("a key has no ': probability'"))?;
         let (value, next) = after.split_once(',').unwrap_or((after, ""));
-        let prob: f64 = value.trim().parse().map_err(|_| bad("a probability is not a number"))?;
+        let prob: f64 = value
+            .trim()
+            .parse()
+            .map_err(|_| bad("a probability is not a number"))?;
         if !(prob.is_finite() && prob >= 0.0) {
-            bail!("{BUCKETS_FLAG}: probability {prob} of ({height}, {width}, {frames}) must be ≥ 0");
+            bail!(
+                "{BUCKETS_FLAG}: probability {prob} of ({height}, {width}, {frames}) must be ≥ 0"
+            );
         }
         if height == 0 || width == 0 || frames == 0 {
-            bail!("{BUCKETS_FLAG}: ({height}, {width}, {frames}): sizes and num_frames must be ≥ 1");
+            bail!(
+                "{BUCKETS_FLAG}: ({height}, {width}, {frames}): sizes and num_frames must be ≥ 1"
+            );
         }
         buckets.retain(|b| (b.height, b.width, b.frames) != (height, width, frames));
-        buckets.push(Bucket { height, width, frames, prob });
+        buckets.push(Bucket {
+            height,
+            width,
+            frames,
+            prob,
+        });
         rest = next.trim();
     }
     if buckets.iter().map(|b| b.prob).sum::<f64>() <= 0.0 {

@@ -43,7 +43,10 @@ fn item_counts_cover_the_range_uniformly() {
     }
     assert_eq!(seen[0] + seen[1] + seen[7], 0, "{seen:?}");
     for (k, n) in seen.iter().enumerate().take(7).skip(2) {
-        assert!((60..=140).contains(n), "{k} items {n} times of 500: {seen:?}");
+        assert!(
+            (60..=140).contains(n),
+            "{k} items {n} times of 500: {seen:?}"
+        );
     }
 }
 
@@ -80,7 +83,10 @@ fn buckets_are_drawn_by_probability_and_zeros_dropped() {
         let picks = draw_buckets(&live, &p.limits, 1, &mut rng);
         small += usize::from(picks == [0]);
     }
-    assert!((400..=600).contains(&small), "{small} of 2000, expected ~500");
+    assert!(
+        (400..=600).contains(&small),
+        "{small} of 2000, expected ~500"
+    );
 }
 
 #[test]
@@ -106,7 +112,9 @@ fn images_have_their_bucket_size_and_are_all_different() {
     assert_eq!(urls.len(), 12);
     let distinct: std::collections::HashSet<&String> = urls.iter().collect();
     assert_eq!(distinct.len(), 12, "an image repeated");
-    assert!(urls.iter().all(|u| u.starts_with("data:image/jpeg;base64,/9j/")));
+    assert!(urls
+        .iter()
+        .all(|u| u.starts_with("data:image/jpeg;base64,/9j/")));
     // Same seed, same workload; the text is random's.
     let again = generate(&p, 6, None, &mut dataset_rng(5)).unwrap();
     assert_eq!(reqs, again);
@@ -120,17 +128,26 @@ fn images_have_their_bucket_size_and_are_all_different() {
 fn video_buckets_and_unlimited_modalities_are_refused() {
     let video = params(1, 0.0, DEFAULT_LIMITS, "{(720, 1280, 16): 1.0}");
     let msg = video.live_buckets().unwrap_err().to_string();
-    assert!(msg.contains("--random-mm-bucket-config") && msg.contains("video"), "{msg}");
+    assert!(
+        msg.contains("--random-mm-bucket-config") && msg.contains("video"),
+        "{msg}"
+    );
     let no_limit = params(1, 0.0, r#"{"video": 1}"#, "{(16, 16, 1): 1.0}");
     let msg = no_limit.live_buckets().unwrap_err().to_string();
-    assert!(msg.contains("--random-mm-limit-mm-per-prompt") && msg.contains("\"image\""), "{msg}");
+    assert!(
+        msg.contains("--random-mm-limit-mm-per-prompt") && msg.contains("\"image\""),
+        "{msg}"
+    );
 }
 
 #[test]
 fn flag_parsers_take_vllms_syntax() {
     let b = parse_buckets(DEFAULT_BUCKETS).unwrap();
     assert_eq!(b.len(), 3);
-    assert_eq!((b[1].height, b[1].width, b[1].frames, b[1].prob), (720, 1280, 1, 0.5));
+    assert_eq!(
+        (b[1].height, b[1].width, b[1].frames, b[1].prob),
+        (720, 1280, 1, 0.5)
+    );
     let b = parse_buckets("{(224,224,1):1, (224, 224, 1): 2.0,}").unwrap();
     assert_eq!(b.len(), 1, "a later duplicate key wins");
     assert_eq!(b[0].prob, 2.0);
@@ -143,15 +160,42 @@ fn flag_parsers_take_vllms_syntax() {
 #[test]
 fn flag_parsers_name_the_flag_on_bad_input() {
     let cases: Vec<(anyhow::Error, &str)> = vec![
-        (parse_buckets("[(1, 1, 1)]").unwrap_err(), "--random-mm-bucket-config"),
-        (parse_buckets("{(1, 1): 1.0}").unwrap_err(), "--random-mm-bucket-config"),
-        (parse_buckets("{(8, 8, 1): -0.5}").unwrap_err(), "--random-mm-bucket-config"),
-        (parse_buckets("{(8, 8, 1): 0.0}").unwrap_err(), "--random-mm-bucket-config"),
-        (parse_buckets("{(0, 8, 1): 1}").unwrap_err(), "--random-mm-bucket-config"),
-        (parse_limits(r#"{"image": -1}"#).unwrap_err(), "--random-mm-limit-mm-per-prompt"),
-        (parse_limits("image=3").unwrap_err(), "--random-mm-limit-mm-per-prompt"),
-        (parse_base_items("1.5").unwrap_err(), "--random-mm-base-items-per-request"),
-        (parse_range_ratio("1.5").unwrap_err(), "--random-mm-num-mm-items-range-ratio"),
+        (
+            parse_buckets("[(1, 1, 1)]").unwrap_err(),
+            "--random-mm-bucket-config",
+        ),
+        (
+            parse_buckets("{(1, 1): 1.0}").unwrap_err(),
+            "--random-mm-bucket-config",
+        ),
+        (
+            parse_buckets("{(8, 8, 1): -0.5}").unwrap_err(),
+            "--random-mm-bucket-config",
+        ),
+        (
+            parse_buckets("{(8, 8, 1): 0.0}").unwrap_err(),
+            "--random-mm-bucket-config",
+        ),
+        (
+            parse_buckets("{(0, 8, 1): 1}").unwrap_err(),
+            "--random-mm-bucket-config",
+        ),
+        (
+            parse_limits(r#"{"image": -1}"#).unwrap_err(),
+            "--random-mm-limit-mm-per-prompt",
+        ),
+        (
+            parse_limits("image=3").unwrap_err(),
+            "--random-mm-limit-mm-per-prompt",
+        ),
+        (
+            parse_base_items("1.5").unwrap_err(),
+            "--random-mm-base-items-per-request",
+        ),
+        (
+            parse_range_ratio("1.5").unwrap_err(),
+            "--random-mm-num-mm-items-range-ratio",
+        ),
     ];
     for (err, flag) in cases {
         let msg = err.to_string();

@@ -6,7 +6,11 @@ use crate::workload::media::{ImageUrl, MediaPrompt};
 use std::sync::Arc;
 
 fn media() -> Prompt {
-    let pieces: Vec<Arc<str>> = vec!["data:image/jpeg;base64,".into(), "/9j/".into(), "AAAA".into()];
+    let pieces: Vec<Arc<str>> = vec![
+        "data:image/jpeg;base64,".into(),
+        "/9j/".into(),
+        "AAAA".into(),
+    ];
     Prompt::Media(MediaPrompt {
         text: "what is \"this\"?".into(),
         images: vec![

@@ -271,14 +271,25 @@ pub fn dataset_notes(a: &RunArgs, api: Api) -> Vec<String> {
     }
     let v = &a.vllm;
     let mm = [
-        ("--random-mm-base-items-per-request", &v.random_mm_base_items_per_request),
-        ("--random-mm-num-mm-items-range-ratio", &v.random_mm_num_mm_items_range_ratio),
-        ("--random-mm-limit-mm-per-prompt", &v.random_mm_limit_mm_per_prompt),
+        (
+            "--random-mm-base-items-per-request",
+            &v.random_mm_base_items_per_request,
+        ),
+        (
+            "--random-mm-num-mm-items-range-ratio",
+            &v.random_mm_num_mm_items_range_ratio,
+        ),
+        (
+            "--random-mm-limit-mm-per-prompt",
+            &v.random_mm_limit_mm_per_prompt,
+        ),
         ("--random-mm-bucket-config", &v.random_mm_bucket_config),
     ];
     if a.dataset_name != DatasetName::RandomMm {
         for (flag, _) in mm.iter().filter(|(_, given)| given.is_some()) {
-            notes.push(format!("{flag} belongs to --dataset-name random-mm; ignored"));
+            notes.push(format!(
+                "{flag} belongs to --dataset-name random-mm; ignored"
+            ));
         }
     }
     notes
