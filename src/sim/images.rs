@@ -157,7 +157,8 @@ mod tests {
         png.extend_from_slice(&29u32.to_be_bytes()); // height
         assert_eq!(tokens_for(&data_url("image/png", &png)), 2 * 3);
         let gif = b"GIF89a\x38\x00\x1c\x00";
-        assert_eq!(tokens_for(&data_url("image/gif", gif)), 1 * 2);
+        // 0x38 = 56 wide, 0x1c = 28 high: 1 row of 2 tokens.
+        assert_eq!(tokens_for(&data_url("image/gif", gif)), 2);
     }
 
     #[test]

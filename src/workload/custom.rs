@@ -391,6 +391,21 @@ mod tests {
                 "c.jsonl:1",
                 "positive integer",
             ),
+            (
+                "{\"prompt\": \"x\", \"images\": \"a.png\"}\n",
+                "c.jsonl:1: \"images\"",
+                "must be a list",
+            ),
+            (
+                "{\"prompt\": \"x\"}\n{\"prompt\": \"y\", \"images\": [\"a.png\", 3]}\n",
+                "c.jsonl:2: \"images\"[1]",
+                "found a number",
+            ),
+            (
+                "{\"prompt\": \"x\", \"images\": [\" \"]}\n",
+                "c.jsonl:1: \"images\"[0]",
+                "found an empty string",
+            ),
         ];
         for (contents, place, needle) in cases {
             let msg = parse("c.jsonl", contents).unwrap_err().to_string();

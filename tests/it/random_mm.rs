@@ -133,7 +133,7 @@ async fn a_custom_rows_image_file_reaches_the_server_as_data() {
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{stderr}");
     let (records, _) = common::sim::requests(&sim.log, "c-");
-    let mut by_index = records.clone();
+    let mut by_index = records;
     by_index.sort_by_key(|r| common::sim::index(r, "c-"));
     let images: Vec<(u64, u64)> = by_index
         .iter()
@@ -204,4 +204,43 @@ fn random_mm_needs_a_chat_backend() {
         stderr.contains("random-mm") && stderr.contains("--backend openai-chat"),
         "{stderr}"
     );
+}
+
+#[test]
+fn bad_random_mm_flags_stop_with_one_line_naming_the_flag() {
+    for (flag, value, needle) in [
+        (
+            "--random-mm-bucket-config",
+            "{(720, 1280, 16): 1.0}",
+            "video",
+        ),
+        ("--random-mm-bucket-config", "{(224, 224, 1): -1}", "≥ 0"),
+        (
+            "--random-mm-limit-mm-per-prompt",
+            r#"{"image": -1}"#,
+            "whole number",
+        ),
+        ("--random-mm-num-mm-items-range-ratio", "2", "[0, 1]"),
+    ] {
+        let out = kneecap()
+            .args([
+                "run",
+                "--backend",
+                "openai-chat",
+                "--dataset-name",
+                "random-mm",
+                "--num-prompts",
+                "2",
+                flag,
+                value,
+            ])
+            .timeout(std::time::Duration::from_secs(60))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let lines: Vec<&str> = stderr.lines().filter(|l| l.contains(flag)).collect();
+        assert_eq!(lines.len(), 1, "{stderr}");
+        assert!(lines[0].contains(needle), "{stderr}");
+    }
 }
