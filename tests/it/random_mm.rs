@@ -244,3 +244,34 @@ fn bad_random_mm_flags_stop_with_one_line_naming_the_flag() {
         assert!(lines[0].contains(needle), "{stderr}");
     }
 }
+
+#[test]
+fn random_mm_flags_on_another_dataset_become_one_note() {
+    use clap::Parser;
+    use kneecap::cli::{normalize_args, BenchCommand, Cli, Command};
+    use kneecap::cmd::args::run::{run_config_for, DefaultTarget};
+    let argv = [
+        "kneecap",
+        "bench",
+        "serve",
+        "--dataset-name",
+        "random",
+        "--random-mm-bucket-config",
+        "{(224, 224, 1): 1.0}",
+    ];
+    let cli = Cli::try_parse_from(normalize_args(argv.iter().map(|s| s.to_string()))).unwrap();
+    let Command::Bench {
+        command: BenchCommand::Serve(args),
+    } = cli.command
+    else {
+        panic!("not bench serve");
+    };
+    let cfg = run_config_for(&args, DefaultTarget::VllmLocalhost).unwrap();
+    let notes: Vec<&String> = cfg
+        .ignored_flags
+        .iter()
+        .filter(|n| n.contains("--random-mm-"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{:#?}", cfg.ignored_flags);
+    assert!(notes[0].starts_with("--random-mm-bucket-config belongs to --dataset-name random-mm"));
+}
