@@ -77,10 +77,20 @@ impl StripePool {
 
     /// A new image: each row from a random pool member.
     pub fn image(&self, rng: &mut StdRng) -> ImageUrl {
+        let picks: Vec<usize> = self
+            .rows
+            .iter()
+            .map(|row| rng.random_range(0..row.len()))
+            .collect();
+        self.assemble(&picks)
+    }
+
+    /// The image whose MCU row `r` is pool member `picks[r]`'s.
+    fn assemble(&self, picks: &[usize]) -> ImageUrl {
         let mut pieces = Vec::with_capacity(self.rows.len() + 2);
         pieces.extend(self.head.iter().cloned());
-        for row in &self.rows {
-            pieces.push(row[rng.random_range(0..row.len())].clone());
+        for (row, &p) in self.rows.iter().zip(picks) {
+            pieces.push(row[p].clone());
         }
         ImageUrl::from_pieces(pieces)
     }
@@ -234,6 +244,44 @@ mod tests {
         assert_eq!(strip(&joined), jpeg);
         assert!(header.len() % 3 == 0);
         assert!(segments[..2].iter().all(|s| s.len() % 3 == 0));
+    }
+
+    fn pixels(url: &ImageUrl) -> (Vec<u8>, usize) {
+        let jpeg = decode(url);
+        let mut d = jpeg_decoder::Decoder::new(&jpeg[..]);
+        let px = d.decode().expect("a real decoder reads the joined rows");
+        let info = d.info().expect("decoded");
+        assert_eq!(info.pixel_format, jpeg_decoder::PixelFormat::RGB24);
+        (px, usize::from(info.width))
+    }
+
+    #[test]
+    fn a_decoder_reads_each_joined_row_as_its_pool_member_drew_it() {
+        let mut rng = dataset_rng(3);
+        let (h, w) = (72, 40);
+        let pool = StripePool::new(h, w, &mut rng).unwrap();
+        let n_rows = pool.rows.len();
+        let whole: Vec<Vec<u8>> = (0..POOL)
+            .map(|p| pixels(&pool.assemble(&vec![p; n_rows])).0)
+            .collect();
+        let picks: Vec<usize> = (0..n_rows).map(|r| (r * 3 + 1) % POOL).collect();
+        let (mixed, width) = pixels(&pool.assemble(&picks));
+        assert_eq!((width, mixed.len()), (w as usize, (h * w * 3) as usize));
+        // Away from its edges (chroma upsampling may blend a pixel row with
+        // the neighbouring row's), every row of pixels is its member's.
+        let line = width * 3;
+        for (r, &p) in picks.iter().enumerate() {
+            let top = r * MCU as usize;
+            let bottom = (top + MCU as usize).min(h as usize);
+            for y in top + 1..bottom - 1 {
+                let span = y * line..(y + 1) * line;
+                assert_eq!(
+                    mixed[span.clone()],
+                    whole[p][span],
+                    "pixel row {y} of MCU row {r}"
+                );
+            }
+        }
     }
 
     #[test]
