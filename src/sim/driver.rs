@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::metrics::SimMetrics;
-use super::model::{BatchStep, Engine, EventKind, ModelParams};
+use super::model::{BatchStep, Engine, EventKind};
 
 /// How long before a step's end the driver stops sleeping and spins.
 pub const SPIN: Duration = Duration::from_micros(100);
@@ -41,7 +41,12 @@ pub enum Delivery {
     Scheduled { at: Duration, cached: u32 },
     /// Preempted back to the waiting queue.
     Preempted,
-    /// Output token `index` (1-based) released at `at`; `last` ends the request.
+    /// Speculative decoding: the request's draft of `drafts` tokens in the
+    /// coming step, `accepted` of them accepted (before that step's token).
+    Drafted { drafts: u32, accepted: u32 },
+    /// Output token `index` (1-based) released at `at`; `last` ends the
+    /// request. With speculative decoding one step may advance `index` by
+    /// more than 1: the tokens after the previous index leave together.
     Token {
         index: u32,
         last: bool,
@@ -132,11 +137,10 @@ pub struct EngineThread {
 }
 
 impl EngineThread {
-    /// Starts the engine thread on `params`, publishing into `metrics`.
+    /// Starts the engine thread running `engine`, publishing into `metrics`.
     /// With `realtime`, the thread asks for `SCHED_FIFO` (see [`try_realtime`]).
     pub fn spawn(
-        params: ModelParams,
-        prefix_caching: bool,
+        engine: Engine,
         epoch: Instant,
         metrics: Arc<Mutex<SimMetrics>>,
         out: UnboundedSender<DispatchMsg>,
@@ -152,7 +156,7 @@ impl EngineThread {
                     m.engine_realtime = realtime;
                 }
                 Driver {
-                    engine: Engine::new(params).with_prefix_caching(prefix_caching),
+                    engine,
                     epoch,
                     metrics,
                     out,
@@ -272,6 +276,7 @@ impl Driver {
                     cached,
                 },
                 EventKind::Preempted => Delivery::Preempted,
+                EventKind::Drafted { drafts, accepted } => Delivery::Drafted { drafts, accepted },
                 EventKind::Token { index, last } => {
                     if index == 1 {
                         if let Some(arrival) = self.arrivals.get(&ev.id) {
