@@ -215,7 +215,7 @@ impl Driver {
                     clock = Some(out.end());
                 }
                 Some(out) => {
-                    self.deliver(&out, &mut Vec::new());
+                    self.deliver(&out, None);
                     clock = None;
                 }
                 None => {
@@ -256,9 +256,7 @@ impl Driver {
     fn run_batch_step(&mut self, out: &BatchStep) {
         wait_until(self.epoch + out.end());
         let lag = self.epoch.elapsed().saturating_sub(out.end());
-        let mut ttfts = Vec::new();
-        self.deliver(out, &mut ttfts);
-        self.publish(&ttfts, Some(lag.as_secs_f64()));
+        self.deliver(out, Some(lag.as_secs_f64()));
         if self.realtime && lag > STARVATION_GUARD {
             // Far behind and catching up back to back: as a real-time thread
             // that would starve the connection tasks, so let them run.
@@ -266,8 +264,12 @@ impl Driver {
         }
     }
 
-    /// Sends the batch step's events to the dispatcher as one message.
-    fn deliver(&mut self, out: &BatchStep, ttfts: &mut Vec<f64>) {
+    /// Publishes the metrics after the batch step (`lag`: how late it was
+    /// released), then sends its events to the dispatcher as one message:
+    /// a client that reads `/metrics` once its last token came sees the
+    /// counters of the step that sent it.
+    fn deliver(&mut self, out: &BatchStep, lag: Option<f64>) {
+        let mut ttfts = Vec::new();
         let mut batch = Vec::with_capacity(out.events.len());
         for ev in &out.events {
             let delivery = match ev.kind {
@@ -295,6 +297,7 @@ impl Driver {
             };
             batch.push((ev.id, delivery));
         }
+        self.publish(&ttfts, lag);
         if !batch.is_empty() {
             let _ = self.out.send(DispatchMsg::BatchStep(batch));
         }
