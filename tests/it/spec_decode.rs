@@ -128,6 +128,20 @@ fn logged_requests(log: &std::path::Path, prefix: &str) -> Vec<Value> {
     requests
 }
 
+/// The server log's requests grouped by sweep step: steps run one after
+/// another, each drained before the next, so in arrival order a step begins
+/// at its request 0.
+fn steps_of(log: &std::path::Path, prefix: &str) -> Vec<Vec<Value>> {
+    let mut steps: Vec<Vec<Value>> = Vec::new();
+    for r in logged_requests(log, prefix) {
+        match steps.last_mut() {
+            Some(step) if common::sim::index(&r, prefix) != 0 => step.push(r),
+            _ => steps.push(vec![r]),
+        }
+    }
+    steps
+}
+
 /// The sum of a per-request speculation count (absent: the request never drafted).
 fn sum(requests: &[Value], field: &str) -> u64 {
     requests
@@ -302,15 +316,7 @@ async fn each_sweep_steps_acceptance_is_the_sum_over_its_requests() {
     let total = sim.handle.metrics().counters.spec;
     sim.handle.shutdown().await.unwrap();
     let result: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    // Steps run one after another, each drained before the next: in arrival
-    // order, a step begins at its request 0.
-    let mut steps: Vec<Vec<Value>> = Vec::new();
-    for r in logged_requests(&sim.log, "sws-") {
-        match steps.last_mut() {
-            Some(step) if common::sim::index(&r, "sws-") != 0 => step.push(r),
-            _ => steps.push(vec![r]),
-        }
-    }
+    let steps = steps_of(&sim.log, "sws-");
     let reported = result["steps"].as_array().unwrap();
     assert_eq!(reported.len(), steps.len(), "one server log group per step");
     let mut drafts = 0;
