@@ -50,6 +50,9 @@ pub enum DatasetName {
     PrefixRepetition,
     /// Lengths from the BurstGPT trace CSV (--dataset-path).
     Burstgpt,
+    /// Random text with synthetic JPEG images (chat backends; --random-mm-*).
+    #[value(name = "random-mm")]
+    RandomMm,
     /// A query and documents for rerank / embeddings backends.
     #[value(name = "random-rerank")]
     RandomRerank,
@@ -272,7 +275,7 @@ pub struct RunArgs {
     /// Poll the server with the first request until it succeeds (seconds; 0 = skip).
     #[arg(long, default_value_t = 0, help_heading = "Load")]
     pub ready_check_timeout_sec: u64,
-    /// Send ignore_eos: true (forced on for the random dataset, as vLLM does).
+    /// Send ignore_eos: true (forced on for random and random-mm, as vLLM does).
     #[arg(long, help_heading = "Load")]
     pub ignore_eos: bool,
 

@@ -1,6 +1,7 @@
 //! The rest of `vllm bench serve`'s command line (vLLM 0.33): flags kneecap
 //! accepts so that no vLLM command line is rejected. A few change the load
-//! (`--profile`, `--lora-modules`, `--lora-assignment`); the others have no
+//! (`--profile`, `--lora-modules`, `--lora-assignment`, the four
+//! `--random-mm-*` flags of `--dataset-name random-mm`); the others have no
 //! meaning for kneecap, and the command layer prints one line for each one
 //! given (`cmd::args::run`, through [`VllmArgs::without_meaning`]). Syntax
 //! only. The committed list of every vLLM flag is
@@ -9,7 +10,7 @@
 use clap::Args;
 
 /// vLLM flags beyond those `RunArgs` defines itself; all hidden from `--help`
-/// except the three that work.
+/// except the ones that work (profile, LoRA, random-mm).
 #[derive(Debug, Clone, Default, Args)]
 pub struct VllmArgs {
     /// POST /start_profile before the run and /stop_profile after it (the
@@ -66,13 +67,24 @@ pub struct VllmArgs {
     pub speed_bench_output_len: Option<String>,
     #[arg(long, hide = true)]
     pub speed_bench_category: Option<String>,
-    #[arg(long, hide = true)]
+
+    // ---- random-mm (used; see cmd::args::dataset) ----
+    /// random-mm: mean images per request [default: 1].
+    #[arg(long, value_name = "N", help_heading = "Dataset")]
     pub random_mm_base_items_per_request: Option<String>,
-    #[arg(long, hide = true)]
+    /// random-mm: images per request drawn uniformly in [floor(N(1-R)),
+    /// ceil(N(1+R))], R in [0, 1] [default: 0.0].
+    #[arg(long, value_name = "R", help_heading = "Dataset")]
     pub random_mm_num_mm_items_range_ratio: Option<String>,
-    #[arg(long, hide = true)]
+    /// random-mm: most items per request by modality, a JSON object
+    /// [default: {"image": 255, "video": 1}].
+    #[arg(long, value_name = "JSON", help_heading = "Dataset")]
     pub random_mm_limit_mm_per_prompt: Option<String>,
-    #[arg(long, hide = true)]
+    /// random-mm: image sizes and their probabilities, a Python dict
+    /// {(height, width, num_frames): p, ...}; num_frames must be 1 (images)
+    /// where p > 0 [default: {(256, 256, 1): 0.5, (720, 1280, 1): 0.5,
+    /// (720, 1280, 16): 0.0}].
+    #[arg(long, value_name = "DICT", help_heading = "Dataset")]
     pub random_mm_bucket_config: Option<String>,
 }
 
@@ -107,7 +119,7 @@ impl VllmArgs {
     }
 
     /// The options of vLLM datasets kneecap does not generate.
-    fn dataset_options(&self) -> [(&'static str, &Option<String>); 18] {
+    fn dataset_options(&self) -> [(&'static str, &Option<String>); 14] {
         [
             ("--spec-bench-output-len", &self.spec_bench_output_len),
             ("--spec-bench-category", &self.spec_bench_category),
@@ -126,19 +138,6 @@ impl VllmArgs {
             ),
             ("--speed-bench-output-len", &self.speed_bench_output_len),
             ("--speed-bench-category", &self.speed_bench_category),
-            (
-                "--random-mm-base-items-per-request",
-                &self.random_mm_base_items_per_request,
-            ),
-            (
-                "--random-mm-num-mm-items-range-ratio",
-                &self.random_mm_num_mm_items_range_ratio,
-            ),
-            (
-                "--random-mm-limit-mm-per-prompt",
-                &self.random_mm_limit_mm_per_prompt,
-            ),
-            ("--random-mm-bucket-config", &self.random_mm_bucket_config),
         ]
     }
 
@@ -155,7 +154,7 @@ impl VllmArgs {
             (
                 "--enable-multimodal-chat",
                 self.enable_multimodal_chat,
-                "kneecap sends text prompts only",
+                "kneecap puts images into chat messages whenever the dataset has them (random-mm, custom rows with images)",
             ),
             (
                 "--custom-ensure-client-side-data",

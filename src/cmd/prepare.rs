@@ -10,7 +10,7 @@ use crate::config::{RunConfig, Target};
 use crate::engine::{self, LoadPlan, Releases};
 use crate::metrics::{refusal, RequestRecord};
 use crate::workload::session::SessionSpec;
-use crate::workload::{dataset, tokenizer::TokenCounter, RequestSpec};
+use crate::workload::{dataset, tokenizer::TokenCounter, Prompt, RequestSpec};
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::Rng;
@@ -100,6 +100,22 @@ pub async fn prepare(cfg: &RunConfig, server: &Server) -> Result<Prepared> {
     })
 }
 
+/// Images go out only in chat messages: a dataset with images (custom rows
+/// with `images`) on another API stops rather than drop them.
+fn images_need_chat(cfg: &RunConfig, specs: &[RequestSpec]) -> Result<()> {
+    let with_images = specs
+        .iter()
+        .filter(|s| matches!(s.prompt, Prompt::Media(_)))
+        .count();
+    if with_images > 0 && cfg.api != openai::Api::Chat {
+        bail!(
+            "{with_images} of the dataset's requests carry images, which go out only in chat messages: \
+             add --backend openai-chat"
+        );
+    }
+    Ok(())
+}
+
 /// The dataset's requests, and a trace's rows when it is one (with a
 /// warning for rows whose hash ids cannot cover their input length).
 fn load_workload(
@@ -107,7 +123,9 @@ fn load_workload(
     tokenizer: Option<&TokenCounter>,
 ) -> Result<(Vec<RequestSpec>, Option<Arc<dataset::TraceWorkload>>)> {
     let dataset::DatasetKind::TimedTrace(tc) = &cfg.dataset.kind else {
-        return Ok((dataset::load(&cfg.dataset, tokenizer)?, None));
+        let specs = dataset::load(&cfg.dataset, tokenizer)?;
+        images_need_chat(cfg, &specs)?;
+        return Ok((specs, None));
     };
     let mut t = dataset::load_trace(tc, &cfg.dataset, tokenizer)?;
     if let Some(s) = t.short {

@@ -7,6 +7,7 @@
 use serde_json::Value;
 
 use super::blocks::BlockHasher;
+use super::images::ImageCharge;
 
 /// Which endpoint a request came in on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +58,9 @@ pub struct GenRequest {
     pub include_usage: bool,
     /// `ignore_eos`: produce exactly `max_tokens`.
     pub ignore_eos: bool,
+    /// Images in the messages and the prompt tokens they count for
+    /// (included in `prompt_tokens`; see [`super::images`]).
+    pub images: ImageCharge,
 }
 
 /// A request the server refuses, with the HTTP status to send.
@@ -129,12 +133,15 @@ pub fn parse_request(
         return Err(ApiError::bad_request("request body must be a JSON object"));
     };
     let mut hasher = BlockHasher::new();
+    let mut images = ImageCharge::default();
     match endpoint {
         Endpoint::Completions => completion_prompt_tokens(obj.get("prompt"), &mut hasher)?,
-        Endpoint::Chat => chat_prompt_tokens(obj.get("messages"), &mut hasher)?,
+        Endpoint::Chat => chat_prompt_tokens(obj.get("messages"), &mut hasher, &mut images)?,
         Endpoint::Responses => match obj.get("input") {
             Some(Value::String(s)) => hasher.push_text(s),
-            Some(items @ Value::Array(_)) => chat_prompt_tokens(Some(items), &mut hasher)?,
+            Some(items @ Value::Array(_)) => {
+                chat_prompt_tokens(Some(items), &mut hasher, &mut images)?
+            }
             _ => {
                 return Err(ApiError::bad_request(
                     "missing field `input` (a string or a list of messages)",
@@ -191,6 +198,7 @@ pub fn parse_request(
         stream: flag("stream")?,
         include_usage,
         ignore_eos: flag("ignore_eos")?,
+        images,
     })
 }
 
@@ -239,8 +247,13 @@ fn completion_prompt_tokens(prompt: Option<&Value>, h: &mut BlockHasher) -> Resu
 }
 
 /// `messages`: a non-empty list; `content` a string or a list of parts whose
-/// `text` parts are counted (other parts, e.g. images, count nothing).
-fn chat_prompt_tokens(messages: Option<&Value>, h: &mut BlockHasher) -> Result<(), ApiError> {
+/// `text` parts are counted, and `image_url` parts charged into `images`
+/// (other parts count nothing).
+fn chat_prompt_tokens(
+    messages: Option<&Value>,
+    h: &mut BlockHasher,
+    images: &mut ImageCharge,
+) -> Result<(), ApiError> {
     let Some(Value::Array(messages)) = messages else {
         return Err(ApiError::bad_request(
             "missing field `messages` (a list of {role, content})",
@@ -253,10 +266,15 @@ fn chat_prompt_tokens(messages: Option<&Value>, h: &mut BlockHasher) -> Result<(
         h.mix(m.get("role").and_then(Value::as_str).unwrap_or(""));
         match m.get("content") {
             Some(Value::String(s)) => h.push_text(s),
-            Some(Value::Array(parts)) => parts
-                .iter()
-                .filter_map(|p| p.get("text").and_then(Value::as_str))
-                .for_each(|t| h.push_text(t)),
+            Some(Value::Array(parts)) => {
+                for p in parts {
+                    if p.get("type").and_then(Value::as_str) == Some("image_url") {
+                        images.add_part(p, h)?;
+                    } else if let Some(t) = p.get("text").and_then(Value::as_str) {
+                        h.push_text(t);
+                    }
+                }
+            }
             None | Some(Value::Null) => {}
             Some(other) => {
                 return Err(ApiError::bad_request(format!(

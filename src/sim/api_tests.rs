@@ -34,13 +34,16 @@ fn completion_prompt_may_be_text_or_token_ids() {
 }
 
 #[test]
-fn chat_content_may_be_a_string_or_text_parts() {
+fn chat_content_may_be_a_string_or_parts_and_images_are_charged() {
     let body = r#"{"messages":[{"role":"system","content":"be brief"},
         {"role":"user","content":[{"type":"text","text":"hi there"},{"type":"image_url","image_url":{"url":"x"}}]}],
         "max_completion_tokens":7,"stream":true,"stream_options":{"include_usage":true},
         "ignore_eos":true,"temperature":0.5,"repetition_penalty":1.0,"logprobs":null}"#;
     let r = parse(Endpoint::Chat, body).unwrap();
-    assert_eq!(r.prompt_tokens, 4);
+    // 4 text tokens and an image whose size cannot be read (sim::images).
+    let unknown = crate::sim::images::UNKNOWN_IMAGE_TOKENS;
+    assert_eq!(r.prompt_tokens, 4 + unknown);
+    assert_eq!((r.images.images, r.images.tokens), (1, unknown));
     assert_eq!(r.max_tokens, 7);
     assert!(r.stream && r.include_usage && r.ignore_eos);
     let r = parse(

@@ -58,6 +58,7 @@ mod conn;
 pub mod driver;
 pub mod events;
 pub mod fault;
+pub mod images;
 pub mod metrics;
 pub mod model;
 pub mod params;

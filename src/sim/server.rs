@@ -270,6 +270,8 @@ async fn generate(
     };
     rec.stream = greq.stream;
     rec.prompt_tokens = greq.prompt_tokens;
+    rec.images = greq.images.images;
+    rec.image_tokens = greq.images.tokens;
     let n_out = if greq.ignore_eos {
         greq.max_tokens
     } else {

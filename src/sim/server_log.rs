@@ -49,8 +49,12 @@ pub struct LogRecord {
     pub first_token: Option<Duration>,
     /// Last byte handed to the connection, or failure time.
     pub finish: Duration,
-    /// Prompt tokens.
+    /// Prompt tokens (image tokens included).
     pub prompt_tokens: u32,
+    /// Images in the request's messages.
+    pub images: u32,
+    /// Prompt tokens the images were charged (see `sim::images`).
+    pub image_tokens: u32,
     /// Prompt tokens the prefix cache served at first admission.
     pub cached_tokens: u32,
     /// Output tokens sent.
@@ -103,6 +107,8 @@ impl LogRecord {
             "first_token_s": s(self.first_token),
             "finish_s": self.finish.as_secs_f64(),
             "prompt_tokens": self.prompt_tokens,
+            "images": self.images,
+            "image_tokens": self.image_tokens,
             "cached_tokens": self.cached_tokens,
             "output_tokens": self.output_tokens,
             "preemptions": self.preemptions,

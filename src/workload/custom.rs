@@ -1,5 +1,6 @@
 //! The `custom` dataset: a JSONL file with one `{"prompt": "...", "output_tokens": N}`
-//! object per line, as in `vllm bench serve --dataset-name custom`.
+//! object per line, as in `vllm bench serve --dataset-name custom`; a row
+//! may add `"images": [...]` (paths or URLs, see [`super::custom_images`]).
 //!
 //! Pure: [`parse`] takes the file contents, [`sample`] a seeded RNG; no I/O.
 //!
@@ -10,9 +11,10 @@ use anyhow::bail;
 use rand::rngs::StdRng;
 use serde_json::Value;
 
+use super::media::{ImageUrl, MediaPrompt};
 use super::sample::{finish, maybe_shuffle, prompt_tokens, text_request, SampleOptions};
 use super::tokenizer::TokenCounter;
-use super::RequestSpec;
+use super::{Prompt, RequestSpec};
 
 /// `--custom-output-len` value meaning "use each row's `output_tokens`".
 pub const OUTPUT_LEN_FROM_FILE: i64 = -1;
@@ -24,6 +26,9 @@ pub struct CustomRow {
     pub line: usize,
     pub prompt: String,
     pub output_tokens: Option<u32>,
+    /// `images`: as written until [`super::custom_images::resolve`] turns
+    /// each into the URL to send.
+    pub images: Vec<String>,
 }
 
 /// Parse JSONL contents; blank lines are skipped. `origin` (the file name) is
@@ -66,10 +71,12 @@ pub fn parse(origin: &str, contents: &str) -> anyhow::Result<Vec<CustomRow>> {
                 )
             })?),
         };
+        let images = images(origin, line, obj.get("images"))?;
         rows.push(CustomRow {
             line,
             prompt,
             output_tokens,
+            images,
         });
     }
     if rows.is_empty() {
@@ -119,10 +126,45 @@ pub fn sample(
         .map(|row| {
             let prompt_len = prompt_tokens(&row.prompt, tokenizer);
             let out = fixed.or(row.output_tokens).unwrap_or(1);
-            text_request(row.prompt, prompt_len, out)
+            if row.images.is_empty() {
+                return text_request(row.prompt, prompt_len, out);
+            }
+            let images = row.images.into_iter().map(ImageUrl::whole).collect();
+            RequestSpec {
+                index: 0,
+                prompt: Prompt::Media(MediaPrompt {
+                    text: row.prompt,
+                    images,
+                }),
+                prompt_len,
+                output_len: out,
+            }
         })
         .collect();
     Ok(finish(requests, num_prompts, opts.no_oversample, rng))
+}
+
+/// A row's optional `images`: a list of strings.
+fn images(origin: &str, line: usize, v: Option<&Value>) -> anyhow::Result<Vec<String>> {
+    let items = match v {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(items)) => items,
+        Some(other) => bail!(
+            "{origin}:{line}: \"images\" must be a list of image paths or URLs, found {}",
+            kind(other)
+        ),
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(k, item)| match item {
+            Value::String(s) if !s.trim().is_empty() => Ok(s.clone()),
+            other => bail!(
+                "{origin}:{line}: \"images\"[{k}] must be an image path, an http(s) URL or a data URL, found {}",
+                if other.is_string() { "an empty string" } else { kind(other) }
+            ),
+        })
+        .collect()
 }
 
 /// A JSON number that is a whole number in 1..=u32::MAX (`12` or `12.0`).
@@ -348,6 +390,21 @@ mod tests {
                 "{\"prompt\": \"x\", \"output_tokens\": \"ten\"}\n",
                 "c.jsonl:1",
                 "positive integer",
+            ),
+            (
+                "{\"prompt\": \"x\", \"images\": \"a.png\"}\n",
+                "c.jsonl:1: \"images\"",
+                "must be a list",
+            ),
+            (
+                "{\"prompt\": \"x\"}\n{\"prompt\": \"y\", \"images\": [\"a.png\", 3]}\n",
+                "c.jsonl:2: \"images\"[1]",
+                "found a number",
+            ),
+            (
+                "{\"prompt\": \"x\", \"images\": [\" \"]}\n",
+                "c.jsonl:1: \"images\"[0]",
+                "found an empty string",
             ),
         ];
         for (contents, place, needle) in cases {

@@ -1,4 +1,4 @@
-//! Dataset generators: random, random-rerank, ShareGPT, BurstGPT, custom JSONL,
+//! Dataset generators: random, random-mm, random-rerank, ShareGPT, BurstGPT, custom JSONL,
 //! prefix_repetition, timed_trace → [`RequestSpec`]s (seeded).
 //!
 //! This file owns the configuration ([`DatasetConfig`]), the one function that
@@ -17,7 +17,10 @@ use super::sample::SampleOptions;
 use super::tokenizer::TokenCounter;
 use super::trace::{TraceLabels, TraceRow};
 use super::trace_expand::{self, ExpandParams, ShortRows};
-use super::{burstgpt, custom, prefix, random, rerank, sharegpt, trace, RequestSpec};
+use super::{
+    burstgpt, custom, custom_images, prefix, random, random_mm, rerank, sharegpt, trace,
+    RequestSpec,
+};
 
 /// Which dataset, with its own options (vLLM flag names in the docs).
 #[derive(Debug, Clone, PartialEq)]
@@ -43,6 +46,8 @@ pub enum DatasetKind {
     PrefixRepetition(prefix::PrefixParams),
     /// `--dataset-name burstgpt --dataset-path FILE.csv` (see [`burstgpt`]).
     BurstGpt { path: PathBuf },
+    /// `--dataset-name random-mm`: random text with images (see [`random_mm`]).
+    RandomMm(random_mm::MmParams),
     /// `--dataset-name random-rerank` (see [`rerank`]).
     RandomRerank(rerank::RerankParams),
     /// `--dataset-name timed_trace --dataset-path FILE` (see [`trace`]).
@@ -219,6 +224,9 @@ pub fn load_at(
         DatasetKind::RandomRerank(params) => {
             rerank::generate(params, cfg.num_prompts, tokenizer, &mut rng)
         }
+        DatasetKind::RandomMm(params) => {
+            random_mm::generate(params, cfg.num_prompts, tokenizer, &mut rng)
+        }
         DatasetKind::BurstGpt { path } => {
             let contents = read_dataset(
                 path,
@@ -253,7 +261,8 @@ pub fn load_at(
                 "a JSONL file with one {\"prompt\": ...} object per line",
             )?;
             let origin = path.display().to_string();
-            let rows = custom::parse(&origin, &contents)?;
+            let mut rows = custom::parse(&origin, &contents)?;
+            custom_images::resolve(&origin, path, &mut rows, |p| std::fs::read(p))?;
             custom::sample(&origin, rows, *output_len, &opts, tokenizer, &mut rng)
         }
         DatasetKind::PrefixRepetition(params) => {

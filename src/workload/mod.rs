@@ -1,5 +1,6 @@
 //! Workload: what each request asks for (prompt, expected lengths), built from a dataset
-//! (random, random-rerank, ShareGPT, BurstGPT, custom, prefix_repetition, timed_trace),
+//! (random, random-mm, random-rerank, ShareGPT, BurstGPT, custom, prefix_repetition,
+//! timed_trace),
 //! and the multi-turn sessions built from them ([`session`]).
 //!
 //! Owns [`RequestSpec`] and the dataset generators. No network I/O here; file
@@ -7,10 +8,15 @@
 
 pub mod burstgpt;
 pub mod custom;
+pub mod custom_images;
 pub mod dataset;
+pub mod jpeg_stripes;
+pub mod media;
 pub mod mt19937;
 pub mod prefix;
 pub mod random;
+pub mod random_mm;
+pub mod random_mm_flags;
 pub mod rerank;
 pub mod sample;
 pub mod session;
@@ -34,6 +40,9 @@ pub enum Prompt {
     /// A conversation (chat only): every message of a session so far, the
     /// server's earlier answers included (see [`session`]).
     Chat(Vec<session::ChatMessage>),
+    /// A text with images after it (chat only: random-mm, custom rows with
+    /// `images`); see [`media`].
+    Media(media::MediaPrompt),
 }
 
 /// One request of the workload. `index` is its position in the dataset order.

@@ -151,6 +151,7 @@ pub fn batch_prompts(requests: Vec<RequestSpec>, batch: usize) -> Vec<RequestSpe
                     .iter()
                     .map(|r| match &r.prompt {
                         Prompt::Text(t) => t.clone(),
+                        Prompt::Media(m) => m.text.clone(),
                         Prompt::Batch(ts) => ts.join(" "),
                         Prompt::Chat(ms) => ms
                             .iter()

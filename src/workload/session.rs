@@ -140,6 +140,8 @@ pub fn with_think_times(turns: Vec<TurnSpec>, think: ThinkTime, rng: &mut StdRng
 fn turn_of(spec: &RequestSpec) -> TurnSpec {
     let user = match &spec.prompt {
         Prompt::Text(t) => t.clone(),
+        // Sessions carry text only: the images stay with the first request.
+        Prompt::Media(m) => m.text.clone(),
         Prompt::Batch(texts) => texts.join("\n"),
         Prompt::Tokens(ids) => ids.iter().map(u32::to_string).collect::<Vec<_>>().join(" "),
         Prompt::Chat(messages) => messages

@@ -21,6 +21,7 @@ mod pooling_sim;
 mod predict_cli;
 mod profile_predict;
 mod proto_props;
+mod random_mm;
 mod reasoning_sim;
 mod responses_sim;
 mod result_types;

@@ -235,6 +235,11 @@ fn sweep_finds_a_knee_where_llama_cpp_starts_deferring_requests() {
     let json: Value = serde_json::from_str(&std::fs::read_to_string(&out_path).unwrap()).unwrap();
     assert!(json["complete"].as_bool().unwrap());
     assert_eq!(json["workload"]["model"], "smollm2");
+    assert!(
+        json["knee"]["first_fail"].is_number(),
+        "no step failed: 4 x the calibrated μ ({mu:.2} req/s) did not overload the server; \
+         a calibration disturbed by other load on the machine reads μ too low"
+    );
     let last_pass = f(&json["knee"]["last_pass"]);
     let first_fail = f(&json["knee"]["first_fail"]);
     assert!(

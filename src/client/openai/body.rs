@@ -9,6 +9,7 @@ use serde_json::Value;
 use std::borrow::Cow;
 
 use super::Api;
+use crate::workload::media::{ImageUrl, MediaPrompt};
 use crate::workload::session::ChatMessage;
 use crate::workload::Prompt;
 
@@ -73,7 +74,8 @@ fn splitmix64(mut x: u64) -> u64 {
 /// - completions: `model`, `prompt`, `repetition_penalty: 1.0`, `max_tokens`,
 ///   `logprobs`, `stream`, `stream_options`, `ignore_eos` (only when set);
 /// - chat: `model`, `messages` (one user message whose content is one text
-///   part), `max_completion_tokens`, `stream`, `stream_options`, `ignore_eos`
+///   part, then one `image_url` part per image of a [`Prompt::Media`]),
+///   `max_completion_tokens`, `stream`, `stream_options`, `ignore_eos`
 ///   (only when set);
 ///
 /// then the sampling keys, then `extra_body`. A key that is already present is
@@ -123,6 +125,8 @@ pub fn request_body_for(
         Api::Chat => {
             if let Prompt::Chat(messages) = prompt {
                 fields.push(("messages", Field::Messages(messages)));
+            } else if let Prompt::Media(media) = prompt {
+                fields.push(("messages", Field::MediaMessage(media)));
             } else {
                 chat_text = prompt_text(prompt);
                 fields.push(("messages", Field::UserMessage(chat_text.as_ref())));
@@ -200,6 +204,7 @@ fn pooling_body<'a>(
                     None => ("", &[]),
                 },
                 Prompt::Text(text) => (text.as_str(), &[]),
+                Prompt::Media(m) => (m.text.as_str(), &[]),
                 Prompt::Tokens(_) | Prompt::Chat(_) => ("", &[]),
             };
             fields.push(("query", Field::Str(query)));
@@ -223,10 +228,12 @@ fn pooling_body<'a>(
     encode(&fields)
 }
 
-/// A prompt as a JSON value: a string, a list of ids, or a list of strings.
+/// A prompt as a JSON value: a string, a list of ids, or a list of strings
+/// (a media prompt's images go only into chat messages).
 fn prompt_field(prompt: &Prompt) -> Field<'_> {
     match prompt {
         Prompt::Text(text) => Field::Str(text),
+        Prompt::Media(m) => Field::Str(&m.text),
         Prompt::Chat(messages) => Field::Joined(messages),
         Prompt::Tokens(ids) => Field::Tokens(ids),
         Prompt::Batch(texts) => Field::Texts(texts),
@@ -237,6 +244,7 @@ fn prompt_field(prompt: &Prompt) -> Field<'_> {
 fn prompt_text(prompt: &Prompt) -> Cow<'_, str> {
     match prompt {
         Prompt::Text(text) => Cow::Borrowed(text),
+        Prompt::Media(m) => Cow::Borrowed(&m.text),
         Prompt::Tokens(ids) => Cow::Owned(join_ids(ids)),
         Prompt::Batch(texts) => Cow::Owned(texts.join("\n")),
         Prompt::Chat(messages) => Cow::Owned(joined(messages)),
@@ -250,7 +258,7 @@ pub fn input_sequences(api: Api, prompt: &Prompt) -> u32 {
     let n = match prompt {
         Prompt::Batch(texts) if api == Api::Rerank => texts.len().saturating_sub(1),
         Prompt::Batch(texts) => texts.len(),
-        Prompt::Text(_) | Prompt::Tokens(_) | Prompt::Chat(_) => 1,
+        Prompt::Text(_) | Prompt::Tokens(_) | Prompt::Chat(_) | Prompt::Media(_) => 1,
     };
     u32::try_from(n).unwrap_or(u32::MAX)
 }
@@ -292,6 +300,8 @@ enum Field<'a> {
     IncludeUsage,
     /// `[{"role":"user","content":[{"type":"text","text": ..}]}]`.
     UserMessage(&'a str),
+    /// The same, then `{"type":"image_url","image_url":{"url": ..}}` per image.
+    MediaMessage(&'a MediaPrompt),
     /// A session's history: `[{"role": .., "content": ..}, ..]`.
     Messages(&'a [ChatMessage]),
     /// A session's history as one text (a non-chat API).
@@ -330,6 +340,11 @@ impl Serialize for Field<'_> {
                 content: [TextPart { kind: "text", text }],
             }]
             .serialize(serializer),
+            Field::MediaMessage(media) => [MediaMessage {
+                role: "user",
+                content: MediaParts(media),
+            }]
+            .serialize(serializer),
             Field::Messages(messages) => {
                 serializer.collect_seq(messages.iter().map(|m| PlainMessage {
                     role: m.role.as_str(),
@@ -347,6 +362,61 @@ impl Serialize for Field<'_> {
 struct Message<'a> {
     role: &'static str,
     content: [TextPart<'a>; 1],
+}
+
+/// A chat message whose content is a text part and image parts.
+#[derive(Serialize)]
+struct MediaMessage<'a> {
+    role: &'static str,
+    content: MediaParts<'a>,
+}
+
+/// The text part, then one image part per image.
+struct MediaParts<'a>(&'a MediaPrompt);
+
+impl Serialize for MediaParts<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = serializer.serialize_seq(Some(1 + self.0.images.len()))?;
+        seq.serialize_element(&TextPart {
+            kind: "text",
+            text: &self.0.text,
+        })?;
+        for url in &self.0.images {
+            seq.serialize_element(&ImagePart {
+                kind: "image_url",
+                image_url: UrlField { url },
+            })?;
+        }
+        seq.end()
+    }
+}
+
+/// A `{"type":"image_url","image_url":{"url":..}}` content part.
+#[derive(Serialize)]
+struct ImagePart<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    image_url: UrlField<'a>,
+}
+
+/// `{"url": ..}`, written piece by piece (no copy of the image).
+struct UrlField<'a> {
+    url: &'a ImageUrl,
+}
+
+impl Serialize for UrlField<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        struct Url<'a>(&'a ImageUrl);
+        impl Serialize for Url<'_> {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.collect_str(self.0)
+            }
+        }
+        let mut map = serializer.serialize_map(Some(1))?;
+        map.serialize_entry("url", &Url(self.url))?;
+        map.end()
+    }
 }
 
 /// A chat message whose content is a plain string.
@@ -369,3 +439,7 @@ struct TextPart<'a> {
     kind: &'static str,
     text: &'a str,
 }
+
+#[cfg(test)]
+#[path = "body_media_tests.rs"]
+mod media_tests;

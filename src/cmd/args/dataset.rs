@@ -7,6 +7,9 @@ use crate::cli::run::{DatasetName, RunArgs};
 use crate::client::openai::Api;
 use crate::workload::dataset::{DatasetConfig, DatasetKind, TraceConfig};
 use crate::workload::prefix::PrefixParams;
+use crate::workload::random::RandomParams;
+use crate::workload::random_mm::MmParams;
+use crate::workload::random_mm_flags as mm_flags;
 use crate::workload::rerank::RerankParams;
 use crate::workload::trace::TraceLabels;
 use anyhow::{bail, Context, Result};
@@ -21,6 +24,7 @@ pub fn dataset_name(name: DatasetName) -> &'static str {
         DatasetName::PrefixRepetition => "prefix_repetition",
         DatasetName::Burstgpt => "burstgpt",
         DatasetName::RandomRerank => "random-rerank",
+        DatasetName::RandomMm => "random-mm",
         DatasetName::TimedTrace => "timed_trace",
         DatasetName::Sonnet => "sonnet",
     }
@@ -29,6 +33,12 @@ pub fn dataset_name(name: DatasetName) -> &'static str {
 /// The validated dataset of a run speaking `api`.
 pub fn dataset_config(a: &RunArgs, api: Api) -> Result<DatasetConfig> {
     pooling_rules(a, api)?;
+    if a.dataset_name == DatasetName::RandomMm && api != Api::Chat {
+        bail!(
+            "--dataset-name random-mm sends images in chat messages: add --backend openai-chat \
+             (endpoint /v1/chat/completions)"
+        );
+    }
     trace_speed(a)?;
     let kind = dataset_kind(a)?;
     if let DatasetKind::Random { input_len: 0, .. } = kind {
@@ -74,6 +84,7 @@ fn dataset_kind(a: &RunArgs) -> Result<DatasetKind> {
             path: dataset_path(a, "burstgpt")?,
         },
         DatasetName::RandomRerank => rerank_kind(a)?,
+        DatasetName::RandomMm => DatasetKind::RandomMm(mm_params(a)?),
         DatasetName::TimedTrace => DatasetKind::TimedTrace(trace_config(a)?),
         DatasetName::Sonnet => bail!(
             "--dataset-name sonnet: vLLM 0.33 removed the sonnet dataset (vllm bench serve no longer \
@@ -84,15 +95,62 @@ fn dataset_kind(a: &RunArgs) -> Result<DatasetKind> {
 
 /// `--dataset-name random`: lengths, their spread and a shared prefix.
 fn random_kind(a: &RunArgs) -> Result<DatasetKind> {
-    synthetic(a, "random")?;
-    let (ri, ro) = parse_range_ratio(&a.random_range_ratio)?;
+    let p = random_text(a, "random")?;
     Ok(DatasetKind::Random {
+        input_len: p.input_len,
+        output_len: p.output_len,
+        range_ratio_input: p.range_ratio_input,
+        range_ratio_output: p.range_ratio_output,
+        prefix_len: p.prefix_len,
+    })
+}
+
+/// The `--random-*` text flags of the synthetic dataset `name`.
+fn random_text(a: &RunArgs, name: &str) -> Result<RandomParams> {
+    synthetic(a, name)?;
+    let (ri, ro) = parse_range_ratio(&a.random_range_ratio)?;
+    Ok(RandomParams {
         input_len: a.input_len.unwrap_or(a.random_input_len),
         output_len: a.output_len.unwrap_or(a.random_output_len),
         range_ratio_input: ri,
         range_ratio_output: ro,
         prefix_len: a.random_prefix_len,
     })
+}
+
+/// `--dataset-name random-mm`: random's text flags and the four
+/// `--random-mm-*` flags (vLLM's defaults where absent), checked now so a bad
+/// bucket or limit stops the run before it starts.
+fn mm_params(a: &RunArgs) -> Result<MmParams> {
+    let text = random_text(a, "random-mm")?;
+    if text.input_len == 0 {
+        bail!("--random-input-len must be at least 1");
+    }
+    let v = &a.vllm;
+    let params = MmParams {
+        text,
+        base_items: v
+            .random_mm_base_items_per_request
+            .as_deref()
+            .map_or(Ok(1), mm_flags::parse_base_items)?,
+        range_ratio: v
+            .random_mm_num_mm_items_range_ratio
+            .as_deref()
+            .map_or(Ok(0.0), mm_flags::parse_range_ratio)?,
+        limits: mm_flags::parse_limits(
+            v.random_mm_limit_mm_per_prompt
+                .as_deref()
+                .unwrap_or(mm_flags::DEFAULT_LIMITS),
+        )?,
+        buckets: mm_flags::parse_buckets(
+            v.random_mm_bucket_config
+                .as_deref()
+                .unwrap_or(mm_flags::DEFAULT_BUCKETS),
+        )?,
+    };
+    let live = params.live_buckets()?;
+    params.item_range(&live)?;
+    Ok(params)
 }
 
 /// `--dataset-name random-rerank`: a query and documents per request.
@@ -210,6 +268,29 @@ pub fn dataset_notes(a: &RunArgs, api: Api) -> Vec<String> {
     }
     if a.no_reranker && a.dataset_name != DatasetName::RandomRerank {
         notes.push("--no-reranker belongs to --dataset-name random-rerank; ignored".into());
+    }
+    let v = &a.vllm;
+    let mm = [
+        (
+            "--random-mm-base-items-per-request",
+            &v.random_mm_base_items_per_request,
+        ),
+        (
+            "--random-mm-num-mm-items-range-ratio",
+            &v.random_mm_num_mm_items_range_ratio,
+        ),
+        (
+            "--random-mm-limit-mm-per-prompt",
+            &v.random_mm_limit_mm_per_prompt,
+        ),
+        ("--random-mm-bucket-config", &v.random_mm_bucket_config),
+    ];
+    if a.dataset_name != DatasetName::RandomMm {
+        for (flag, _) in mm.iter().filter(|(_, given)| given.is_some()) {
+            notes.push(format!(
+                "{flag} belongs to --dataset-name random-mm; ignored"
+            ));
+        }
     }
     notes
 }

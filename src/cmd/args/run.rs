@@ -47,7 +47,8 @@ pub fn run_config_for(a: &RunArgs, default: DefaultTarget) -> Result<RunConfig> 
     // (generation) backends only, and for timed_trace (outputs run to the
     // trace's lengths).
     let ignore_eos = a.ignore_eos
-        || (a.dataset_name == DatasetName::Random && !api.is_pooling())
+        || (matches!(a.dataset_name, DatasetName::Random | DatasetName::RandomMm)
+            && !api.is_pooling())
         || a.dataset_name == DatasetName::TimedTrace;
     if let Some(t) = &a.tokenizer {
         if !t.exists() {
