@@ -24,6 +24,8 @@ pub struct SimArgs {
     pub profile: Option<PathBuf>,
     #[command(flatten)]
     pub engine: SimEngineArgs,
+    #[command(flatten)]
+    pub spec: SimSpecArgs,
     /// Model name in responses and /v1/models.
     #[arg(long, default_value = crate::sim::DEFAULT_MODEL_NAME)]
     pub served_model_name: String,
@@ -172,4 +174,30 @@ pub struct SimEngineArgs {
     /// Turn the simulated prefix cache off (vLLM's --no-enable-prefix-caching).
     #[arg(long)]
     pub no_enable_prefix_caching: bool,
+}
+
+/// The help heading of the speculative-decoding flags.
+const SPEC: &str = "Speculative decoding";
+
+/// Speculative decoding in the simulator (`kneecap sim` only).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SimSpecArgs {
+    /// Turn speculative decoding on: each decode step of a sequence proposes
+    /// K draft tokens (1..=16). /metrics then exports vLLM's
+    /// vllm:spec_decode_* counters.
+    #[arg(long, value_name = "K", requires = "spec_acceptance", help_heading = SPEC)]
+    pub spec_draft_tokens: Option<u32>,
+    /// Probability that a draft token is accepted, given the ones before it
+    /// were (0..=1): a step accepts drafts in order until the first
+    /// rejection and emits 1 + accepted tokens. Seeded by --seed.
+    #[arg(long, value_name = "P", requires = "spec_draft_tokens", help_heading = SPEC)]
+    pub spec_acceptance: Option<f64>,
+    /// Cost of one draft-model pass over the batch, as a fraction of a
+    /// decode step (K passes per step).
+    #[arg(long, value_name = "FRACTION", default_value_t = crate::sim::spec::DEFAULT_DRAFT_COST, requires = "spec_draft_tokens", help_heading = SPEC)]
+    pub spec_draft_cost: f64,
+    /// Cost of verifying one draft token, as a fraction of a sequence's
+    /// decode cost (--decode-seq-us).
+    #[arg(long, value_name = "FRACTION", default_value_t = crate::sim::spec::DEFAULT_VERIFY_COST, requires = "spec_draft_tokens", help_heading = SPEC)]
+    pub spec_verify_cost: f64,
 }

@@ -11,4 +11,5 @@ pub mod net;
 pub mod openai;
 mod reader;
 pub mod scrape;
+pub mod scrape_spec;
 pub mod sse;

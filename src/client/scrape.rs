@@ -167,6 +167,12 @@ impl Scraper {
         parse_prefix_cache(&self.text().await?)
     }
 
+    /// The speculative-decoding numbers now ([`super::scrape_spec`]), or
+    /// `None` when the server has none.
+    pub async fn spec_decode(&self) -> Option<super::scrape_spec::SpecReading> {
+        super::scrape_spec::parse_spec(&self.text().await?)
+    }
+
     /// The `/metrics` body (2 s timeout).
     async fn text(&self) -> Option<String> {
         use http_body_util::BodyExt;

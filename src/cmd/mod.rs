@@ -18,6 +18,7 @@ mod report;
 mod run;
 mod sessions;
 mod sim;
+mod spec_decode;
 mod sweep;
 mod target;
 

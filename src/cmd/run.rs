@@ -7,6 +7,7 @@ use super::cache_hits::CacheProbe;
 use super::clock;
 use super::live::{self, Live, LiveStart};
 use super::prepare::{check_os_limits, prepare, progress_bar, run_level, Level, Prepared};
+use super::spec_decode::SpecProbe;
 use super::target::{self, Server};
 use crate::cli::run::RunArgs;
 use crate::config::{self, LoadConfig, RunConfig, UiMode};
@@ -103,6 +104,7 @@ async fn run_against(
         super::prepare::profile(&p.client, "/start_profile").await;
     }
     let cache = CacheProbe::start(&server.base_url).await;
+    let spec = SpecProbe::start(&server.base_url).await;
     let level = run_level(&p, level, progress, interrupt);
     let (out, check) = engine::probe::self_checked(level, LAG_PROBE_EVERY).await;
     let mut out = out?;
@@ -110,6 +112,7 @@ async fn run_against(
         live.close_dashboard();
     }
     let prefix_cache = cache.finish(&out.records).await;
+    let spec_decode = spec.finish().await;
     if cfg.profile {
         super::prepare::profile(&p.client, "/stop_profile").await;
     }
@@ -137,6 +140,7 @@ async fn run_against(
     let header = run_header(cfg, server, p.model_id);
     let mut result = RunResult::assemble(header, summary, out.records, outcome);
     result.kneecap.prefix_cache = prefix_cache;
+    result.kneecap.spec_decode = spec_decode;
     result.kneecap.sessions = sessions;
     Ok(result)
 }

@@ -75,7 +75,40 @@ fn vllm_block(out: &mut String, r: &RunResult) {
         banner(out, title, '-');
         stats_lines(out, short, r.distribution(m), &r.header.percentiles);
     }
+    if let Some(spec) = &r.kneecap.spec_decode {
+        spec_lines(out, spec);
+    }
     let _ = writeln!(out, "{}", "=".repeat(50));
+}
+
+/// vLLM's `Speculative Decoding` block (its labels, in its order); for
+/// SGLang's gauges, the rate and length and where they came from.
+fn spec_lines(out: &mut String, s: &crate::result::SpecDecodeStats) {
+    banner(out, "Speculative Decoding", '-');
+    fline(out, "Acceptance rate (%):", s.acceptance_rate);
+    fline(out, "Acceptance length:", s.acceptance_length);
+    let counts = [
+        ("Drafts:", s.num_drafts),
+        ("Draft tokens:", s.draft_tokens),
+        ("Accepted tokens:", s.accepted_tokens),
+    ];
+    for (label, n) in counts {
+        if let Some(n) = n {
+            line(out, label, n);
+        }
+    }
+    if !s.per_position_acceptance_rates.is_empty() {
+        let _ = writeln!(out, "Per-position acceptance (%):");
+        for (i, rate) in s.per_position_acceptance_rates.iter().enumerate() {
+            fline(out, &format!("  Position {i}:"), rate * 100.0);
+        }
+    }
+    if s.source == "sglang" {
+        let _ = writeln!(
+            out,
+            "(SGLang's gauges at the end: its last logging interval)"
+        );
+    }
 }
 
 /// vLLM's throughput lines of a generation run.

@@ -65,8 +65,13 @@ pub fn units_caption(r: &SweepResult) -> String {
         (true, false) => "; cache hit = the server's prefix-cache hit rate",
         _ => "",
     };
+    let spec = if has_spec_column(r) {
+        "; accept len = the server's mean speculative acceptance length (1 + accepted / drafts)"
+    } else {
+        ""
+    };
     format!(
-        "load in {}; achieved and goodput in req/s; latencies in ms; waiting = mean queued requests{cache}",
+        "load in {}; achieved and goodput in req/s; latencies in ms; waiting = mean queued requests{cache}{spec}",
         r.load_unit()
     )
 }
@@ -77,8 +82,15 @@ pub fn has_cache_column(r: &SweepResult) -> bool {
     r.steps.iter().any(|s| s.prefix_cache.is_some())
 }
 
+/// True when some step reports the server's speculative decoding: the
+/// table then has an `accept len` column before `steady`.
+pub fn has_spec_column(r: &SweepResult) -> bool {
+    r.steps.iter().any(|s| s.spec_decode.is_some())
+}
+
 /// The step table (console and HTML): headers, and one row per step in
-/// load order, with the `cache hit` column when some step has one.
+/// load order, with the `cache hit` and `accept len` columns when some step
+/// has them.
 pub fn columns(r: &SweepResult) -> (Vec<String>, Vec<Vec<String>>) {
     let cache = has_cache_column(r);
     let mut heads = headers();
@@ -89,6 +101,14 @@ pub fn columns(r: &SweepResult) -> (Vec<String>, Vec<Vec<String>>) {
         for (cells, s) in rows.iter_mut().zip(r.steps_by_load()) {
             let mark = if s.cache_warning.is_some() { "!" } else { "" };
             cells.insert(at, hit_rate_cell(s.prefix_cache.as_ref()) + mark);
+        }
+    }
+    if has_spec_column(r) {
+        let at = heads.len() - 3;
+        heads.insert(at, "accept len".into());
+        for (cells, s) in rows.iter_mut().zip(r.steps_by_load()) {
+            let len = s.spec_decode.as_ref().map(|sd| sd.acceptance_length);
+            cells.insert(at, opt_num(len, 2));
         }
     }
     (heads, rows)

@@ -53,6 +53,7 @@ impl RunResult {
                 shard: o.shard,
                 merged: o.merged,
                 prefix_cache: None,
+                spec_decode: None,
                 sessions: None,
             },
         }

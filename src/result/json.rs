@@ -86,6 +86,9 @@ pub struct RunJson {
     /// vLLM's real-time factor (audio workloads); kneecap writes 0.
     #[serde(default = "lenient::nan", deserialize_with = "lenient::float")]
     pub rtfx: f64,
+    /// vLLM's `spec_decode_*` keys, when the server exported the counters.
+    #[serde(flatten)]
+    pub spec_decode: crate::result::spec::VllmSpecKeys,
     /// `mean_<m>_ms`, `median_<m>_ms`, `std_<m>_ms`, `p<P>_<m>_ms` for each
     /// shown metric; reading, every other top-level number.
     #[serde(flatten)]
@@ -189,6 +192,7 @@ impl RunJson {
             max_output_tokens_per_s: s.max_output_tokens_per_s,
             max_concurrent_requests: Some(s.max_concurrent_requests),
             rtfx: 0.0,
+            spec_decode: crate::result::spec::VllmSpecKeys::of(r.kneecap.spec_decode.as_ref()),
             stats,
             kneecap: Some(KneecapJson::of(r, detailed)),
         }
@@ -306,7 +310,10 @@ fn stats(r: &RunResult) -> Spliced<f64> {
 /// key or a statistic) is left out, as a JSON object holds a key once.
 fn metadata(r: &RunResult, stats: &Spliced<f64>) -> Spliced<String> {
     let taken = |k: &str| {
-        RESERVED.contains(&k) || pooling::KEYS.contains(&k) || stats.0.iter().any(|(s, _)| s == k)
+        RESERVED.contains(&k)
+            || pooling::KEYS.contains(&k)
+            || crate::result::spec::VLLM_KEYS.contains(&k)
+            || stats.0.iter().any(|(s, _)| s == k)
     };
     let mut out: Vec<(String, String)> = Vec::new();
     for (k, v) in r.header.metadata.iter().filter(|(k, _)| !taken(k)) {

@@ -78,6 +78,9 @@ pub struct KneecapInfo {
     pub merged: Option<MergedBlock>,
     /// The server's prefix-cache hit rate over the run (`kneecap.prefix_cache`).
     pub prefix_cache: Option<PrefixCacheStats>,
+    /// The server's speculative decoding over the run (`kneecap.spec_decode`,
+    /// and vLLM's `spec_decode_*` keys).
+    pub spec_decode: Option<super::SpecDecodeStats>,
     /// `--multi-turn`: the sessions (`kneecap.sessions`).
     pub sessions: Option<crate::metrics::session::SessionSummary>,
 }

@@ -199,6 +199,10 @@ pub struct StepResult {
     /// delta from its start to its end, or llama.cpp's per-request timings).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix_cache: Option<PrefixCacheStats>,
+    /// The server's speculative decoding over the step (vLLM's counters'
+    /// delta from its start to its end, or SGLang's gauges at its end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_decode: Option<crate::result::SpecDecodeStats>,
     /// Which prompts the step sent (absent from sweeps written before each
     /// step drew its own).
     #[serde(default, skip_serializing_if = "Option::is_none")]

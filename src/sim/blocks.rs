@@ -119,6 +119,17 @@ pub(crate) fn splitmix64(x: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// Output length of a request sent without `ignore_eos`: uniform on
+/// `1..=max_tokens`, drawn from a SplitMix64 hash of `(seed, request_index)` so
+/// the same request gets the same length whatever the arrival order.
+pub fn sampled_output_len(seed: u64, request_index: u64, max_tokens: u32) -> u32 {
+    if max_tokens <= 1 {
+        return 1;
+    }
+    let h = splitmix64(seed ^ splitmix64(request_index));
+    1 + (h % u64::from(max_tokens)) as u32
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::metrics::SimMetrics;
-use super::model::{BatchStep, Engine, EventKind, ModelParams};
+use super::model::{BatchStep, Engine, EventKind};
 
 /// How long before a step's end the driver stops sleeping and spins.
 pub const SPIN: Duration = Duration::from_micros(100);
@@ -41,7 +41,12 @@ pub enum Delivery {
     Scheduled { at: Duration, cached: u32 },
     /// Preempted back to the waiting queue.
     Preempted,
-    /// Output token `index` (1-based) released at `at`; `last` ends the request.
+    /// Speculative decoding: the request's draft of `drafts` tokens in the
+    /// coming step, `accepted` of them accepted (before that step's token).
+    Drafted { drafts: u32, accepted: u32 },
+    /// Output token `index` (1-based) released at `at`; `last` ends the
+    /// request. With speculative decoding one step may advance `index` by
+    /// more than 1: the tokens after the previous index leave together.
     Token {
         index: u32,
         last: bool,
@@ -132,11 +137,10 @@ pub struct EngineThread {
 }
 
 impl EngineThread {
-    /// Starts the engine thread on `params`, publishing into `metrics`.
+    /// Starts the engine thread running `engine`, publishing into `metrics`.
     /// With `realtime`, the thread asks for `SCHED_FIFO` (see [`try_realtime`]).
     pub fn spawn(
-        params: ModelParams,
-        prefix_caching: bool,
+        engine: Engine,
         epoch: Instant,
         metrics: Arc<Mutex<SimMetrics>>,
         out: UnboundedSender<DispatchMsg>,
@@ -152,7 +156,7 @@ impl EngineThread {
                     m.engine_realtime = realtime;
                 }
                 Driver {
-                    engine: Engine::new(params).with_prefix_caching(prefix_caching),
+                    engine,
                     epoch,
                     metrics,
                     out,
@@ -211,7 +215,7 @@ impl Driver {
                     clock = Some(out.end());
                 }
                 Some(out) => {
-                    self.deliver(&out, &mut Vec::new());
+                    self.deliver(&out, None);
                     clock = None;
                 }
                 None => {
@@ -252,9 +256,7 @@ impl Driver {
     fn run_batch_step(&mut self, out: &BatchStep) {
         wait_until(self.epoch + out.end());
         let lag = self.epoch.elapsed().saturating_sub(out.end());
-        let mut ttfts = Vec::new();
-        self.deliver(out, &mut ttfts);
-        self.publish(&ttfts, Some(lag.as_secs_f64()));
+        self.deliver(out, Some(lag.as_secs_f64()));
         if self.realtime && lag > STARVATION_GUARD {
             // Far behind and catching up back to back: as a real-time thread
             // that would starve the connection tasks, so let them run.
@@ -262,8 +264,12 @@ impl Driver {
         }
     }
 
-    /// Sends the batch step's events to the dispatcher as one message.
-    fn deliver(&mut self, out: &BatchStep, ttfts: &mut Vec<f64>) {
+    /// Publishes the metrics after the batch step (`lag`: how late it was
+    /// released), then sends its events to the dispatcher as one message:
+    /// a client that reads `/metrics` once its last token came sees the
+    /// counters of the step that sent it.
+    fn deliver(&mut self, out: &BatchStep, lag: Option<f64>) {
+        let mut ttfts = Vec::new();
         let mut batch = Vec::with_capacity(out.events.len());
         for ev in &out.events {
             let delivery = match ev.kind {
@@ -272,6 +278,7 @@ impl Driver {
                     cached,
                 },
                 EventKind::Preempted => Delivery::Preempted,
+                EventKind::Drafted { drafts, accepted } => Delivery::Drafted { drafts, accepted },
                 EventKind::Token { index, last } => {
                     if index == 1 {
                         if let Some(arrival) = self.arrivals.get(&ev.id) {
@@ -290,6 +297,7 @@ impl Driver {
             };
             batch.push((ev.id, delivery));
         }
+        self.publish(&ttfts, lag);
         if !batch.is_empty() {
             let _ = self.out.send(DispatchMsg::BatchStep(batch));
         }

@@ -16,6 +16,11 @@ pub enum EventKind {
     /// Token number `index` (1-based; 1 is the first token) left at the
     /// step's end; `last` means the request is finished.
     Token { index: u32, last: bool },
+    /// Speculative decoding ([`super::spec`]): in this step the request
+    /// proposed `drafts` draft tokens and `accepted` of them were accepted;
+    /// comes just before the step's `Token` event for the request, whose
+    /// `index` then advances by up to `1 + accepted`.
+    Drafted { drafts: u32, accepted: u32 },
 }
 
 /// One per-request event of a step.
@@ -71,4 +76,6 @@ pub struct Counters {
     pub prefix_cache_queries: u64,
     /// Of those, tokens found cached (vLLM's `prefix_cache_hits`).
     pub prefix_cache_hits: u64,
+    /// Speculative decoding's drafts and acceptances (zero without it).
+    pub spec: super::spec::SpecCounters,
 }

@@ -91,6 +91,9 @@ pub struct SimMetrics {
     pub batch_step_lag_max: f64,
     /// Whether the engine thread got real-time scheduling.
     pub engine_realtime: bool,
+    /// Speculative decoding's K, when it is on: the `vllm:spec_decode_*`
+    /// counters are exported only then (as vLLM does).
+    pub spec_draft_tokens: Option<u32>,
 }
 
 impl Default for SimMetrics {
@@ -104,6 +107,7 @@ impl Default for SimMetrics {
             batch_step_lag: Histogram::new(LAG_BUCKETS),
             batch_step_lag_max: 0.0,
             engine_realtime: false,
+            spec_draft_tokens: None,
         }
     }
 }
@@ -120,6 +124,9 @@ impl SimMetrics {
         for (name, kind, help, value) in self.vllm_samples().into_iter().chain(self.sim_samples()) {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
             let _ = writeln!(out, "{name}{{{labels}}} {value}");
+        }
+        if let Some(k) = self.spec_draft_tokens {
+            self.render_spec(&mut out, &labels, k);
         }
         let _ = writeln!(out, "# HELP vllm:time_to_first_token_seconds Histogram of time to first token in seconds.\n# TYPE vllm:time_to_first_token_seconds histogram");
         self.ttft
@@ -183,6 +190,41 @@ impl SimMetrics {
                 c.prefix_cache_hits.to_string(),
             ),
         ]
+    }
+
+    /// vLLM's speculative-decoding counters, as vLLM's Prometheus client
+    /// writes them: the family name in `# TYPE`, the sample with `_total`,
+    /// and the per-position counter labelled `position` 0..K.
+    fn render_spec(&self, out: &mut String, labels: &str, k: u32) {
+        let c = &self.counters.spec;
+        for (name, help, value) in [
+            (
+                "vllm:spec_decode_num_drafts",
+                "Number of spec decoding drafts.",
+                c.drafts,
+            ),
+            (
+                "vllm:spec_decode_num_draft_tokens",
+                "Number of draft tokens.",
+                c.draft_tokens,
+            ),
+            (
+                "vllm:spec_decode_num_accepted_tokens",
+                "Number of accepted tokens.",
+                c.accepted_tokens,
+            ),
+        ] {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+            let _ = writeln!(out, "{name}_total{{{labels}}} {value}");
+        }
+        let name = "vllm:spec_decode_num_accepted_tokens_per_pos";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Accepted tokens per draft position.\n# TYPE {name} counter"
+        );
+        for (pos, value) in c.accepted_per_pos.iter().take(k as usize).enumerate() {
+            let _ = writeln!(out, "{name}_total{{{labels},position=\"{pos}\"}} {value}");
+        }
     }
 
     /// The simulator's own gauges and counters (`kneecap_sim_*`).

@@ -16,6 +16,8 @@
 //! - [`params`]: the engine's parameters and the batch-step time formula, with
 //!   the prefill interference (how much an arriving prefill slows the
 //!   decoding batch: 1 one shared batch step, 0 disaggregated). Pure.
+//! - [`spec`]: speculative decoding: the seeded acceptance of each step's
+//!   drafts, its cost on top of the step time, vLLM's counters. Pure.
 //! - [`capacity`]: the sustainable rate μ for a workload shape. Pure.
 //! - [`virtual_time`]: the engine model run in virtual time on an open,
 //!   seeded load (a discrete-event simulation), for the true knee. Pure.
@@ -50,6 +52,7 @@
 
 pub mod api;
 pub mod blocks;
+mod budget;
 pub mod capacity;
 mod conn;
 pub mod driver;
@@ -68,6 +71,7 @@ pub mod responses;
 pub mod server;
 pub mod server_log;
 pub mod shared;
+pub mod spec;
 pub mod stream;
 pub mod tls;
 pub mod usage;
@@ -112,6 +116,9 @@ pub struct SimConfig {
     pub reasoning_field: api::ReasoningField,
     /// Automatic prefix caching (vLLM V1's default, on): see [`model`].
     pub prefix_caching: bool,
+    /// `--spec-draft-tokens`/`--spec-acceptance`: speculative decoding
+    /// ([`spec`]), off by default.
+    pub spec: Option<spec::SpecDecode>,
 }
 
 /// Default `--served-model-name`.
@@ -140,6 +147,7 @@ impl SimConfig {
             reasoning_tokens: 0,
             reasoning_field: api::ReasoningField::default(),
             prefix_caching: true,
+            spec: None,
         })
     }
 
@@ -149,6 +157,9 @@ impl SimConfig {
             .validate()
             .map_err(|e| anyhow::anyhow!("invalid sim parameters: {e}"))?;
         self.faults.validate().map_err(anyhow::Error::msg)?;
+        if let Some(spec) = &self.spec {
+            spec.validate().map_err(anyhow::Error::msg)?;
+        }
         if self.read_timeout.is_zero() {
             anyhow::bail!("the read timeout must be positive");
         }

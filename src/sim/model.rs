@@ -28,7 +28,9 @@
 //! preemptions), so a long prompt spreads over several steps. A step's
 //! tokens leave at its end: a request's first token at the end of the step that
 //! completes its prefill, then one token per step until it has produced its
-//! target length.
+//! target length. With speculative decoding ([`super::spec`]) a decoding
+//! sequence schedules `1 + K` tokens and emits `1 + accepted` of them; the
+//! step pays [`super::spec::SpecDecode::step_overhead`] on top.
 //!
 //! With prefix caching on (the default, as in vLLM V1), a request admitted
 //! from the waiting queue first looks up the longest cached prefix of its
@@ -46,10 +48,13 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use super::blocks::{splitmix64, BLOCK_TOKENS};
+pub use super::blocks::sampled_output_len;
+use super::blocks::BLOCK_TOKENS;
+use super::budget::BatchBudget;
 pub use super::events::{BatchStep, Counters, Event, EventKind};
 pub use super::params::ModelParams;
 use super::prefix::PrefixCache;
+use super::spec::SpecDecode;
 
 /// One request inside the engine.
 #[derive(Debug, Clone)]
@@ -100,6 +105,8 @@ pub struct Engine {
     cache: PrefixCache,
     prefix_caching: bool,
     counters: Counters,
+    /// Speculative decoding and the seed of its acceptance draws.
+    spec: Option<(SpecDecode, u64)>,
 }
 
 impl Engine {
@@ -113,7 +120,15 @@ impl Engine {
             cache: PrefixCache::new(),
             prefix_caching: true,
             counters: Counters::default(),
+            spec: None,
         }
+    }
+
+    /// The same engine with speculative decoding ([`super::spec`]; `None`
+    /// off, the default), its acceptance draws seeded by `seed`.
+    pub fn with_speculation(mut self, spec: Option<SpecDecode>, seed: u64) -> Self {
+        self.spec = spec.map(|s| (s, seed));
+        self
     }
 
     /// The same engine with prefix caching on or off (vLLM's
@@ -223,23 +238,14 @@ impl Engine {
     /// when there is no work to schedule.
     pub fn step(&mut self, now: Duration) -> Option<BatchStep> {
         let mut events = Vec::new();
-        let mut budget = BatchBudget::new(&self.params, &self.running);
+        let decoders = self.running.iter().filter(|s| !s.in_prefill()).count();
+        let mut budget = BatchBudget::new(&self.params, decoders as u64);
         let preempted = self.schedule_running(&mut budget, &mut events);
         self.evict_to_fit();
         if !preempted {
             self.admit_waiting(&mut budget, &mut events);
         }
-        let (prefill_tokens, decode_seqs) = self
-            .running
-            .iter()
-            .filter(|s| s.batch_tokens > 0)
-            .fold((0u32, 0u32), |(p, d), s| {
-                if s.batch_decodes {
-                    (p, d + 1)
-                } else {
-                    (p + s.batch_tokens, d)
-                }
-            });
+        let (prefill_tokens, decode_seqs, draft_tokens) = self.batch_size();
         if prefill_tokens == 0 && decode_seqs == 0 {
             // Nothing ran; preemption events (if any) still matter to the caller.
             return (!events.is_empty()).then_some(BatchStep {
@@ -253,15 +259,37 @@ impl Engine {
         self.counters.n_batch_steps += 1;
         self.complete_batch_step(&mut events);
         self.evict_to_fit();
+        let (d, s) = (u64::from(decode_seqs), u64::from(draft_tokens));
+        let spec = self
+            .spec
+            .map(|(spec, _)| spec.step_overhead(&self.params, d, s));
         Some(BatchStep {
             start: now,
-            duration: self
-                .params
-                .batch_step_time(u64::from(prefill_tokens), u64::from(decode_seqs)),
+            duration: self.params.batch_step_time(u64::from(prefill_tokens), d)
+                + spec.unwrap_or_default(),
             prefill_tokens,
             decode_seqs,
             events,
         })
+    }
+
+    /// The scheduled step's prompt tokens, decoding sequences and draft tokens.
+    fn batch_size(&self) -> (u32, u32, u32) {
+        let scheduled = self.running.iter().filter(|s| s.batch_tokens > 0);
+        scheduled.fold((0, 0, 0), |(p, d, s), seq| {
+            if seq.batch_decodes {
+                (p, d + 1, s + seq.batch_tokens - 1)
+            } else {
+                (p + seq.batch_tokens, d, s)
+            }
+        })
+    }
+
+    /// Tokens a decoding sequence schedules: 1, and with speculation its
+    /// drafts, as many as fit below `max_model_len` (as vLLM clamps them).
+    fn decode_want(&self, seq: &Seq) -> u32 {
+        let room = self.params.max_model_len.saturating_sub(seq.computed + 1);
+        1 + self.spec.map_or(0, |(s, _)| s.draft_tokens.min(room))
     }
 
     fn kv_free(&self) -> u64 {
@@ -286,11 +314,11 @@ impl Engine {
         let mut preempted = false;
         let mut i = 0;
         while i < self.running.len() {
-            let seq = &mut self.running[i];
-            seq.batch_tokens = 0;
+            self.running[i].batch_tokens = 0;
+            let seq = &self.running[i];
             let decodes = !seq.in_prefill();
             let want = if decodes {
-                1
+                self.decode_want(seq)
             } else {
                 seq.prefill_target - seq.computed
             };
@@ -397,9 +425,17 @@ impl Engine {
                     self.counters.prompt_tokens += u64::from(seq.prompt_tokens);
                 }
             }
-            seq.generated += 1;
+            let emitted = match (self.spec, seq.batch_decodes) {
+                (Some(spec), true) => {
+                    let (emitted, rollback) = speculate(spec, seq, &mut self.counters.spec, events);
+                    self.kv_private -= u64::from(rollback);
+                    emitted
+                }
+                _ => 1,
+            };
+            seq.generated += emitted;
             if !seq.pooling {
-                self.counters.generation_tokens += 1;
+                self.counters.generation_tokens += u64::from(emitted);
             }
             let last = seq.generated >= seq.target_tokens;
             events.push(Event {
@@ -422,57 +458,29 @@ impl Engine {
     }
 }
 
-/// What is left of one step's token budget, and of its prefill lane
-/// ([`ModelParams::prefill_lane_cap`]).
-struct BatchBudget {
-    tokens: u32,
-    prefill: u32,
-}
-
-impl BatchBudget {
-    /// The full budget of a step over `running` (the lane cap counts its
-    /// decoders before any preemption).
-    fn new(params: &ModelParams, running: &[Seq]) -> Self {
-        let tokens = params.max_num_batched_tokens;
-        let decoders = running.iter().filter(|s| !s.in_prefill()).count() as u64;
-        Self {
-            tokens,
-            prefill: params.prefill_lane_cap(decoders.min(u64::from(tokens))),
-        }
+/// A decoding sequence's draft, verified ([`super::spec`]): counts it,
+/// reports it, and gives the tokens it emits and the KV slots of its
+/// rejected drafts (and of tokens past its target), which it gives back.
+fn speculate(
+    (spec, seed): (SpecDecode, u64),
+    seq: &mut Seq,
+    counters: &mut super::spec::SpecCounters,
+    events: &mut Vec<Event>,
+) -> (u32, u32) {
+    let drafts = seq.batch_tokens - 1;
+    if drafts == 0 {
+        return (1, 0);
     }
-
-    /// Tokens a sequence wanting `want` gets (a decode needs only the budget).
-    fn grant(&self, want: u32, decodes: bool) -> u32 {
-        let room = if decodes {
-            self.tokens
-        } else {
-            self.tokens.min(self.prefill)
-        };
-        want.min(room)
-    }
-
-    fn take(&mut self, tokens: u32, decodes: bool) {
-        self.tokens -= tokens;
-        if !decodes {
-            self.prefill = self.prefill.saturating_sub(tokens);
-        }
-    }
-
-    /// Whether a prompt token still fits.
-    fn prefill_room(&self) -> bool {
-        self.tokens > 0 && self.prefill > 0
-    }
-}
-
-/// Output length of a request sent without `ignore_eos`: uniform on
-/// `1..=max_tokens`, drawn from a SplitMix64 hash of `(seed, request_index)` so
-/// the same request gets the same length whatever the arrival order.
-pub fn sampled_output_len(seed: u64, request_index: u64, max_tokens: u32) -> u32 {
-    if max_tokens <= 1 {
-        return 1;
-    }
-    let h = splitmix64(seed ^ splitmix64(request_index));
-    1 + (h % u64::from(max_tokens)) as u32
+    let accepted = spec.accepted(seed, seq.id, seq.generated, drafts);
+    counters.observe(drafts, accepted);
+    events.push(Event {
+        id: seq.id,
+        kind: EventKind::Drafted { drafts, accepted },
+    });
+    let emitted = (1 + accepted).min(seq.target_tokens - seq.generated);
+    let rollback = seq.batch_tokens - emitted;
+    seq.computed -= rollback;
+    (emitted, rollback)
 }
 
 #[cfg(test)]

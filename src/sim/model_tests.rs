@@ -65,7 +65,7 @@ fn record(run: &mut Run, out: &BatchStep) {
                 }
             }
             EventKind::Preempted => run.n_preempted_events += 1,
-            EventKind::Scheduled { .. } => {}
+            EventKind::Scheduled { .. } | EventKind::Drafted { .. } => {}
         }
     }
 }

@@ -29,7 +29,7 @@ use super::api::{parse_request, ApiError, Endpoint, GenRequest, ResponseIds};
 use super::driver::{dispatch, Command, Delivery, DispatchMsg, EngineThread, Submission};
 use super::fault::StreamFault;
 use super::metrics::SimMetrics;
-use super::model::sampled_output_len;
+use super::model::{sampled_output_len, Engine};
 use super::pool_serve::pool;
 use super::pooling::PoolEndpoint;
 use super::reply::{error, json, plain, read_body, refusal_error, refuse, shutting_down, unix_now};
@@ -124,11 +124,15 @@ pub async fn start(cfg: SimConfig, listener: TcpListener) -> anyhow::Result<SimH
         Some(path) => Some(ServerLog::create(path, epoch.elapsed())?),
         None => None,
     };
-    let metrics = Arc::new(Mutex::new(SimMetrics::default()));
+    let metrics = Arc::new(Mutex::new(SimMetrics {
+        spec_draft_tokens: cfg.spec.map(|s| s.draft_tokens),
+        ..SimMetrics::default()
+    }));
     let (dispatch_tx, dispatch_rx) = tokio::sync::mpsc::unbounded_channel();
     let engine = EngineThread::spawn(
-        cfg.params.clone(),
-        cfg.prefix_caching,
+        Engine::new(cfg.params.clone())
+            .with_prefix_caching(cfg.prefix_caching)
+            .with_speculation(cfg.spec, cfg.seed),
         epoch,
         metrics.clone(),
         dispatch_tx.clone(),

@@ -72,13 +72,28 @@ pub struct LogRecord {
     /// the last sequence finished its prefill and `first_token` when the
     /// answer was handed to the connection.
     pub inputs: u32,
+    /// Speculative decoding: drafts, draft tokens and accepted draft tokens
+    /// of this request (its share of vLLM's `spec_decode_*` counters;
+    /// written only when it drafted).
+    pub spec: SpecCounts,
+}
+
+/// One request's share of the speculative-decoding counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SpecCounts {
+    /// Drafts proposed (one per decode step).
+    pub drafts: u32,
+    /// Draft tokens proposed.
+    pub draft_tokens: u32,
+    /// Draft tokens accepted.
+    pub accepted_tokens: u32,
 }
 
 impl LogRecord {
     /// The JSON line (without newline).
     pub fn to_json(&self) -> String {
         let s = |d: Option<Duration>| d.map(|d| d.as_secs_f64());
-        serde_json::json!({
+        let mut line = serde_json::json!({
             "request_id": self.request_id,
             "endpoint": self.endpoint,
             "stream": self.stream,
@@ -101,8 +116,13 @@ impl LogRecord {
             "first_answer_s": s(self.first_answer),
             "reasoning_tokens": self.reasoning_tokens,
             "inputs": self.inputs,
-        })
-        .to_string()
+        });
+        if self.spec.drafts > 0 {
+            line["spec_drafts"] = self.spec.drafts.into();
+            line["spec_draft_tokens"] = self.spec.draft_tokens.into();
+            line["spec_accepted_tokens"] = self.spec.accepted_tokens.into();
+        }
+        line.to_string()
     }
 }
 

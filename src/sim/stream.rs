@@ -54,19 +54,28 @@ impl Tracker {
                 self.rec.cached_tokens = cached;
             }
             Delivery::Preempted => self.rec.preemptions += 1,
+            Delivery::Drafted { drafts, accepted } => {
+                self.rec.spec.drafts += 1;
+                self.rec.spec.draft_tokens += drafts;
+                self.rec.spec.accepted_tokens += accepted;
+            }
             Delivery::Token { index, at, .. } => {
-                let now =
-                    (index == 1 || index == self.reasoning_tokens() + 1).then(|| self.shared.now());
-                if index == 1 {
+                // With speculative decoding one delivery may carry several
+                // tokens: those after the previous index.
+                let (first, reasoning) = (self.rec.output_tokens + 1, self.reasoning_tokens());
+                let answer_starts = (first..=index).contains(&(reasoning + 1));
+                let now = (first == 1 || answer_starts).then(|| self.shared.now());
+                if first == 1 {
                     self.rec.first_token_engine = Some(at);
                     self.rec.first_token = now;
                 }
-                if index <= self.reasoning_tokens() {
-                    if index == 1 {
+                if first <= reasoning {
+                    if first == 1 {
                         self.rec.first_reasoning = now;
                     }
-                    self.rec.reasoning_tokens = index;
-                } else if index == self.reasoning_tokens() + 1 {
+                    self.rec.reasoning_tokens = index.min(reasoning);
+                }
+                if answer_starts {
                     self.rec.first_answer = now;
                 }
                 self.rec.output_tokens = index;
@@ -145,8 +154,10 @@ impl SseBody {
             self.tracker.on_event(&d);
             return;
         };
+        // The tokens this delivery carries (several with speculative decoding).
+        let first = self.tracker.rec.output_tokens + 1;
         if let Some((at, fault)) = self.fault {
-            if index == at {
+            if (first..=index).contains(&at) {
                 self.fault = None;
                 match fault {
                     StreamFault::Cut => {
@@ -173,7 +184,7 @@ impl SseBody {
         }
         self.tracker.on_event(&d);
         let usage = self.req.include_usage;
-        if index == 1 {
+        if first == 1 {
             match self.req.endpoint {
                 Endpoint::Chat => buf.push_str(&self.ids.role_event(usage)),
                 Endpoint::Responses => buf.push_str(&self.ids.responses_created_event()),
@@ -182,15 +193,16 @@ impl SseBody {
         }
         let finish = last.then(|| finish_reason(index, self.req.max_tokens));
         let reasoning = self.tracker.reasoning_tokens();
-        if index <= reasoning {
+        if first <= reasoning {
             let field = self.tracker.shared.cfg.reasoning_field;
-            buf.push_str(
-                &self
-                    .ids
-                    .reasoning_event(field, token_text(index), finish, usage),
-            );
-        } else {
-            buf.push_str(&self.ids.chunk_event(token_text(index), finish, usage));
+            let upto = index.min(reasoning);
+            let done = if upto == index { finish } else { None };
+            let text = tokens_text(first, upto);
+            buf.push_str(&self.ids.reasoning_event(field, &text, done, usage));
+        }
+        if index > reasoning {
+            let text = tokens_text(first.max(reasoning + 1), index);
+            buf.push_str(&self.ids.chunk_event(&text, finish, usage));
         }
         if last {
             if usage {
@@ -208,6 +220,11 @@ impl SseBody {
             self.tracker.finish("ok", 200);
         }
     }
+}
+
+/// The text of output tokens `first..=last`.
+fn tokens_text(first: u32, last: u32) -> String {
+    (first..=last).map(token_text).collect()
 }
 
 /// `length` when the request used all of `max_tokens`, else `stop` (EOS).
@@ -316,9 +333,10 @@ pub async fn collect_tokens(
 ) -> Option<(String, u32)> {
     let mut text = String::new();
     while let Some(d) = rx.recv().await {
+        let first = tracker.rec.output_tokens + 1;
         tracker.on_event(&d);
         if let Delivery::Token { index, last, .. } = d {
-            text.push_str(token_text(index));
+            text.push_str(&tokens_text(first, index));
             if last {
                 return Some((text, index));
             }

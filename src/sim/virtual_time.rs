@@ -283,7 +283,7 @@ fn record_batch_step(
                 done.preemptions += 1;
                 continue;
             }
-            EventKind::Scheduled { .. } => continue,
+            EventKind::Scheduled { .. } | EventKind::Drafted { .. } => continue,
         };
         let id = ev.id as usize;
         let t = &mut tracks[id];

@@ -154,8 +154,12 @@ pub fn step_line(s: &StepResult, unit: &str) -> String {
         Some(rate) => format!(", cache hit {:.1}%", rate * 100.0),
         None => String::new(),
     };
+    let spec = match &s.spec_decode {
+        Some(sd) => format!(", accept len {:.2}", sd.acceptance_length),
+        None => String::new(),
+    };
     let mut line = format!(
-        "  step {:>8.2} {unit}: achieved {:>7.2} req/s, p99 TTFT {:>8.1} ms, {} requests{cache} → {verdict}{why}",
+        "  step {:>8.2} {unit}: achieved {:>7.2} req/s, p99 TTFT {:>8.1} ms, {} requests{cache}{spec} → {verdict}{why}",
         s.load, s.achieved_rate, s.ttft_ms.p99, s.n_requests
     );
     // Where failed requests (misses) changed an SLO's statistic: both values.

@@ -38,6 +38,7 @@ mod sim_server;
 mod sim_sessions;
 mod sim_sweep_cache;
 mod sim_truth;
+mod spec_decode;
 mod sweep_cli;
 mod sweep_twin;
 mod tls;

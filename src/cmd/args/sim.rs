@@ -1,7 +1,8 @@
 //! Sim arguments to [`SimOptions`]: the preset with the user's overrides, the
 //! fault rates and the `--explain` shape, each rule naming its flag.
 
-use crate::cli::sim::{SimArgs, SimEngineArgs};
+use crate::cli::sim::{SimArgs, SimEngineArgs, SimSpecArgs};
+use crate::sim::spec::SpecDecode;
 use crate::sim::{self, ModelParams, SimConfig, SimOptions};
 use crate::sweep::slo::Slo;
 use crate::twin::ServerProfile;
@@ -17,6 +18,10 @@ pub fn sim_options(a: SimArgs) -> anyhow::Result<SimOptions> {
         cfg.preset = format!("profile {}", path.display());
     }
     apply_engine(&a.engine, &mut cfg)?;
+    cfg.spec = speculation(&a.spec)?;
+    if a.explain && cfg.spec.is_some() {
+        bail!("--explain does not model speculative decoding; drop --spec-draft-tokens, or measure the simulator with `kneecap sweep --base-url`");
+    }
     cfg.served_model_name = a.served_model_name;
     cfg.seed = a.seed;
     cfg.server_log = a.trace;
@@ -111,6 +116,20 @@ pub fn truth_args(a: &SimArgs) -> anyhow::Result<Option<TruthArgs>> {
             .collect(),
         burstiness: a.burstiness,
     }))
+}
+
+/// `--spec-draft-tokens` and its companions, checked (`None`: off).
+fn speculation(a: &SimSpecArgs) -> anyhow::Result<Option<SpecDecode>> {
+    let (Some(k), Some(p)) = (a.spec_draft_tokens, a.spec_acceptance) else {
+        return Ok(None);
+    };
+    let spec = SpecDecode {
+        draft_cost: a.spec_draft_cost,
+        verify_cost: a.spec_verify_cost,
+        ..SpecDecode::new(k, p)
+    };
+    spec.validate().map_err(anyhow::Error::msg)?;
+    Ok(Some(spec))
 }
 
 /// Applies the engine overrides (each rule names its flag) to `cfg`.
@@ -267,6 +286,49 @@ mod tests {
         assert_eq!(o.config.params.max_num_seqs, 64);
         assert_eq!(o.config.params.step_base, Duration::from_micros(2500));
         assert_eq!(o.explain, Some((512, 64)));
+    }
+
+    #[test]
+    fn speculation_flags_make_the_spec_and_name_their_flag() {
+        assert_eq!(parse(&[]).unwrap().config.spec, None);
+        let o = parse(&["--spec-draft-tokens", "4", "--spec-acceptance", "0.7"]).unwrap();
+        assert_eq!(o.config.spec, Some(SpecDecode::new(4, 0.7)));
+        let costs = ["--spec-draft-cost", "0.2", "--spec-verify-cost", "0"];
+        let o = parse(
+            &[
+                &["--spec-draft-tokens", "2", "--spec-acceptance", "1"][..],
+                &costs,
+            ]
+            .concat(),
+        )
+        .unwrap();
+        let spec = o.config.spec.unwrap();
+        assert_eq!((spec.draft_cost, spec.verify_cost), (0.2, 0.0));
+        for (args, flag) in [
+            (
+                &["--spec-draft-tokens", "0", "--spec-acceptance", "0.5"][..],
+                "--spec-draft-tokens",
+            ),
+            (
+                &["--spec-draft-tokens", "3", "--spec-acceptance", "1.2"][..],
+                "--spec-acceptance",
+            ),
+            (&["--spec-draft-tokens", "3"][..], "--spec-acceptance"),
+            (&["--spec-acceptance", "0.5"][..], "--spec-draft-tokens"),
+            (
+                &[
+                    "--spec-draft-tokens",
+                    "3",
+                    "--spec-acceptance",
+                    "0.5",
+                    "--explain",
+                ][..],
+                "--explain",
+            ),
+        ] {
+            let err = format!("{:#}", parse(args).unwrap_err());
+            assert!(err.contains(flag), "{args:?}: {err}");
+        }
     }
 
     #[test]

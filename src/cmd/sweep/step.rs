@@ -7,8 +7,8 @@ use super::adaptive::{watch_step, Monitor};
 use super::prompts::{self, Drawn, Which};
 use super::Ctx;
 use crate::client::scrape::QueueSample;
-use crate::cmd::cache_hits;
 use crate::cmd::prepare::{self as runner, Level};
+use crate::cmd::{cache_hits, spec_decode};
 use crate::config::sweep::{StepTiming, SweepConfig};
 use crate::engine::{self, probe, Releases};
 use crate::metrics::health;
@@ -110,6 +110,7 @@ pub(crate) async fn run_step(
         step.latency_series = crate::result::series::latency_series(&m.out.records);
     }
     step.prefix_cache = m.prefix_cache;
+    step.spec_decode = m.spec_decode;
     let sent = m.out.records.len();
     note_prompts(ctx, step, (row, prefix_cache_reset), sent);
     Ok(judged)
@@ -209,6 +210,8 @@ pub(crate) struct Measured {
     pub(crate) queue: Vec<QueueSample>,
     /// The server's prefix-cache hit rate over the step.
     pub(crate) prefix_cache: Option<PrefixCacheStats>,
+    /// The server's speculative decoding over the step.
+    pub(crate) spec_decode: Option<crate::result::SpecDecodeStats>,
 }
 
 /// An adaptive step's observer, rule and the sender that ends its releases.
@@ -236,6 +239,7 @@ pub(crate) async fn measure(
         }
     };
     let cache_before = cache_hits::counters(ctx.scraper.as_ref()).await;
+    let spec_before = spec_decode::reading(ctx.scraper.as_ref()).await;
     let t0 = Instant::now();
     let scrape = async {
         match &ctx.scraper {
@@ -253,12 +257,14 @@ pub(crate) async fn measure(
     let ((out, check), (source, queue), _last_look) = tokio::join!(run, scrape, watcher);
     let out = out?;
     let prefix_cache = cache_hits::since(ctx.scraper.as_ref(), cache_before, &out.records).await;
+    let spec_decode = spec_decode::since(ctx.scraper.as_ref(), spec_before.as_ref()).await;
     Ok(Measured {
         out,
         check,
         source: source.map(|s| format!("{s:?}").to_lowercase()),
         queue,
         prefix_cache,
+        spec_decode,
     })
 }
 

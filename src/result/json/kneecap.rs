@@ -74,6 +74,9 @@ pub struct KneecapJson {
     /// The server's prefix-cache hit rate over the run, when it reports one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prefix_cache: Option<crate::result::PrefixCacheStats>,
+    /// The server's speculative decoding over the run, when it reports it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spec_decode: Option<crate::result::SpecDecodeStats>,
     /// `--multi-turn`: sessions by outcome, duration, TTFT by turn.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sessions: Option<super::sessions::SessionsJson>,
@@ -230,6 +233,7 @@ impl KneecapJson {
                 reasoning_requests: s.reasoning.reasoning_requests,
             }),
             prefix_cache: k.prefix_cache.clone(),
+            spec_decode: k.spec_decode.clone(),
             sessions: k.sessions.as_ref().map(super::sessions::SessionsJson::of),
             ..Default::default()
         };
