@@ -17,7 +17,7 @@
 use crate::common;
 
 use clap::Parser;
-use common::cli::{run, strings};
+use common::cli::{run, short_steps, strings};
 use kneecap::result::explain::{Binding, ExplainSource};
 use kneecap::result::sweep::SweepResult;
 use kneecap::twin::json::PredictJson;
@@ -154,22 +154,13 @@ async fn measured(c: &Case, dir: &std::path::Path) -> (SweepResult, String) {
     args.extend(strings(&[
         "--rates",
         &format!("{pass},{fail}"),
-        "--step-duration",
-        "2s",
-        "--step-warmup",
-        "500ms",
-        "--step-min-requests",
-        "8",
-        "--step-drain",
-        "2s",
-        // The verdicts are set by the server: a busy machine's dispatch
-        // lateness must not make a step generator-limited.
-        "--max-lateness-ms",
-        "1000",
-        "--disable-tqdm",
         "-o",
         path.to_str().unwrap(),
     ]));
+    // The verdicts are set by the server: a busy machine's dispatch
+    // lateness (`predict` runs beside the sweep) must not make a step
+    // generator-limited.
+    args.extend(short_steps("2s", "1000"));
     let out = run(args, vec![]).await;
     sim.shutdown().await.unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -185,7 +176,9 @@ async fn measured(c: &Case, dir: &std::path::Path) -> (SweepResult, String) {
 async fn check(c: Case) {
     let _serial = SERIAL.lock().await;
     let dir = tempfile::tempdir().unwrap();
-    let p = predicted(&c, dir.path()).await;
+    // The prediction spends CPU in virtual time while the sweep waits on
+    // the clock: side by side, the case takes the longer of the two.
+    let (p, (r, stdout)) = tokio::join!(predicted(&c, dir.path()), measured(&c, dir.path()));
     let knee = p.knee.expect("a single prediction has a knee");
     let (pass, fail) = c.rates;
     assert!(
@@ -196,7 +189,6 @@ async fn check(c: Case) {
     assert_eq!(e.binds, c.want, "predicted: {}", e.line);
     assert_eq!(e.source, ExplainSource::Model);
 
-    let (r, stdout) = measured(&c, dir.path()).await;
     let k = &r.knee;
     assert_eq!(
         (k.last_pass, k.first_fail),

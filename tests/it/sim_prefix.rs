@@ -117,7 +117,9 @@ fn prefill_heavy() -> SimConfig {
 const N_IN: u32 = 1008;
 const N_OUT: u32 = 8;
 
-async fn knee(dataset: &[&str]) -> (f64, Value) {
+/// The knee of an automatic sweep from `start` req/s with `dataset`, and the
+/// sweep JSON.
+async fn knee(start: f64, dataset: &[&str]) -> (f64, Value) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("sweep.json");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -131,7 +133,11 @@ async fn knee(dataset: &[&str]) -> (f64, Value) {
         // 1 s is ~16 steps of 61 ms; a queue growing above μ crosses it.
         "p99_ttft_ms<=1000",
         "--start",
-        "16",
+        &start.to_string(),
+        // A 25% bracket, not 10%: each knee is checked to (0.6 μ, μ), and a
+        // refinement step (2.5 times as long as a search step) is ~10 s.
+        "--tolerance",
+        "0.25",
         "--step-duration",
         "3s",
         "--step-warmup",
@@ -167,20 +173,31 @@ async fn sharing_ninety_percent_of_each_prompt_moves_the_knee_as_explain_says() 
     let h = 896.0 / f64::from(N_IN);
     let mu_plain = sim::service_rate(&cfg, N_IN, N_OUT);
     let mu_shared = sim::service_rate_cached(&cfg, N_IN, N_OUT, h);
-    let (plain, _) = knee(&["--random-input-len", "1008", "--random-output-len", "8"]).await;
-    let (shared, _) = knee(&[
-        "--dataset-name",
-        "prefix_repetition",
-        "--prefix-repetition-prefix-len",
-        "896",
-        "--prefix-repetition-suffix-len",
-        "112",
-        "--prefix-repetition-num-prefixes",
-        "1",
-        "--prefix-repetition-output-len",
-        "8",
-        "--ignore-eos",
-    ])
+    // Each search starts at about half its μ: the doubling steps below
+    // that pass as surely and only cost time (from 16, the shared sweep
+    // spent two more steps getting there).
+    let start = |mu: f64| (mu / 2.0).round();
+    let (plain, _) = knee(
+        start(mu_plain),
+        &["--random-input-len", "1008", "--random-output-len", "8"],
+    )
+    .await;
+    let (shared, _) = knee(
+        start(mu_shared),
+        &[
+            "--dataset-name",
+            "prefix_repetition",
+            "--prefix-repetition-prefix-len",
+            "896",
+            "--prefix-repetition-suffix-len",
+            "112",
+            "--prefix-repetition-num-prefixes",
+            "1",
+            "--prefix-repetition-output-len",
+            "8",
+            "--ignore-eos",
+        ],
+    )
     .await;
     // The tolerance of the knee tests in sim_e2e.rs: just below μ.
     assert!(

@@ -9,7 +9,7 @@
 
 use crate::common;
 
-use common::cli::{run, strings};
+use common::cli::{run, short_steps, strings};
 use kneecap::sim::SimConfig;
 use serde_json::Value;
 use std::time::Duration;
@@ -69,22 +69,12 @@ async fn sweep_on(
         rates,
         "--slo",
         slo,
-        "--step-duration",
-        "2s",
-        "--step-warmup",
-        "500ms",
-        "--step-min-requests",
-        "8",
-        "--step-drain",
-        "5s",
-        "--max-lateness-ms",
-        "50",
         "--request-id-prefix",
         PREFIX,
-        "--disable-tqdm",
         "-o",
         path.to_str().unwrap(),
     ]);
+    args.extend(short_steps("5s", "50"));
     args.extend(strings(workload));
     let out = run(args, vec![]).await;
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();

@@ -5,7 +5,7 @@
 
 use crate::common;
 
-use common::cli::{run, strings};
+use common::cli::{run, short_steps, strings};
 use kneecap::sim::SimConfig;
 use serde_json::Value;
 
@@ -18,7 +18,7 @@ async fn a_predicted_sweep_opens_at_the_interval_ends_and_sets_prediction_beside
     )
     .await;
     let path = dir.path().join("sweep.json");
-    let args = strings(&[
+    let mut args = strings(&[
         "sweep",
         "--base-url",
         &sim.url,
@@ -33,20 +33,10 @@ async fn a_predicted_sweep_opens_at_the_interval_ends_and_sets_prediction_beside
         "16",
         "--max-steps",
         "2",
-        "--step-duration",
-        "2s",
-        "--step-warmup",
-        "500ms",
-        "--step-min-requests",
-        "8",
-        "--step-drain",
-        "5s",
-        "--max-lateness-ms",
-        "50",
-        "--disable-tqdm",
         "-o",
         path.to_str().unwrap(),
     ]);
+    args.extend(short_steps("5s", "50"));
     let out = run(args, vec![]).await;
     sim.handle.shutdown().await.unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -29,3 +29,24 @@ pub async fn run(args: Vec<String>, env: Vec<(String, String)>) -> std::process:
 pub fn strings(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }
+
+/// The sweep flags of a test's short steps: 2 s measured after a 500 ms
+/// warm-up, 8 requests at least, in-flight requests given `drain` to finish,
+/// a step generator-limited only beyond `max_lateness_ms` of dispatch
+/// lateness (a shared machine is noisy: the tests judge the server), no
+/// progress bar.
+pub fn short_steps(drain: &str, max_lateness_ms: &str) -> Vec<String> {
+    strings(&[
+        "--step-duration",
+        "2s",
+        "--step-warmup",
+        "500ms",
+        "--step-min-requests",
+        "8",
+        "--step-drain",
+        drain,
+        "--max-lateness-ms",
+        max_lateness_ms,
+        "--disable-tqdm",
+    ])
+}
