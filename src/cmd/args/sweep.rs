@@ -10,6 +10,7 @@ use crate::config::{RunConfig, Target};
 use crate::result::cost::Pricing;
 use crate::sweep::knee::{LoadUnit, SearchPlan};
 use crate::sweep::slo::{self, Slo};
+use crate::workload::dataset::DatasetKind;
 use anyhow::{bail, Result};
 use std::str::FromStr;
 use std::time::Duration;
@@ -89,6 +90,9 @@ fn twin_plan(
     }
     if run.sessions.is_some() || run.shard.is_some() || run.api.is_pooling() {
         bail!("{flag} predicts single generation requests from one process: drop --multi-turn, --shard or the pooling --backend");
+    }
+    if matches!(run.dataset.kind, DatasetKind::RandomMm(_)) {
+        bail!("{flag} predicts text prompts; the twin does not model image tokens yet: drop {flag} for --dataset-name random-mm");
     }
     if a.slos.is_empty() && a.run.goodput.is_empty() {
         bail!("{flag} needs an SLO (e.g. --slo 'p99_ttft_ms<=500'): the predicted knee is where one fails");

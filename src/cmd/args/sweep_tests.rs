@@ -285,6 +285,7 @@ fn twin_rules_name_their_flag() {
     let profile = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/profile.json");
     all_rejected(&[
         "--predict => --predict needs an SLO",
+        "--predict --slo p99_ttft_ms<=500 --dataset-name random-mm --backend openai-chat --endpoint /v1/chat/completions => --predict predicts text prompts",
         "--predict --slo p99_ttft_ms<=500 --rates 1,2 => --predict opens the automatic rate search",
         "--predict --slo p99_ttft_ms<=500 --mode concurrency => --predict opens the automatic rate search",
         "--predict --slo p99_ttft_ms<=500 --twin-budget 5 => --twin-budget must be between 10 and 3600",

@@ -15,6 +15,7 @@ use crate::twin::predict::{distinct_corners, predict, PredictConfig, Prediction}
 use crate::twin::profile::Status;
 use crate::twin::ServerProfile;
 use crate::workload::dataset::DatasetKind;
+use crate::workload::Prompt;
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -62,6 +63,14 @@ async fn predicted(
     out: &Path,
     interrupt: watch::Receiver<bool>,
 ) -> Result<Option<TwinKnee>> {
+    if ctx
+        .prepared
+        .specs
+        .iter()
+        .any(|s| matches!(s.prompt, Prompt::Media(_)))
+    {
+        anyhow::bail!("--twin/--predict predict text prompts; the twin does not model image tokens yet: drop the rows' \"images\" or the flag");
+    }
     let started = Instant::now();
     let (profile, source, written) = match &twin.source {
         TwinSource::File(path) => (
