@@ -1,3 +1,4 @@
+//! Unit tests of speculative decoding in the engine model: the seeded acceptance, the cost rule, the counters.
 use super::*;
 
 fn params() -> ModelParams {

@@ -17,4 +17,6 @@ pub use event::*;
 pub use pooling::*;
 
 #[cfg(test)]
+mod models_tests;
+#[cfg(test)]
 mod tests;
