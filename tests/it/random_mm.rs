@@ -10,6 +10,21 @@ use crate::common;
 use common::cli::{kneecap, run, strings};
 use kneecap::sim::SimConfig;
 
+/// Run `args` (a `bench serve` aimed at `sim`), stop the simulator, and
+/// read back its log's records of the requests named `prefix*`; the run
+/// must succeed. Returns the records and the run's stderr.
+async fn served(
+    sim: common::sim::LoggedSim,
+    args: Vec<String>,
+    prefix: &str,
+) -> (Vec<serde_json::Value>, String) {
+    let out = run(args, vec![]).await;
+    sim.handle.shutdown().await.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    (common::sim::requests(&sim.log, prefix).0, stderr)
+}
+
 /// Tokens of a 224×224 image by the simulator's rule (ceil(224/28)²).
 const TOKENS_224: u64 = 8 * 8;
 
@@ -19,54 +34,47 @@ async fn vllms_random_mm_command_line_runs_against_the_simulator() {
     let mut cfg = SimConfig::from_preset("tiny").unwrap();
     cfg.served_model_name = "Qwen/Qwen2.5-VL-3B-Instruct".into();
     let sim = common::sim::logged(cfg, dir.path().join("sim.jsonl")).await;
-    let out = run(
-        strings(&[
-            "bench",
-            "serve",
-            "--backend",
-            "openai-chat",
-            "--model",
-            "Qwen/Qwen2.5-VL-3B-Instruct",
-            "--endpoint",
-            "/v1/chat/completions",
-            "--dataset-name",
-            "random-mm",
-            "--num-prompts",
-            "20",
-            "--max-concurrency",
-            "10",
-            "--random-prefix-len",
-            "5",
-            "--random-input-len",
-            "64",
-            "--random-output-len",
-            "16",
-            "--random-range-ratio",
-            "0.2",
-            "--random-mm-base-items-per-request",
-            "2",
-            "--random-mm-limit-mm-per-prompt",
-            r#"{"image": 3, "video": 0}"#,
-            "--random-mm-bucket-config",
-            "{(224, 224, 1): 1.0}",
-            "--request-rate",
-            "inf",
-            "--ignore-eos",
-            "--seed",
-            "42",
-            "--base-url",
-            &sim.url,
-            "--request-id-prefix",
-            "mm-",
-            "--disable-tqdm",
-        ]),
-        vec![],
-    )
-    .await;
-    sim.handle.shutdown().await.unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{stderr}");
-    let (records, _) = common::sim::requests(&sim.log, "mm-");
+    let args = strings(&[
+        "bench",
+        "serve",
+        "--backend",
+        "openai-chat",
+        "--model",
+        "Qwen/Qwen2.5-VL-3B-Instruct",
+        "--endpoint",
+        "/v1/chat/completions",
+        "--dataset-name",
+        "random-mm",
+        "--num-prompts",
+        "20",
+        "--max-concurrency",
+        "10",
+        "--random-prefix-len",
+        "5",
+        "--random-input-len",
+        "64",
+        "--random-output-len",
+        "16",
+        "--random-range-ratio",
+        "0.2",
+        "--random-mm-base-items-per-request",
+        "2",
+        "--random-mm-limit-mm-per-prompt",
+        r#"{"image": 3, "video": 0}"#,
+        "--random-mm-bucket-config",
+        "{(224, 224, 1): 1.0}",
+        "--request-rate",
+        "inf",
+        "--ignore-eos",
+        "--seed",
+        "42",
+        "--base-url",
+        &sim.url,
+        "--request-id-prefix",
+        "mm-",
+        "--disable-tqdm",
+    ]);
+    let (records, stderr) = served(sim, args, "mm-").await;
     assert_eq!(records.len(), 20, "{stderr}");
     for r in &records {
         assert_eq!(r["outcome"], "ok", "{r}");
@@ -103,36 +111,29 @@ async fn a_custom_rows_image_file_reaches_the_server_as_data() {
     )
     .unwrap();
     let sim = common::sim::tiny(dir.path().join("sim.jsonl")).await;
-    let out = run(
-        strings(&[
-            "bench",
-            "serve",
-            "--backend",
-            "openai-chat",
-            "--base-url",
-            &sim.url,
-            "--model",
-            "kneecap-sim",
-            "--dataset-name",
-            "custom",
-            "--dataset-path",
-            data.to_str().unwrap(),
-            "--num-prompts",
-            "0",
-            "--disable-shuffle",
-            "--custom-output-len",
-            "4",
-            "--request-id-prefix",
-            "c-",
-            "--disable-tqdm",
-        ]),
-        vec![],
-    )
-    .await;
-    sim.handle.shutdown().await.unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{stderr}");
-    let (records, _) = common::sim::requests(&sim.log, "c-");
+    let args = strings(&[
+        "bench",
+        "serve",
+        "--backend",
+        "openai-chat",
+        "--base-url",
+        &sim.url,
+        "--model",
+        "kneecap-sim",
+        "--dataset-name",
+        "custom",
+        "--dataset-path",
+        data.to_str().unwrap(),
+        "--num-prompts",
+        "0",
+        "--disable-shuffle",
+        "--custom-output-len",
+        "4",
+        "--request-id-prefix",
+        "c-",
+        "--disable-tqdm",
+    ]);
+    let (records, stderr) = served(sim, args, "c-").await;
     let mut by_index = records;
     by_index.sort_by_key(|r| common::sim::index(r, "c-"));
     let images: Vec<(u64, u64)> = by_index

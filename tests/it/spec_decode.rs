@@ -8,7 +8,7 @@
 
 use crate::common;
 
-use common::cli::{run, strings};
+use common::cli::{run, short_steps, strings};
 use kneecap::sim::spec::{SpecCounters, SpecDecode};
 use kneecap::sim::SimConfig;
 use serde_json::Value;
@@ -276,7 +276,7 @@ async fn each_sweep_steps_acceptance_is_the_sum_over_its_requests() {
     let sim = common::sim::logged(speculating(), dir.path().join("log.jsonl")).await;
     let path = dir.path().join("sweep.json");
     let html = dir.path().join("sweep.html");
-    let args = strings(&[
+    let mut args = strings(&[
         "sweep",
         "--base-url",
         &sim.url,
@@ -284,28 +284,18 @@ async fn each_sweep_steps_acceptance_is_the_sum_over_its_requests() {
         "4,8",
         "--slo",
         "p99_ttft_ms<=5000",
-        "--step-duration",
-        "2s",
-        "--step-warmup",
-        "500ms",
-        "--step-min-requests",
-        "8",
-        "--step-drain",
-        "5s",
-        "--max-lateness-ms",
-        "50",
         "--request-id-prefix",
         "sws-",
         "--random-input-len",
         "64",
         "--random-output-len",
         "32",
-        "--disable-tqdm",
         "-o",
         path.to_str().unwrap(),
         "--html",
         html.to_str().unwrap(),
     ]);
+    args.extend(short_steps("5s", "50"));
     let out = run(args, vec![]).await;
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
