@@ -1,5 +1,8 @@
 //! `kneecap sweep` end to end against a test server with a fixed number of
 //! slots and a fixed service time, whose capacity is known: μ = slots / service.
+//! Each test has its own server and they run side by side (no module lock):
+//! the generator check is relaxed (`--max-lateness-ms 25`) so a busy machine
+//! cannot turn a step generator-limited, and the assertions leave room for it.
 
 use crate::common;
 
@@ -7,10 +10,6 @@ use assert_cmd::Command;
 use common::Behaviour;
 use serde_json::Value;
 use std::time::Duration;
-
-/// These tests measure timing (the generator-health verdict is part of every
-/// step): run them one at a time so they do not load the 2 cores for each other.
-static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// 4 slots; each request takes 20 ms to its first token and 7 × 10 ms more:
 /// service time 90 ms, so μ = 4 / 0.090 ≈ 44.4 req/s.
@@ -76,7 +75,6 @@ async fn sweep(url: String, extra: &[&str]) -> (Value, std::process::Output) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn auto_sweep_brackets_the_knee_between_60_percent_of_mu_and_mu() {
-    let _serial = SERIAL.lock().await;
     let server = common::start(slotted()).await;
     // From 16 (over a third of μ): 8 passed as surely and, at 60 requests
     // a step, took 7.5 s.
@@ -115,7 +113,6 @@ async fn auto_sweep_brackets_the_knee_between_60_percent_of_mu_and_mu() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_step_far_above_capacity_is_judged_unsteady_not_only_slow() {
-    let _serial = SERIAL.lock().await;
     let server = common::start(slotted()).await;
     // No latency SLO at all: only the steady-state check can fail this step.
     let (json, out) = sweep(server.url(), &["--rates", "100"]).await;
@@ -139,7 +136,6 @@ async fn a_step_far_above_capacity_is_judged_unsteady_not_only_slow() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calibration_finds_mu_and_starts_the_search_near_the_knee() {
-    let _serial = SERIAL.lock().await;
     let server = common::start(slotted()).await;
     let (json, out) = sweep(
         server.url(),
@@ -198,7 +194,6 @@ async fn calibration_finds_mu_and_starts_the_search_near_the_knee() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reset_prefix_cache_on_a_server_without_it_says_so_once_and_sweeps_on() {
-    let _serial = SERIAL.lock().await;
     let server = common::start(slotted()).await;
     let (json, out) = sweep(server.url(), &["--rates", "20,30", "--reset-prefix-cache"]).await;
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -222,7 +217,6 @@ async fn reset_prefix_cache_on_a_server_without_it_says_so_once_and_sweeps_on() 
 /// or stalls, and the search falls back to doubling from --start.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calibration_stops_on_errors_and_stalls_and_falls_back_to_doubling() {
-    let _serial = SERIAL.lock().await;
     for (behaviour, end) in [
         (
             Behaviour {
