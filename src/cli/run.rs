@@ -358,6 +358,9 @@ pub struct RunArgs {
     /// scrape sees the final counts.
     #[arg(long, default_value = "0s", value_parser = parse_duration, help_heading = "Live")]
     pub metrics_linger: std::time::Duration,
+    /// `--gpu-metrics-url`, `--gpu-sample-interval`: GPU power and energy.
+    #[command(flatten)]
+    pub gpu: super::gpu::GpuArgs,
 
     // ---- trace replay --------------------------------------------------
     #[command(flatten)]

@@ -11,5 +11,6 @@ pub mod net;
 pub mod openai;
 mod reader;
 pub mod scrape;
+pub mod scrape_gpu;
 pub mod scrape_spec;
 pub mod sse;

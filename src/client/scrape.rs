@@ -173,6 +173,17 @@ impl Scraper {
         super::scrape_spec::parse_spec(&self.text().await?)
     }
 
+    /// The DCGM GPU gauges now ([`super::scrape_gpu`]), or `None` when the
+    /// endpoint does not answer or has none of DCGM's names.
+    pub async fn gpu(&self) -> Option<super::scrape_gpu::HostGpus> {
+        super::scrape_gpu::parse_dcgm(&self.text().await?)
+    }
+
+    /// The body at the URL (2 s timeout), `None` when it does not answer 2xx.
+    pub async fn body(&self) -> Option<String> {
+        self.text().await
+    }
+
     /// The `/metrics` body (2 s timeout).
     async fn text(&self) -> Option<String> {
         use http_body_util::BodyExt;

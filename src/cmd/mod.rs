@@ -7,6 +7,7 @@ pub mod args;
 mod cache_hits;
 mod clock;
 mod compare;
+pub(crate) mod gpu_power;
 mod live;
 mod live_serve;
 mod merge;

@@ -85,6 +85,7 @@ async fn run_against(
     mut live: Option<&mut Live>,
     interrupt: watch::Receiver<bool>,
 ) -> Result<RunResult> {
+    let gpu_hosts = super::gpu_power::GpuHosts::connect(cfg.gpu.as_ref()).await?;
     let p = prepare(cfg, server).await?;
     let timestamps = p.trace.as_ref().map(|t| t.timestamps.as_slice());
     let global = releases(&cfg.load, p.specs.len(), timestamps)?;
@@ -105,8 +106,10 @@ async fn run_against(
     }
     let cache = CacheProbe::start(&server.base_url).await;
     let spec = SpecProbe::start(&server.base_url).await;
+    let gpu = super::gpu_power::start(gpu_hosts.as_ref());
     let level = run_level(&p, level, progress, interrupt);
     let (out, check) = engine::probe::self_checked(level, LAG_PROBE_EVERY).await;
+    let gpu = super::gpu_power::finish(gpu).await;
     let mut out = out?;
     if let Some(live) = live {
         live.close_dashboard();
@@ -141,6 +144,10 @@ async fn run_against(
     let mut result = RunResult::assemble(header, summary, out.records, outcome);
     result.kneecap.prefix_cache = prefix_cache;
     result.kneecap.spec_decode = spec_decode;
+    result.kneecap.gpu = gpu.map(|g| {
+        let s = &result.summary;
+        g.with_work(s.total_output_tokens, s.completed as u64)
+    });
     result.kneecap.sessions = sessions;
     Ok(result)
 }

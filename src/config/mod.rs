@@ -148,4 +148,16 @@ pub struct RunConfig {
     /// `--multi-turn`: `load.num_prompts` counts sessions, the arrival
     /// process starts sessions and `load.max_concurrency` counts users.
     pub sessions: Option<SessionConfig>,
+    /// `--gpu-metrics-url`: the DCGM endpoints sampled through the run and
+    /// each sweep step (`None`: no GPU telemetry).
+    pub gpu: Option<GpuMetricsConfig>,
+}
+
+/// `--gpu-metrics-url` (one per host) and `--gpu-sample-interval`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GpuMetricsConfig {
+    /// Full URLs of the DCGM endpoints, in flag order.
+    pub urls: Vec<String>,
+    /// Time between samples.
+    pub every: Duration,
 }

@@ -54,6 +54,7 @@ impl RunResult {
                 merged: o.merged,
                 prefix_cache: None,
                 spec_decode: None,
+                gpu: None,
                 sessions: None,
             },
         }

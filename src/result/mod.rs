@@ -14,6 +14,7 @@ pub mod cache;
 pub mod cost;
 pub mod evidence;
 pub mod explain;
+pub mod gpu;
 #[cfg(test)]
 pub(crate) mod fixture;
 pub mod json;
@@ -28,6 +29,7 @@ pub mod verdict;
 
 pub use assemble::RunOutcome;
 pub use cache::PrefixCacheStats;
+pub use gpu::GpuStats;
 pub use run::{GeneratorVerdict, KneecapInfo, RunHeader, RunResult};
 pub use spec::SpecDecodeStats;
 pub use verdict::{Decision, LoadUnit, Verdict};

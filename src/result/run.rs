@@ -81,6 +81,9 @@ pub struct KneecapInfo {
     /// The server's speculative decoding over the run (`kneecap.spec_decode`,
     /// and vLLM's `spec_decode_*` keys).
     pub spec_decode: Option<super::SpecDecodeStats>,
+    /// `--gpu-metrics-url`: the GPUs' power and energy over the run
+    /// (`kneecap.gpu`).
+    pub gpu: Option<super::GpuStats>,
     /// `--multi-turn`: the sessions (`kneecap.sessions`).
     pub sessions: Option<crate::metrics::session::SessionSummary>,
 }

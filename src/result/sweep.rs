@@ -203,6 +203,9 @@ pub struct StepResult {
     /// delta from its start to its end, or SGLang's gauges at its end).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec_decode: Option<crate::result::SpecDecodeStats>,
+    /// `--gpu-metrics-url`: the GPUs' power and energy over the step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<crate::result::GpuStats>,
     /// Which prompts the step sent (absent from sweeps written before each
     /// step drew its own).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -4,6 +4,7 @@
 //! with a unit test.
 
 pub mod dataset;
+pub mod gpu;
 pub mod live;
 pub mod predict;
 pub mod profile;

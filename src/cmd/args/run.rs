@@ -97,6 +97,7 @@ pub fn run_config_for(a: &RunArgs, default: DefaultTarget) -> Result<RunConfig> 
             .chain(pooling_notes(a, api))
             .collect(),
         sessions,
+        gpu: super::gpu::gpu_config(&a.gpu)?,
     })
 }
 

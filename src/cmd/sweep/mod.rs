@@ -45,6 +45,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) prompts: prompts::Prompts,
     /// `--reset-prefix-cache`.
     pub(crate) reset: Option<cache_reset::CacheReset>,
+    /// `--gpu-metrics-url`: the GPU hosts sampled through each step.
+    pub(crate) gpu: Option<crate::cmd::gpu_power::GpuHosts>,
 }
 
 /// Run `kneecap sweep`.
@@ -132,6 +134,7 @@ async fn sweep(
         server_metrics: Some(metrics_url.clone()),
     })
     .await?;
+    let gpu = crate::cmd::gpu_power::GpuHosts::connect(cfg.run.gpu.as_ref()).await?;
     let prepared = runner::prepare(&cfg.run, server).await?;
     let (prompts, too_few) = prompts::Prompts::new(cfg, &prepared)?;
     let mut ctx = Ctx {
@@ -142,6 +145,7 @@ async fn sweep(
         live,
         prompts,
         reset: cfg.reset_prefix_cache.then(cache_reset::CacheReset::new),
+        gpu,
     };
     if let Some(line) = too_few {
         say(&ctx, line);

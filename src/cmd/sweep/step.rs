@@ -8,7 +8,7 @@ use super::prompts::{self, Drawn, Which};
 use super::Ctx;
 use crate::client::scrape::QueueSample;
 use crate::cmd::prepare::{self as runner, Level};
-use crate::cmd::{cache_hits, spec_decode};
+use crate::cmd::{cache_hits, gpu_power, spec_decode};
 use crate::config::sweep::{StepTiming, SweepConfig};
 use crate::engine::{self, probe, Releases};
 use crate::metrics::health;
@@ -111,6 +111,7 @@ pub(crate) async fn run_step(
     }
     step.prefix_cache = m.prefix_cache;
     step.spec_decode = m.spec_decode;
+    step.gpu = m.gpu.map(|g| with_work(g, &m.out.records));
     let sent = m.out.records.len();
     note_prompts(ctx, step, (row, prefix_cache_reset), sent);
     Ok(judged)
@@ -212,6 +213,8 @@ pub(crate) struct Measured {
     pub(crate) prefix_cache: Option<PrefixCacheStats>,
     /// The server's speculative decoding over the step.
     pub(crate) spec_decode: Option<crate::result::SpecDecodeStats>,
+    /// The GPUs' power and energy over the step (`--gpu-metrics-url`).
+    pub(crate) gpu: Option<crate::result::GpuStats>,
 }
 
 /// An adaptive step's observer, rule and the sender that ends its releases.
@@ -240,6 +243,7 @@ pub(crate) async fn measure(
     };
     let cache_before = cache_hits::counters(ctx.scraper.as_ref()).await;
     let spec_before = spec_decode::reading(ctx.scraper.as_ref()).await;
+    let gpu = gpu_power::start(ctx.gpu.as_ref());
     let t0 = Instant::now();
     let scrape = async {
         match &ctx.scraper {
@@ -255,6 +259,7 @@ pub(crate) async fn measure(
         out
     };
     let ((out, check), (source, queue), _last_look) = tokio::join!(run, scrape, watcher);
+    let gpu = gpu_power::finish(gpu).await;
     let out = out?;
     let prefix_cache = cache_hits::since(ctx.scraper.as_ref(), cache_before, &out.records).await;
     let spec_decode = spec_decode::since(ctx.scraper.as_ref(), spec_before.as_ref()).await;
@@ -265,7 +270,19 @@ pub(crate) async fn measure(
         queue,
         prefix_cache,
         spec_decode,
+        gpu,
     })
+}
+
+/// The step's GPU energy over every output token and request it completed
+/// (the warm-up's and the drain's too: the energy covers the whole step).
+fn with_work(
+    g: crate::result::GpuStats,
+    records: &[crate::metrics::RequestRecord],
+) -> crate::result::GpuStats {
+    let ok = records.iter().filter(|r| r.is_ok());
+    let tokens: u64 = ok.clone().map(|r| u64::from(r.output_tokens)).sum();
+    g.with_work(tokens, ok.count() as u64)
 }
 
 /// Releases for one step: a Poisson/gamma schedule at `load` req/s, or a

@@ -77,6 +77,9 @@ pub struct KneecapJson {
     /// The server's speculative decoding over the run, when it reports it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub spec_decode: Option<crate::result::SpecDecodeStats>,
+    /// `--gpu-metrics-url`: the GPUs' power and energy over the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<crate::result::GpuStats>,
     /// `--multi-turn`: sessions by outcome, duration, TTFT by turn.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sessions: Option<super::sessions::SessionsJson>,
@@ -234,6 +237,7 @@ impl KneecapJson {
             }),
             prefix_cache: k.prefix_cache.clone(),
             spec_decode: k.spec_decode.clone(),
+            gpu: k.gpu.clone(),
             sessions: k.sessions.as_ref().map(super::sessions::SessionsJson::of),
             ..Default::default()
         };
