@@ -27,7 +27,7 @@ fn banner(out: &mut String, title: &str, fill: char) {
     let _ = writeln!(out, "{}", centered(title, fill, 50));
 }
 
-fn centered(title: &str, fill: char, width: usize) -> String {
+pub(crate) fn centered(title: &str, fill: char, width: usize) -> String {
     let len = title.chars().count();
     if len >= width {
         return title.to_string();
@@ -77,6 +77,9 @@ fn vllm_block(out: &mut String, r: &RunResult) {
     }
     if let Some(spec) = &r.kneecap.spec_decode {
         spec_lines(out, spec);
+    }
+    if let Some(g) = &r.kneecap.gpu {
+        out.push_str(&super::gpu_text::run_block(g));
     }
     let _ = writeln!(out, "{}", "=".repeat(50));
 }

@@ -30,7 +30,11 @@ pub fn render(r: &SweepResult) -> String {
     head(&mut out, r);
     headline(&mut out, r);
     out.push_str("<section><h2>Load curves</h2><div class=\"grid\">\n");
-    for svg in [throughput_svg(r), queue_svg(r), html_pareto::pareto_svg(r)] {
+    let power = html_pareto::power_svg(r);
+    for svg in [throughput_svg(r), queue_svg(r), html_pareto::pareto_svg(r)]
+        .into_iter()
+        .chain(power)
+    {
         let _ = writeln!(out, "<figure>{svg}</figure>");
     }
     for p in latency_panels(r, true) {

@@ -131,3 +131,22 @@ pub(super) fn cost_section(out: &mut String, r: &SweepResult) {
     }
     out.push_str("</tbody></table></div></section>\n");
 }
+
+/// Mean GPU power (all GPUs) against offered load, the knee marked; only
+/// drawn when some step measured it (`--gpu-metrics-url`).
+pub(super) fn power_svg(r: &SweepResult) -> Option<String> {
+    let power = series(r, |s| s.gpu.as_ref().map(|g| g.mean_power_w));
+    if power.is_empty() {
+        return None;
+    }
+    let peak = series(r, |s| s.gpu.as_ref().map(|g| g.peak_power_w));
+    let top = peak.iter().chain(&power).map(|p| p.1).fold(1.0, f64::max) * 1.15;
+    let title = "GPU power (all GPUs) vs offered load";
+    Some(svg((640, 380), title, |root| {
+        let mut chart = load_chart(root, r, title, top, "W")?;
+        mark_knee(&mut chart, r, (0.0, top))?;
+        line_with_dots(&mut chart, &power, ORANGE_, "mean power")?;
+        line_with_dots(&mut chart, &peak, RED_, "peak power")?;
+        legend(&mut chart, SeriesLabelPosition::UpperLeft)
+    }))
+}

@@ -33,6 +33,9 @@ pub fn knee_lines(r: &SweepResult) -> Vec<String> {
     if let Some(line) = binds_line(r) {
         lines.push(line);
     }
+    if let Some(line) = super::gpu_text::knee_line(r) {
+        lines.push(line);
+    }
     if let Some(line) = confidence_line(r) {
         lines.push(line);
     }

@@ -6,6 +6,7 @@
 
 pub mod chart;
 pub mod console;
+pub mod gpu_text;
 pub mod html;
 pub mod knee_text;
 pub mod misses;

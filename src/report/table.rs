@@ -71,8 +71,9 @@ pub fn units_caption(r: &SweepResult) -> String {
         ""
     };
     format!(
-        "load in {}; achieved and goodput in req/s; latencies in ms; waiting = mean queued requests{cache}{spec}",
-        r.load_unit()
+        "load in {}; achieved and goodput in req/s; latencies in ms; waiting = mean queued requests{cache}{spec}{}",
+        r.load_unit(),
+        super::gpu_text::caption(r)
     )
 }
 
@@ -111,6 +112,7 @@ pub fn columns(r: &SweepResult) -> (Vec<String>, Vec<Vec<String>>) {
             cells.insert(at, opt_num(len, 2));
         }
     }
+    super::gpu_text::add_columns(r, &mut heads, &mut rows);
     (heads, rows)
 }
 

@@ -135,6 +135,9 @@ pub struct KneeSummary {
     /// search ends). Absent while no step failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explain: Option<KneeExplain>,
+    /// `--gpu-metrics-url`: GPU energy per output token at `last_pass`, J.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy_per_token_j: Option<f64>,
 }
 
 /// One load level of the sweep.

@@ -132,6 +132,11 @@ pub fn finish(r: &mut SweepResult, history: &[StepPoint]) {
         last_pass_pooled: k.last_pass_pooled,
         last_pass_within_noise: k.pass_within_noise.is_some(),
         explain: None,
+        energy_per_token_j: r
+            .steps
+            .iter()
+            .find(|s| Some(s.load) == last_pass)
+            .and_then(|s| s.gpu.as_ref()?.joules_per_output_token),
     };
     // Open loop: an overloaded step's throughput is μ. Closed loop never
     // overloads the client's way; there the server's own queue says when the
@@ -158,8 +163,9 @@ pub fn step_line(s: &StepResult, unit: &str) -> String {
         Some(sd) => format!(", accept len {:.2}", sd.acceptance_length),
         None => String::new(),
     };
+    let gpu = crate::report::gpu_text::step_part(s);
     let mut line = format!(
-        "  step {:>8.2} {unit}: achieved {:>7.2} req/s, p99 TTFT {:>8.1} ms, {} requests{cache}{spec} → {verdict}{why}",
+        "  step {:>8.2} {unit}: achieved {:>7.2} req/s, p99 TTFT {:>8.1} ms, {} requests{cache}{spec}{gpu} → {verdict}{why}",
         s.load, s.achieved_rate, s.ttft_ms.p99, s.n_requests
     );
     // Where failed requests (misses) changed an SLO's statistic: both values.
