@@ -1,5 +1,6 @@
 //! The GPU telemetry flags of `run` (and `bench serve`) and `sweep`:
-//! `--gpu-metrics-url` and `--gpu-sample-interval` (syntax only).
+//! `--gpu-metrics-url` and `--gpu-sample-interval`, and `kneecap sim`'s
+//! `--gpu-watts-idle`/`--gpu-watts-busy` (syntax only).
 
 use clap::Args;
 
@@ -22,4 +23,23 @@ pub struct GpuArgs {
     /// How often to sample --gpu-metrics-url.
     #[arg(long, default_value = "1s", value_parser = parse_duration, help_heading = "GPU")]
     pub gpu_sample_interval: std::time::Duration,
+}
+
+/// The help heading of the simulator's GPU flags.
+const SIM_GPU: &str = "GPU gauges";
+
+/// The simulator's DCGM GPU gauges (`kneecap sim` only).
+#[derive(Debug, Clone, Default, Args)]
+pub struct SimGpuArgs {
+    /// Serve NVIDIA DCGM gauges for one simulated GPU on /metrics
+    /// (DCGM_FI_DEV_POWER_USAGE, _GPU_UTIL, _TOTAL_ENERGY_CONSUMPTION): W
+    /// drawn with no batch step running. During a batch step the GPU draws
+    /// idle + (busy - idle) x occupancy, occupancy = the step's sequences /
+    /// --max-num-seqs; the energy counter is that power's exact integral
+    /// and utilisation the share of time a batch step runs.
+    #[arg(long, value_name = "W", requires = "gpu_watts_busy", help_heading = SIM_GPU)]
+    pub gpu_watts_idle: Option<f64>,
+    /// W drawn while a full batch (--max-num-seqs sequences) runs.
+    #[arg(long, value_name = "W", requires = "gpu_watts_idle", help_heading = SIM_GPU)]
+    pub gpu_watts_busy: Option<f64>,
 }

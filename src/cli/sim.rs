@@ -26,6 +26,8 @@ pub struct SimArgs {
     pub engine: SimEngineArgs,
     #[command(flatten)]
     pub spec: SimSpecArgs,
+    #[command(flatten)]
+    pub gpu: super::gpu::SimGpuArgs,
     /// Model name in responses and /v1/models.
     #[arg(long, default_value = crate::sim::DEFAULT_MODEL_NAME)]
     pub served_model_name: String,

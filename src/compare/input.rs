@@ -240,6 +240,7 @@ fn run(obj: Map<String, Value>) -> Result<RunData, String> {
         .map_err(|e| format!("a run result, but not one this version can read ({e})"))?;
     let mut data = RunData::default();
     top_level(&json, &mut data);
+    gpu_scalars(&json, &mut data);
     // Which requests failed: vLLM's `errors` (non-empty = failed).
     let failed: Option<Vec<bool>> = json
         .detailed
@@ -251,6 +252,24 @@ fn run(obj: Map<String, Value>) -> Result<RunData, String> {
     data.ttfts_s = seconds(json.detailed.ttfts.as_deref(), failed);
     data.itls_s = per_request(json.detailed.itls.as_deref(), failed);
     Ok(data)
+}
+
+/// Into `data`: `kneecap.gpu`'s energy per output token and per request
+/// and mean power (`--gpu-metrics-url`), as `gpu_*` scalars.
+fn gpu_scalars(json: &RunJson, data: &mut RunData) {
+    let Some(g) = json.kneecap.as_ref().and_then(|k| k.gpu.as_ref()) else {
+        return;
+    };
+    let values = [
+        ("gpu_joules_per_output_token", g.joules_per_output_token),
+        ("gpu_joules_per_request", g.joules_per_request),
+        ("gpu_mean_power_w", Some(g.mean_power_w)),
+    ];
+    for (k, v) in values {
+        if let Some(v) = v {
+            data.scalars.push((k.into(), v));
+        }
+    }
 }
 
 /// Into `data`: the top-level numbers (`"inf"` → infinity) and non-empty

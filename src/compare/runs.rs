@@ -60,6 +60,9 @@ pub fn compare(fa: &str, a: &RunData, fb: &str, b: &RunData) -> RunComparison {
     for name in ["ttft", "tpot", "itl", "e2el"] {
         rows.extend(latency_rows(name, a, b));
     }
+    for key in ["gpu_joules_per_output_token", "gpu_mean_power_w"] {
+        rows.push(plain_row(key, a, b, "unknown (one energy total per run)"));
+    }
     rows.retain(|r| r.baseline.is_some() || r.candidate.is_some());
     RunComparison {
         baseline_file: fa.to_string(),

@@ -254,6 +254,7 @@ impl Driver {
 
     /// Releases one batch step's events at its end on the wall clock.
     fn run_batch_step(&mut self, out: &BatchStep) {
+        self.meter_gpu(out);
         wait_until(self.epoch + out.end());
         let lag = self.epoch.elapsed().saturating_sub(out.end());
         self.deliver(out, Some(lag.as_secs_f64()));
@@ -301,6 +302,24 @@ impl Driver {
         if !batch.is_empty() {
             let _ = self.out.send(DispatchMsg::BatchStep(batch));
         }
+    }
+
+    /// Starts the GPU gauges' batch step (`--gpu-watts-*`): its occupancy
+    /// is the sequences it ran (those still running and those it finished)
+    /// over `max_num_seqs`.
+    fn meter_gpu(&self, out: &BatchStep) {
+        let Ok(mut m) = self.metrics.lock() else {
+            return;
+        };
+        let Some(gpu) = m.gpu.as_mut() else { return };
+        let finished = out
+            .events
+            .iter()
+            .filter(|e| matches!(e.kind, EventKind::Token { last: true, .. }))
+            .count();
+        let seqs = self.engine.n_running() + finished;
+        let occupancy = seqs as f64 / f64::from(self.engine.params().max_num_seqs);
+        gpu.batch_step(out.start, out.duration, occupancy);
     }
 
     fn publish(&self, ttfts: &[f64], lag: Option<f64>) {

@@ -94,6 +94,8 @@ pub struct SimMetrics {
     /// Speculative decoding's K, when it is on: the `vllm:spec_decode_*`
     /// counters are exported only then (as vLLM does).
     pub spec_draft_tokens: Option<u32>,
+    /// `--gpu-watts-idle`/`--gpu-watts-busy`: the GPU's DCGM gauges.
+    pub gpu: Option<super::gpu::GpuMeter>,
 }
 
 impl Default for SimMetrics {
@@ -108,6 +110,7 @@ impl Default for SimMetrics {
             batch_step_lag_max: 0.0,
             engine_realtime: false,
             spec_draft_tokens: None,
+            gpu: None,
         }
     }
 }

@@ -58,6 +58,7 @@ mod conn;
 pub mod driver;
 pub mod events;
 pub mod fault;
+pub mod gpu;
 pub mod images;
 pub mod metrics;
 pub mod model;
@@ -119,6 +120,9 @@ pub struct SimConfig {
     /// `--spec-draft-tokens`/`--spec-acceptance`: speculative decoding
     /// ([`spec`]), off by default.
     pub spec: Option<spec::SpecDecode>,
+    /// `--gpu-watts-idle`/`--gpu-watts-busy`: serve DCGM GPU gauges on
+    /// `/metrics` ([`gpu`]), off by default.
+    pub gpu_watts: Option<gpu::GpuWatts>,
 }
 
 /// Default `--served-model-name`.
@@ -148,6 +152,7 @@ impl SimConfig {
             reasoning_field: api::ReasoningField::default(),
             prefix_caching: true,
             spec: None,
+            gpu_watts: None,
         })
     }
 
@@ -159,6 +164,9 @@ impl SimConfig {
         self.faults.validate().map_err(anyhow::Error::msg)?;
         if let Some(spec) = &self.spec {
             spec.validate().map_err(anyhow::Error::msg)?;
+        }
+        if let Some(w) = &self.gpu_watts {
+            w.validate().map_err(anyhow::Error::msg)?;
         }
         if self.read_timeout.is_zero() {
             anyhow::bail!("the read timeout must be positive");

@@ -126,6 +126,7 @@ pub async fn start(cfg: SimConfig, listener: TcpListener) -> anyhow::Result<SimH
     };
     let metrics = Arc::new(Mutex::new(SimMetrics {
         spec_draft_tokens: cfg.spec.map(|s| s.draft_tokens),
+        gpu: cfg.gpu_watts.map(super::gpu::GpuMeter::new),
         ..SimMetrics::default()
     }));
     let (dispatch_tx, dispatch_rx) = tokio::sync::mpsc::unbounded_channel();
@@ -200,7 +201,13 @@ async fn route(req: Request<Incoming>, shared: &Arc<Shared>) -> Response<SimBody
         (&Method::GET, "/health") => plain(StatusCode::OK, "text/plain", String::new()),
         (&Method::GET, "/metrics") => {
             let text = match shared.metrics.lock() {
-                Ok(m) => m.render(&shared.cfg.served_model_name),
+                Ok(m) => {
+                    let mut text = m.render(&shared.cfg.served_model_name);
+                    if let Some(g) = &m.gpu {
+                        g.render(&mut text, shared.epoch.elapsed());
+                    }
+                    text
+                }
                 Err(_) => String::new(),
             };
             plain(

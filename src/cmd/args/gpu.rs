@@ -1,11 +1,13 @@
 //! `--gpu-metrics-url` and `--gpu-sample-interval` to a
 //! [`GpuMetricsConfig`]: each URL an `http://` URL (a bare host gets
-//! `/metrics`), the interval above zero.
+//! `/metrics`), the interval above zero; and `kneecap sim`'s
+//! `--gpu-watts-idle`/`--gpu-watts-busy` to its `GpuWatts`.
 
 use anyhow::{bail, Result};
 
-use crate::cli::gpu::GpuArgs;
+use crate::cli::gpu::{GpuArgs, SimGpuArgs};
 use crate::config::GpuMetricsConfig;
+use crate::sim::gpu::GpuWatts;
 
 /// The GPU telemetry to sample (`None` without `--gpu-metrics-url`).
 pub fn gpu_config(a: &GpuArgs) -> Result<Option<GpuMetricsConfig>> {
@@ -24,6 +26,16 @@ pub fn gpu_config(a: &GpuArgs) -> Result<Option<GpuMetricsConfig>> {
         urls,
         every: a.gpu_sample_interval,
     }))
+}
+
+/// `kneecap sim --gpu-watts-idle W --gpu-watts-busy W` (`None`: no gauges).
+pub fn sim_gpu_watts(a: &SimGpuArgs) -> Result<Option<GpuWatts>> {
+    let (Some(idle), Some(busy)) = (a.gpu_watts_idle, a.gpu_watts_busy) else {
+        return Ok(None);
+    };
+    let w = GpuWatts { idle, busy };
+    w.validate().map_err(anyhow::Error::msg)?;
+    Ok(Some(w))
 }
 
 /// `url` checked, with `/metrics` when it names no path.
@@ -70,5 +82,18 @@ mod tests {
         }
         let e = gpu_config(&args(&["http://a"], 0)).unwrap_err().to_string();
         assert!(e.starts_with("--gpu-sample-interval"), "{e}");
+    }
+
+    #[test]
+    fn the_simulators_watts_are_checked() {
+        let w = |idle, busy| SimGpuArgs {
+            gpu_watts_idle: idle,
+            gpu_watts_busy: busy,
+        };
+        assert_eq!(sim_gpu_watts(&w(None, None)).unwrap(), None);
+        let ok = sim_gpu_watts(&w(Some(100.0), Some(400.0))).unwrap();
+        assert_eq!(ok, Some(GpuWatts { idle: 100.0, busy: 400.0 }));
+        let e = sim_gpu_watts(&w(Some(500.0), Some(400.0))).unwrap_err();
+        assert!(e.to_string().starts_with("--gpu-watts-idle 500"), "{e}");
     }
 }

@@ -19,6 +19,7 @@ pub fn sim_options(a: SimArgs) -> anyhow::Result<SimOptions> {
     }
     apply_engine(&a.engine, &mut cfg)?;
     cfg.spec = speculation(&a.spec)?;
+    cfg.gpu_watts = super::gpu::sim_gpu_watts(&a.gpu)?;
     if a.explain && cfg.spec.is_some() {
         bail!("--explain does not model speculative decoding; drop --spec-draft-tokens, or measure the simulator with `kneecap sweep --base-url`");
     }
