@@ -71,7 +71,8 @@ impl GpuHosts {
     async fn sample_until(self, mut stop: tokio::sync::watch::Receiver<bool>) -> Vec<GpuSample> {
         let t0 = Instant::now();
         let mut out = vec![self.sample(t0).await];
-        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + self.every, self.every);
+        let mut tick =
+            tokio::time::interval_at(tokio::time::Instant::now() + self.every, self.every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {

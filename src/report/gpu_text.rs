@@ -24,7 +24,10 @@ pub fn run_block(g: &GpuStats) -> String {
     if let Some(m) = g.peak_memory_mib {
         line("Peak GPU memory (MiB):", format!("{m:.0}"));
     }
-    line(&format!("Energy (J, {}):", source(g.source)), format!("{:.2}", g.energy_j));
+    line(
+        &format!("Energy (J, {}):", source(g.source)),
+        format!("{:.2}", g.energy_j),
+    );
     if let Some(j) = g.joules_per_output_token {
         line("Energy per output token (J):", format!("{j:.4}"));
     }
@@ -32,7 +35,10 @@ pub fn run_block(g: &GpuStats) -> String {
         line("Energy per request (J):", format!("{j:.2}"));
     }
     if g.failed_samples > 0 {
-        line("GPU samples missed (left out):", g.failed_samples.to_string());
+        line(
+            "GPU samples missed (left out):",
+            g.failed_samples.to_string(),
+        );
     }
     out
 }

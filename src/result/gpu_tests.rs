@@ -100,9 +100,15 @@ fn one_gpu_without_the_counter_or_a_reset_falls_back_to_the_power_samples() {
 #[test]
 fn a_failed_host_scrape_leaves_the_sample_out() {
     let s = [
-        sample(0.0, vec![host(&[gpu(100.0, None)]), host(&[gpu(100.0, None)])]),
+        sample(
+            0.0,
+            vec![host(&[gpu(100.0, None)]), host(&[gpu(100.0, None)])],
+        ),
         sample(1.0, vec![host(&[gpu(900.0, None)]), None]),
-        sample(2.0, vec![host(&[gpu(100.0, None)]), host(&[gpu(100.0, None)])]),
+        sample(
+            2.0,
+            vec![host(&[gpu(100.0, None)]), host(&[gpu(100.0, None)])],
+        ),
     ];
     let g = GpuStats::from_samples(&s).unwrap();
     assert_eq!((g.samples, g.failed_samples), (2, 1));
@@ -125,5 +131,8 @@ fn too_few_samples_give_nothing_and_work_divides_the_energy() {
     assert_eq!(g.joules_per_output_token, Some(2.5));
     assert_eq!(g.joules_per_request, Some(100.0));
     let idle = GpuStats::from_samples(&two).unwrap().with_work(0, 0);
-    assert_eq!((idle.joules_per_output_token, idle.joules_per_request), (None, None));
+    assert_eq!(
+        (idle.joules_per_output_token, idle.joules_per_request),
+        (None, None)
+    );
 }

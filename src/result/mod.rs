@@ -14,9 +14,9 @@ pub mod cache;
 pub mod cost;
 pub mod evidence;
 pub mod explain;
-pub mod gpu;
 #[cfg(test)]
 pub(crate) mod fixture;
+pub mod gpu;
 pub mod json;
 pub mod run;
 pub mod series;

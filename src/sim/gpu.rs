@@ -127,8 +127,18 @@ impl GpuMeter {
     /// The three DCGM samples at `now` (format 0.0.4), for GPU 0.
     pub fn render(&self, out: &mut String, now: Duration) {
         let samples = [
-            ("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", self.power_w(now)),
-            ("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).", self.util_pct(now)),
+            (
+                "DCGM_FI_DEV_POWER_USAGE",
+                "gauge",
+                "Power draw (in W).",
+                self.power_w(now),
+            ),
+            (
+                "DCGM_FI_DEV_GPU_UTIL",
+                "gauge",
+                "GPU utilization (in %).",
+                self.util_pct(now),
+            ),
             (
                 "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
                 "counter",
@@ -184,14 +194,23 @@ mod tests {
         let mut out = String::new();
         m.render(&mut out, ms(2000));
         let value = |name: &str| -> f64 {
-            let line = out.lines().find(|l| l.starts_with(&format!("{name}{{gpu=\"0\""))).unwrap();
+            let line = out
+                .lines()
+                .find(|l| l.starts_with(&format!("{name}{{gpu=\"0\"")))
+                .unwrap();
             line.rsplit(' ').next().unwrap().parse().unwrap()
         };
         assert_eq!(value("DCGM_FI_DEV_POWER_USAGE"), 100.0);
         assert_eq!(value("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"), 500_000.0);
         assert_eq!(value("DCGM_FI_DEV_GPU_UTIL"), 50.0);
         assert!(W.validate().is_ok());
-        let bad = GpuWatts { idle: 300.0, busy: 200.0 };
-        assert!(bad.validate().unwrap_err().starts_with("--gpu-watts-idle 300"));
+        let bad = GpuWatts {
+            idle: 300.0,
+            busy: 200.0,
+        };
+        assert!(bad
+            .validate()
+            .unwrap_err()
+            .starts_with("--gpu-watts-idle 300"));
     }
 }

@@ -13,6 +13,7 @@ mod explain_knee;
 mod faults;
 mod generator;
 mod golden_json;
+mod gpu_power;
 mod h1_client;
 mod interrupt;
 mod kernel_stamps;

@@ -40,7 +40,11 @@ pub fn sim_gpu_watts(a: &SimGpuArgs) -> Result<Option<GpuWatts>> {
 
 /// `url` checked, with `/metrics` when it names no path.
 fn metrics_url(url: &str) -> Result<String> {
-    let bad = || anyhow::anyhow!("--gpu-metrics-url: '{url}' is not an http:// URL (e.g. http://gpu-host:9400/metrics)");
+    let bad = || {
+        anyhow::anyhow!(
+            "--gpu-metrics-url: '{url}' is not an http:// URL (e.g. http://gpu-host:9400/metrics)"
+        )
+    };
     let uri: http::Uri = url.parse().map_err(|_| bad())?;
     if uri.scheme_str() != Some("http") || uri.host().is_none() {
         return Err(bad());
@@ -92,7 +96,13 @@ mod tests {
         };
         assert_eq!(sim_gpu_watts(&w(None, None)).unwrap(), None);
         let ok = sim_gpu_watts(&w(Some(100.0), Some(400.0))).unwrap();
-        assert_eq!(ok, Some(GpuWatts { idle: 100.0, busy: 400.0 }));
+        assert_eq!(
+            ok,
+            Some(GpuWatts {
+                idle: 100.0,
+                busy: 400.0
+            })
+        );
         let e = sim_gpu_watts(&w(Some(500.0), Some(400.0))).unwrap_err();
         assert!(e.to_string().starts_with("--gpu-watts-idle 500"), "{e}");
     }
