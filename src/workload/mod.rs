@@ -22,6 +22,7 @@ pub mod sample;
 pub mod session;
 pub mod session_files;
 pub mod sharegpt;
+pub mod sonnet;
 pub mod tokenizer;
 pub mod trace;
 pub mod trace_expand;
