@@ -96,7 +96,9 @@ pub fn plan(
         .sum();
     let avg_line_len = total as f64 / lines.len() as f64;
     if avg_line_len <= 0.0 {
-        bail!("dataset file '{origin}' has only empty lines; --dataset-name sonnet needs poem lines");
+        bail!(
+            "dataset file '{origin}' has only empty lines; --dataset-name sonnet needs poem lines"
+        );
     }
     let base_len = prompt_tokens(BASE_PROMPT, tokenizer);
     if params.input_len <= base_len {

@@ -71,7 +71,10 @@ fn too_long_draws_are_dropped_and_the_rest_fit() {
     assert_eq!(reqs.len(), 50);
     for r in &reqs {
         assert!(r.prompt_len <= 23, "{}", r.prompt_len);
-        assert_eq!(r.prompt_len, crate::workload::sample::estimate_tokens(text(r)));
+        assert_eq!(
+            r.prompt_len,
+            crate::workload::sample::estimate_tokens(text(r))
+        );
         assert!(!text(r).contains("xxxx"), "{:?}", text(r));
         assert_eq!(body(r).len(), 3);
     }
@@ -82,9 +85,16 @@ fn a_cap_no_prompt_can_meet_is_an_error_not_a_hang() {
     // Lines of 41 characters: 11 tokens. (43 - 14) / 11 = 2.6 → 3 lines, and
     // 53 + 3 × 41 = 176 characters is 44 tokens > 43: no draw ever fits.
     let file = format!("{}\n", "x".repeat(40)).repeat(3);
-    let msg = generate("poems.txt", &file, &params(43, 0), 3, None, &mut dataset_rng(0))
-        .unwrap_err()
-        .to_string();
+    let msg = generate(
+        "poems.txt",
+        &file,
+        &params(43, 0),
+        3,
+        None,
+        &mut dataset_rng(0),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(msg.contains("--sonnet-input-len 43"), "{msg}");
     assert!(msg.contains("0 of 3 prompts"), "{msg}");
     assert!(msg.contains("poems.txt"), "{msg}");
@@ -108,7 +118,10 @@ fn input_len_at_or_below_the_base_prompt_is_refused() {
     let msg = plan("f", &lines(EVEN), &params(14, 0), None)
         .unwrap_err()
         .to_string();
-    assert!(msg.contains("--sonnet-input-len 14") && msg.contains("14 tokens"), "{msg}");
+    assert!(
+        msg.contains("--sonnet-input-len 14") && msg.contains("14 tokens"),
+        "{msg}"
+    );
     let empty = plan("empty.txt", &lines(""), &params(550, 200), None).unwrap_err();
     assert!(empty.to_string().contains("empty.txt"), "{empty}");
 }
@@ -126,12 +139,18 @@ fn committed_file_with_a_tokenizer_and_the_defaults() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/sonnet-lines.txt");
     let contents = std::fs::read_to_string(path).unwrap();
     let file_lines: Vec<&str> = contents.split_inclusive('\n').collect();
-    let avg = file_lines.iter().map(|l| tok.encode(l).len()).sum::<usize>() as f64
+    let avg = file_lines
+        .iter()
+        .map(|l| tok.encode(l).len())
+        .sum::<usize>() as f64
         / file_lines.len() as f64;
     let base = tok.encode(BASE_PROMPT).len() as f64;
     let want_lines = ((550.0 - base) / avg).round_ties_even() as usize;
     let want_prefix = ((200.0 - base) / avg).round_ties_even() as usize;
-    assert!(want_lines > want_prefix && want_prefix > 0, "{want_lines} {want_prefix}");
+    assert!(
+        want_lines > want_prefix && want_prefix > 0,
+        "{want_lines} {want_prefix}"
+    );
     let sp = SonnetParams::default();
     let reqs = generate("f", &contents, &sp, 20, Some(&tok), &mut dataset_rng(0)).unwrap();
     assert_eq!(reqs.len(), 20);
@@ -140,7 +159,11 @@ fn committed_file_with_a_tokenizer_and_the_defaults() {
         assert_eq!(b.len(), want_lines);
         assert_eq!(&b[..want_prefix], &file_lines[..want_prefix]);
         assert_eq!(r.prompt_len as usize, tok.encode(text(r)).len());
-        assert!(r.prompt_len <= 550 && r.prompt_len > 450, "{}", r.prompt_len);
+        assert!(
+            r.prompt_len <= 550 && r.prompt_len > 450,
+            "{}",
+            r.prompt_len
+        );
         assert_eq!(r.output_len, 150);
     }
 }
