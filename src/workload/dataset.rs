@@ -251,21 +251,7 @@ pub fn load_at(
         DatasetKind::RandomMm(params) => {
             random_mm::generate(params, cfg.num_prompts, tokenizer, &mut rng)
         }
-        DatasetKind::BurstGpt { path } => {
-            let contents = read_dataset(
-                path,
-                "the BurstGPT CSV (Timestamp,Model,Request tokens,Response tokens,...)",
-            )?;
-            let origin = path.display().to_string();
-            let rows = burstgpt::parse(&origin, &contents)?;
-            // vLLM samples with pandas seeded by --seed itself (no salt).
-            let draw = burstgpt::Draw {
-                num_prompts: cfg.num_prompts,
-                seed: cfg.seed,
-                first,
-            };
-            burstgpt::sample(&origin, &rows, draw, tokenizer, cfg.chat)
-        }
+        DatasetKind::BurstGpt { path } => load_burstgpt(path, cfg, first, tokenizer),
         DatasetKind::ShareGpt { path, output_len } => {
             let contents = read_dataset(path, "a ShareGPT JSON file")?;
             let origin = path.display().to_string();
@@ -296,34 +282,49 @@ pub fn load_at(
         DatasetKind::Sonnet { path, params } => {
             let contents = read_dataset(path, "a text file of poem lines")?;
             let origin = path.display().to_string();
-            sonnet::generate(
-                &origin,
-                &contents,
-                params,
-                cfg.num_prompts,
-                tokenizer,
-                &mut rng,
-            )
+            let n = cfg.num_prompts;
+            sonnet::generate(&origin, &contents, params, n, tokenizer, &mut rng)
         }
-        DatasetKind::Hf(hc) => {
-            let mut rows = Vec::new();
-            for file in hf_paths(hc)? {
-                let contents =
-                    read_dataset(&file, "a JSON array or JSONL file of the dataset's rows")?;
-                rows.extend(hf::parse(hc.set, &file.display().to_string(), &contents)?);
-            }
-            let origin = hc.path.display().to_string();
-            hf::sample(
-                hc.set,
-                &origin,
-                rows,
-                hc.output_len,
-                &opts,
-                tokenizer,
-                &mut rng,
-            )
-        }
+        DatasetKind::Hf(hc) => load_hf(hc, &opts, tokenizer, &mut rng),
     }
+}
+
+/// `--dataset-name burstgpt`: the CSV's rows, drawn as vLLM's pandas does.
+fn load_burstgpt(
+    path: &Path,
+    cfg: &DatasetConfig,
+    first: usize,
+    tokenizer: Option<&TokenCounter>,
+) -> anyhow::Result<Vec<RequestSpec>> {
+    let contents = read_dataset(
+        path,
+        "the BurstGPT CSV (Timestamp,Model,Request tokens,Response tokens,...)",
+    )?;
+    let origin = path.display().to_string();
+    let rows = burstgpt::parse(&origin, &contents)?;
+    // vLLM samples with pandas seeded by --seed itself (no salt).
+    let draw = burstgpt::Draw {
+        num_prompts: cfg.num_prompts,
+        seed: cfg.seed,
+        first,
+    };
+    burstgpt::sample(&origin, &rows, draw, tokenizer, cfg.chat)
+}
+
+/// `--dataset-name hf`: every file of the split, parsed by the set's rules.
+fn load_hf(
+    hc: &HfConfig,
+    opts: &SampleOptions,
+    tokenizer: Option<&TokenCounter>,
+    rng: &mut StdRng,
+) -> anyhow::Result<Vec<RequestSpec>> {
+    let mut rows = Vec::new();
+    for file in hf_paths(hc)? {
+        let contents = read_dataset(&file, "a JSON array or JSONL file of the dataset's rows")?;
+        rows.extend(hf::parse(hc.set, &file.display().to_string(), &contents)?);
+    }
+    let origin = hc.path.display().to_string();
+    hf::sample(hc.set, &origin, rows, hc.output_len, opts, tokenizer, rng)
 }
 
 /// The files of an hf dataset: `path` itself, or the JSON/JSONL files under
