@@ -307,7 +307,7 @@ pub fn sample(
                 }
                 out
             }
-            (None, None) => unreachable_default(set)?,
+            (None, None) => no_output_len(set)?,
         };
         requests.push(text_request(row.prompt, prompt_len, out));
     }
@@ -321,7 +321,7 @@ pub fn sample(
 }
 
 /// A set with neither a default output length nor a reference (none today).
-fn unreachable_default(set: HfSet) -> anyhow::Result<u32> {
+fn no_output_len(set: HfSet) -> anyhow::Result<u32> {
     bail!("hf set {set:?} has no output length: pass --hf-output-len")
 }
 
