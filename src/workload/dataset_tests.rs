@@ -223,7 +223,7 @@ fn hf_folders_give_the_split_and_subset_files_in_name_order() {
         ["a", "b"]
     );
     assert_eq!(first_turns(&hf_cfg(root.clone(), None, "test")), ["t"]);
-    let err = load(&hf_cfg(root.clone(), Some("fr"), "train"), None).unwrap_err();
+    let err = load(&hf_cfg(root, Some("fr"), "train"), None).unwrap_err();
     assert!(err.to_string().contains("--hf-subset"), "{err}");
     let file = sub.join("test.jsonl");
     let err = load(&hf_cfg(file, Some("en"), "train"), None).unwrap_err();
