@@ -391,7 +391,7 @@ fn three_shards_and_their_merge_write_the_golden_json() {
         args.push(";".into());
     }
     args.extend(merge_args);
-    let queried = server_wide_queries_bound(&shards);
+    let queried = server_wide_queries_bound(&shards, &merged);
     check_golden_but(
         "merge",
         "3 x kneecap run --shard i/3 (same workload as the run golden) against one `kneecap sim --preset tiny`, then kneecap merge",
@@ -410,8 +410,16 @@ fn three_shards_and_their_merge_write_the_golden_json() {
 /// window holds its own prompts and as many of the others' as overlapped
 /// it, which depends on when each process started and ended. Check those
 /// bounds here and pin the count by type in the golden (hits stay exact:
-/// random prompts share no prefix, so every window counts none).
-fn server_wide_queries_bound(shards: &[Value]) -> &'static [&'static str] {
+/// random prompts share no prefix, so every window counts none). The merge
+/// keeps one shard's reading (they share the server), never their sum.
+fn server_wide_queries_bound(shards: &[Value], merged: &Value) -> &'static [&'static str] {
+    let queried = |d: &Value| d["kneecap"]["prefix_cache"]["queried_tokens"].as_u64();
+    let read: Vec<Option<u64>> = shards.iter().map(queried).collect();
+    assert!(
+        read.contains(&queried(merged)) && queried(merged).is_some(),
+        "merged prefix_cache {} is none of the shards' readings {read:?}",
+        merged["kneecap"]["prefix_cache"]
+    );
     let all: u64 = shards
         .iter()
         .map(|s| s["total_input_tokens"].as_u64().unwrap())
