@@ -119,7 +119,8 @@ pub struct PredictArgs {
         help_heading = "Search"
     )]
     pub precision: f64,
-    /// Skip "what moves it" (two more searches at ±25% of the binding parameter).
+    /// Skip "what moves it" (two more searches at ±25% of the binding parameter; six when
+    /// compute binds, which also decides prefill vs decode compute).
     #[arg(long, help_heading = "Search")]
     pub no_moves: bool,
 }

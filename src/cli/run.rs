@@ -59,9 +59,10 @@ pub enum DatasetName {
     /// A trace to replay: vLLM's timed_trace JSONL or an Azure trace CSV (--dataset-path).
     #[value(name = "timed_trace", alias = "timed-trace")]
     TimedTrace,
-    /// Removed in vLLM 0.33 (kneecap says so and stops).
-    #[value(hide = true)]
+    /// Poem-line prompts from a text file (--dataset-path; --sonnet-*).
     Sonnet,
+    /// A local copy of a Hugging Face text set (--dataset-path, --hf-name).
+    Hf,
 }
 
 /// vLLM's `--ramp-up-strategy`.
@@ -172,11 +173,11 @@ pub struct RunArgs {
     pub trust_remote_code: bool,
 
     // ---- dataset -------------------------------------------------------
-    /// Dataset, by vLLM's name. (vLLM 0.33 removed `sonnet`; kneecap says so
-    /// and stops.)
+    /// Dataset, by vLLM's name.
     #[arg(long, value_enum, default_value = "random", help_heading = "Dataset")]
     pub dataset_name: DatasetName,
-    /// Dataset file (sharegpt JSON, burstgpt CSV, custom JSONL, timed_trace JSONL).
+    /// Dataset file (sharegpt JSON, burstgpt CSV, custom JSONL, timed_trace
+    /// JSONL, sonnet text; hf: a JSON/JSONL file or folder).
     #[arg(long, help_heading = "Dataset")]
     pub dataset_path: Option<PathBuf>,
     /// Number of requests to send.
@@ -246,6 +247,15 @@ pub struct RunArgs {
         help_heading = "Dataset"
     )]
     pub custom_output_len: i64,
+    /// sonnet: most prompt tokens (prompts drawn longer are drawn again).
+    #[arg(long, default_value_t = 550, help_heading = "Dataset")]
+    pub sonnet_input_len: u32,
+    /// sonnet: output tokens per request.
+    #[arg(long, default_value_t = 150, help_heading = "Dataset")]
+    pub sonnet_output_len: u32,
+    /// sonnet: tokens of the poem's first lines every prompt shares.
+    #[arg(long, default_value_t = 200, help_heading = "Dataset")]
+    pub sonnet_prefix_len: u32,
 
     // ---- load ----------------------------------------------------------
     /// Mean arrivals per second, or inf (all at once).

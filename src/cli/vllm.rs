@@ -1,7 +1,8 @@
 //! The rest of `vllm bench serve`'s command line (vLLM 0.33): flags kneecap
 //! accepts so that no vLLM command line is rejected. A few change the load
 //! (`--profile`, `--lora-modules`, `--lora-assignment`, the four
-//! `--random-mm-*` flags of `--dataset-name random-mm`); the others have no
+//! `--random-mm-*` flags of `--dataset-name random-mm`, the four `--hf-*`
+//! flags of `--dataset-name hf`); the others have no
 //! meaning for kneecap, and the command layer prints one line for each one
 //! given (`cmd::args::run`, through [`VllmArgs::without_meaning`]). Syntax
 //! only. The committed list of every vLLM flag is
@@ -10,7 +11,7 @@
 use clap::Args;
 
 /// vLLM flags beyond those `RunArgs` defines itself; all hidden from `--help`
-/// except the ones that work (profile, LoRA, random-mm).
+/// except the ones that work (profile, LoRA, random-mm, hf).
 #[derive(Debug, Clone, Default, Args)]
 pub struct VllmArgs {
     /// POST /start_profile before the run and /stop_profile after it (the
@@ -52,14 +53,6 @@ pub struct VllmArgs {
     #[arg(long, hide = true)]
     pub asr_min_audio_len_sec: Option<String>,
     #[arg(long, hide = true)]
-    pub hf_subset: Option<String>,
-    #[arg(long, hide = true)]
-    pub hf_split: Option<String>,
-    #[arg(long, hide = true)]
-    pub hf_name: Option<String>,
-    #[arg(long, hide = true)]
-    pub hf_output_len: Option<String>,
-    #[arg(long, hide = true)]
     pub bfcl_categories: Option<String>,
     #[arg(long, hide = true)]
     pub speed_bench_dataset_subset: Option<String>,
@@ -67,6 +60,22 @@ pub struct VllmArgs {
     pub speed_bench_output_len: Option<String>,
     #[arg(long, hide = true)]
     pub speed_bench_category: Option<String>,
+
+    // ---- hf (used; see cmd::args::dataset) ----
+    /// hf: the Hugging Face id whose rules read --dataset-path (e.g.
+    /// philschmid/mt-bench) [default: --dataset-path].
+    #[arg(long, value_name = "ID", help_heading = "Dataset")]
+    pub hf_name: Option<String>,
+    /// hf: a subfolder of --dataset-path.
+    #[arg(long, value_name = "NAME", help_heading = "Dataset")]
+    pub hf_subset: Option<String>,
+    /// hf: the split read from a folder (files named for it) [default: train].
+    #[arg(long, value_name = "SPLIT", help_heading = "Dataset")]
+    pub hf_split: Option<String>,
+    /// hf: output tokens per request [default: the set's (200 InstructCoder,
+    /// 256 MT-Bench, else the reference answer's)].
+    #[arg(long, value_name = "N", help_heading = "Dataset")]
+    pub hf_output_len: Option<u32>,
 
     // ---- random-mm (used; see cmd::args::dataset) ----
     /// random-mm: mean images per request [default: 1].
@@ -119,7 +128,7 @@ impl VllmArgs {
     }
 
     /// The options of vLLM datasets kneecap does not generate.
-    fn dataset_options(&self) -> [(&'static str, &Option<String>); 14] {
+    fn dataset_options(&self) -> [(&'static str, &Option<String>); 10] {
         [
             ("--spec-bench-output-len", &self.spec_bench_output_len),
             ("--spec-bench-category", &self.spec_bench_category),
@@ -127,10 +136,6 @@ impl VllmArgs {
             ("--blazedit-max-distance", &self.blazedit_max_distance),
             ("--asr-max-audio-len-sec", &self.asr_max_audio_len_sec),
             ("--asr-min-audio-len-sec", &self.asr_min_audio_len_sec),
-            ("--hf-subset", &self.hf_subset),
-            ("--hf-split", &self.hf_split),
-            ("--hf-name", &self.hf_name),
-            ("--hf-output-len", &self.hf_output_len),
             ("--bfcl-categories", &self.bfcl_categories),
             (
                 "--speed-bench-dataset-subset",

@@ -9,6 +9,7 @@ pub mod http;
 pub mod limits;
 pub mod net;
 pub mod openai;
+pub mod prom_text;
 mod reader;
 pub mod scrape;
 pub mod scrape_gpu;

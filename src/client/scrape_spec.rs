@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use super::scrape::parse_sample_line;
+use super::prom_text::parse_sample_line;
 
 /// vLLM's speculative-decoding counters at one moment.
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -11,6 +11,7 @@
 //! shards. Rates divide by the *common* window — the earliest start to the
 //! latest end over all shards.
 pub mod run;
+pub mod server;
 pub mod sweep;
 
 use crate::result::shard::ShardIdentity;

@@ -3,13 +3,14 @@
 //! ([`RunResult::assemble`]), so the merged JSON and console summary come
 //! from the same renderers. PURE: works on parsed JSON values.
 
+use super::server::{self, Reading, ServerBlock};
 use super::{check_set, ShardFile};
 use crate::metrics::stats::{Distribution, Summary};
 use crate::metrics::KNEECAP_PERCENTILES;
 use crate::result::json::kneecap::MergedBlock;
 use crate::result::json::RunJson;
 use crate::result::shard::ShardPart;
-use crate::result::{GeneratorVerdict, RunResult};
+use crate::result::{GeneratorVerdict, PrefixCacheStats, RunResult, SpecDecodeStats};
 use crate::result::{RunHeader, RunOutcome};
 
 /// How many failure messages the merged result keeps (over all shards).
@@ -23,6 +24,9 @@ pub struct RunShard {
     /// The shard's header (equal on every shard: the fingerprint says so).
     pub header: RunHeader,
     pub first_errors: Vec<String>,
+    /// The server's counters over the shard's window (see [`server`]).
+    pub prefix_cache: Option<PrefixCacheStats>,
+    pub spec_decode: Option<SpecDecodeStats>,
 }
 
 /// A shard's run result, read as the one run JSON type; the error names
@@ -41,6 +45,8 @@ pub fn read(name: &str, json: RunJson) -> Result<RunShard, String> {
         part: shard.run.part,
         header,
         first_errors: k.first_errors,
+        prefix_cache: k.prefix_cache,
+        spec_decode: k.spec_decode,
     })
 }
 
@@ -53,7 +59,26 @@ pub fn merge(mut shards: Vec<RunShard>) -> Result<RunResult, String> {
     let header = shards[0].header.clone();
     let summary = summary(&total, &header.percentiles);
     let outcome = outcome(&shards, &total, header.request_rate);
-    Ok(RunResult::assemble(header, summary, Vec::new(), outcome))
+    let mut result = RunResult::assemble(header, summary, Vec::new(), outcome);
+    result.kneecap.prefix_cache = server_block(&shards, |s| s.prefix_cache.as_ref());
+    result.kneecap.spec_decode = server_block(&shards, |s| s.spec_decode.as_ref());
+    Ok(result)
+}
+
+/// A block the server counted, merged by [`server::merged`]'s rule.
+fn server_block<T: ServerBlock>(
+    shards: &[RunShard],
+    block: impl Fn(&RunShard) -> Option<&T>,
+) -> Option<T> {
+    let readings: Vec<Reading<'_, T>> = shards
+        .iter()
+        .map(|s| Reading {
+            target: &s.header.target,
+            window_s: s.part.window_end_unix_s - s.part.window_start_unix_s,
+            block: block(s),
+        })
+        .collect();
+    server::merged(&readings)
 }
 
 /// The merged [`Summary`]: counters over the common window, distributions
@@ -156,7 +181,9 @@ fn merged_block(shards: &[RunShard], total: &ShardPart) -> MergedBlock {
             "max_concurrent_requests and max_output_tokens_per_s are sums of the shards' peaks (upper bounds)",
         ]
         .map(String::from)
-        .to_vec(),
+        .into_iter()
+        .chain([server::NOTE.to_string()])
+        .collect(),
     }
 }
 

@@ -16,6 +16,7 @@
 //! logic runs on the merged verdicts. The verdict and the step row come from
 //! the same judge as a live step ([`crate::sweep::step::judge_step`]). A step that started after its slot on
 //! some shard carries a warning naming it.
+use super::server::{self, Reading, ServerBlock};
 use super::{check_set, ShardFile};
 use crate::metrics::health::{self, GeneratorHealth};
 use crate::metrics::hist::{LatencyHist, RunHists};
@@ -129,6 +130,8 @@ fn merge_step(
     let mut judged = judge_step(evidence, sweep.max_error_rate);
     judged.row.prompts = agreed_prompts(k, steps)?;
     judged.row.prefix_cache_reset = steps.iter().any(|(_, st)| st.prefix_cache_reset);
+    judged.row.prefix_cache = server_block(steps, |st| st.prefix_cache.as_ref());
+    judged.row.spec_decode = server_block(steps, |st| st.spec_decode.as_ref());
     let aligned = StepAlignment {
         load: first.load,
         start_lateness_ms: blocks.iter().map(|b| b.part.start_lateness_ms).collect(),
@@ -137,6 +140,23 @@ fn merge_step(
         window_end_unix_s: total.part.window_end_unix_s,
     };
     Ok((judged, aligned))
+}
+
+/// A block the server counted over each shard's step, merged by
+/// [`server::merged`]'s rule.
+fn server_block<T: ServerBlock>(
+    steps: &[(&SweepShard, &StepResult)],
+    block: impl Fn(&StepResult) -> Option<&T>,
+) -> Option<T> {
+    let readings: Vec<Reading<'_, T>> = steps
+        .iter()
+        .map(|(s, st)| Reading {
+            target: &s.result.workload.target,
+            window_s: st.window_end_s - st.window_start_s,
+            block: block(st),
+        })
+        .collect();
+    server::merged(&readings)
 }
 
 /// The prompts every shard drew for step `k`: the same, or the shards ran
@@ -321,7 +341,9 @@ fn merged_block(shards: &[SweepShard], steps: Vec<StepAlignment>) -> MergedSweep
             "rates divide by the step's measurement window, which every shard ran in the same wall-clock slot",
         ]
         .map(String::from)
-        .to_vec(),
+        .into_iter()
+        .chain([server::NOTE.to_string()])
+        .collect(),
     }
 }
 

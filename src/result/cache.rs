@@ -27,4 +27,22 @@ impl PrefixCacheStats {
             hit_rate: (queried > 0).then(|| hit as f64 / queried as f64),
         }
     }
+
+    /// True when the counts are the client's own (llama.cpp's per-request
+    /// timings), not a server-wide counter's delta.
+    pub fn per_request(&self) -> bool {
+        self.source == "llama.cpp"
+    }
+
+    /// The counts of two disjoint sets of requests added up (`None` from two
+    /// different sources).
+    pub fn add(&self, other: &Self) -> Option<Self> {
+        (self.source == other.source).then(|| {
+            Self::new(
+                &self.source,
+                self.queried_tokens + other.queried_tokens,
+                self.hit_tokens + other.hit_tokens,
+            )
+        })
+    }
 }

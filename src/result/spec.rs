@@ -66,6 +66,25 @@ impl SpecDecodeStats {
         })
     }
 
+    /// The counters of two servers added up: `None` for SGLang's gauges
+    /// (a rate and a length cannot be added without their counts).
+    pub fn add(&self, other: &Self) -> Option<Self> {
+        let counts = |s: &Self| {
+            let drafts = s.num_drafts?;
+            let per_pos: Vec<u64> = s
+                .per_position_acceptance_rates
+                .iter()
+                .map(|r| (r * drafts as f64).round() as u64)
+                .collect();
+            Some((drafts, s.draft_tokens?, s.accepted_tokens?, per_pos))
+        };
+        let (a, b) = (counts(self)?, counts(other)?);
+        let positions = a.3.len().max(b.3.len());
+        let at = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
+        let per_pos: Vec<u64> = (0..positions).map(|i| at(&a.3, i) + at(&b.3, i)).collect();
+        Self::from_counts(a.0 + b.0, a.1 + b.1, a.2 + b.2, &per_pos)
+    }
+
     /// SGLang's gauges: its acceptance length and rate (0..=1).
     pub fn from_sglang(accept_length: f64, accept_rate: f64) -> Self {
         Self {
@@ -135,6 +154,20 @@ mod tests {
         assert_eq!(s.acceptance_length, 3.5);
         assert_eq!(s.per_position_acceptance_rates, [0.9, 0.8, 0.5, 0.3]);
         assert_eq!(SpecDecodeStats::from_counts(0, 0, 0, &[]), None);
+        let other = SpecDecodeStats::from_counts(50, 200, 100, &[40, 30, 20, 10]).unwrap();
+        let sum = s.add(&other).unwrap();
+        let want = SpecDecodeStats::from_counts(150, 600, 350, &[130, 110, 70, 40]).unwrap();
+        assert_eq!(sum.num_drafts, want.num_drafts);
+        assert_eq!(sum.accepted_tokens, want.accepted_tokens);
+        assert!((sum.acceptance_length - want.acceptance_length).abs() < 1e-12);
+        for (g, w) in sum
+            .per_position_acceptance_rates
+            .iter()
+            .zip(&want.per_position_acceptance_rates)
+        {
+            assert!((g - w).abs() < 1e-12, "{g} vs {w}");
+        }
+        assert_eq!(s.add(&SpecDecodeStats::from_sglang(2.5, 0.6)), None);
         let keys = serde_json::to_value(VllmSpecKeys::of(Some(&s))).unwrap();
         let names: Vec<&str> = keys
             .as_object()

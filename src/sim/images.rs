@@ -13,7 +13,7 @@
 use base64::Engine;
 use serde_json::Value;
 
-use super::api::ApiError;
+use super::api_error::ApiError;
 use super::blocks::BlockHasher;
 
 /// Pixels per token along each side.

@@ -51,6 +51,7 @@
 //! connection threads. `tests/it/sim_load.rs` / `bench/sim_load.sh` reproduce this.
 
 pub mod api;
+pub mod api_error;
 pub mod blocks;
 mod budget;
 pub mod capacity;

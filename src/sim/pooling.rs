@@ -13,7 +13,8 @@
 
 use serde_json::Value;
 
-use super::api::{count_text_tokens, ApiError};
+use super::api::count_text_tokens;
+use super::api_error::ApiError;
 
 /// Which pooling endpoint a request came in on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use http::{header, HeaderValue, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 
-use super::api::ApiError;
+use super::api_error::ApiError;
 use super::fault::Refusal;
 use super::server_log::LogRecord;
 use super::shared::Shared;

@@ -25,7 +25,8 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::watch;
 
-use super::api::{parse_request, ApiError, Endpoint, GenRequest, ResponseIds};
+use super::api::{parse_request, Endpoint, GenRequest, ResponseIds};
+use super::api_error::ApiError;
 use super::driver::{dispatch, Command, Delivery, DispatchMsg, EngineThread, Submission};
 use super::fault::StreamFault;
 use super::metrics::SimMetrics;

@@ -17,7 +17,14 @@
 //!    engine's work than the fixed cost and the decoding sequences together
 //!    (their whole compute: below full prefill interference part of it runs
 //!    beside the step, and a full prefill lane shows this way), decode
-//!    (the step's fixed cost and the per-sequence cost) when not.
+//!    (the step's fixed cost and the per-sequence cost) when not. Where the
+//!    search can afford it (`twin::predict` with "what moves it"), the knee's
+//!    sensitivity decides instead: the compute parameter whose ±25% moves the
+//!    knee most names the compute that binds ([`explain_as`]). Time shares
+//!    say what fills a step, not what the knee answers to: on the `7b-24gb`
+//!    preset at 1024/128 the fixed step cost is 64% of the step time at the
+//!    knee, yet ±25% of it moves the knee ±6% while ±25% of the prefill cost
+//!    moves it −42%/+79%.
 //!
 //! Pure: numbers in, an explanation out.
 
@@ -94,7 +101,12 @@ pub fn binding(a: &AtKnee) -> Binding {
 /// The explanation of a predicted knee, without what moves it (that takes
 /// more searches: see `twin::predict`).
 pub fn explain(a: &AtKnee) -> KneeExplain {
-    let binds = binding(a);
+    explain_as(a, binding(a))
+}
+
+/// The explanation of a predicted knee bound by `binds` (found by
+/// [`binding`], or by the knee's sensitivity to each parameter).
+pub fn explain_as(a: &AtKnee, binds: Binding) -> KneeExplain {
     let u = a.usage;
     let evidence = Evidence {
         mean_running: Some(u.mean_running),
@@ -172,6 +184,20 @@ pub enum Knob {
 }
 
 impl Knob {
+    /// The parameters of the engine's compute: which of them moves the knee
+    /// most says whether prefill or decode compute binds it.
+    pub const COMPUTE: [Knob; 3] = [Knob::PrefillTokenUs, Knob::StepBaseMs, Knob::DecodeSeqUs];
+
+    /// The resource this parameter sizes.
+    pub fn binding(self) -> Binding {
+        match self {
+            Knob::MaxNumSeqs => Binding::BatchSlots,
+            Knob::KvCacheTokens => Binding::KvCache,
+            Knob::PrefillTokenUs => Binding::PrefillCompute,
+            Knob::DecodeSeqUs | Knob::StepBaseMs => Binding::DecodeCompute,
+        }
+    }
+
     /// The parameter that binds as `binds`: for decode compute, the larger of
     /// the fixed step cost and the per-sequence cost at the knee.
     pub fn for_binding(binds: Binding, usage: &Usage) -> Option<Knob> {

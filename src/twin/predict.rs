@@ -3,12 +3,14 @@
 //! server profile's parameter sets at the ends of each parameter's range).
 //! The interval spans the central search's seeds and every corner's knee.
 //! The binding resource comes from the central search's median seed, and
-//! "what moves it" from two more searches, at ±25% of the binding parameter.
+//! "what moves it" from two more searches, at ±25% of the binding parameter;
+//! when compute binds, six: ±25% of each compute parameter, and the one that
+//! moves the knee most says whether prefill or decode compute binds.
 //! Also how many replicas serve a target rate ([`replicas`]). Pure.
 
-use super::explain::{explain, AtKnee, Knob};
+use super::explain::{explain, explain_as, AtKnee, Knob};
 use super::knee::{true_knee, KneeKind, Truth, TruthConfig};
-use crate::result::explain::{KneeExplain, MovedKnee, Moves};
+use crate::result::explain::{Binding, KneeExplain, MovedKnee, Moves};
 use crate::sim::ModelParams;
 use serde::{Deserialize, Serialize};
 
@@ -20,7 +22,7 @@ pub struct PredictConfig {
     /// Parameter sets at the ends of each parameter's uncertainty; empty when
     /// the parameters are taken as exact.
     pub corners: Vec<ModelParams>,
-    /// Also find what moves the knee (two more searches).
+    /// Also find what moves the knee (two more searches; six when compute binds).
     pub moves: bool,
     /// The profile said the server departed from the model: the interval
     /// widens beyond the corners.
@@ -110,16 +112,8 @@ pub fn predict(cfg: &PredictConfig) -> Result<Prediction, String> {
         runs += runs_of(&corner);
         corner_knees.push(corner.median);
     }
-    let mut explained = explain_truth(&cfg.truth, &central);
-    if cfg.moves {
-        if let Some(e) = explained.as_mut() {
-            if let Some(knob) = Knob::for_binding(e.binds, &median_seed(&central).usage) {
-                let (moves, n) = moves(&cfg.truth, knob);
-                e.moves = Some(moves);
-                runs += n;
-            }
-        }
-    }
+    let (explained, n) = explain_truth(&cfg.truth, &central, cfg.moves);
+    runs += n;
     let widen = cfg.misfit.as_ref().map_or(0.0, |m| m.widen.clamp(0.0, 1.0));
     let low = corner_knees.iter().fold(central.min, |a, &b| a.min(b)) * (1.0 - widen);
     let high = corner_knees.iter().fold(central.max, |a, &b| a.max(b)) * (1.0 + widen);
@@ -170,19 +164,59 @@ fn median_seed(t: &Truth) -> &super::knee::SeedKnee {
         .unwrap_or(&t.seeds[0])
 }
 
-/// The explanation at the median seed's knee; none when no rate passed.
-fn explain_truth(cfg: &TruthConfig, t: &Truth) -> Option<KneeExplain> {
+/// The explanation at the median seed's knee (none when no rate passed)
+/// and the runs it took. With `with_moves`, what moves the knee: for a
+/// compute binding each compute parameter is moved ±25% and the one that
+/// moves the knee most names the binding ([`super::explain`]'s rule 3).
+fn explain_truth(cfg: &TruthConfig, t: &Truth, with_moves: bool) -> (Option<KneeExplain>, usize) {
     let seed = median_seed(t);
     if seed.kind == KneeKind::BelowLowest {
-        return None;
+        return (None, 0);
     }
-    Some(explain(&AtKnee {
+    let at = AtKnee {
         usage: &seed.usage,
         max_num_seqs: cfg.params.max_num_seqs,
         rate: seed.knee,
         at_fail: &seed.at_fail,
         fail_kept_up: seed.fail_kept_up,
-    }))
+    };
+    let first = explain(&at);
+    if !with_moves {
+        return (Some(first), 0);
+    }
+    let candidates: Vec<Knob> = match first.binds {
+        Binding::PrefillCompute | Binding::DecodeCompute => Knob::COMPUTE.to_vec(),
+        b => Knob::for_binding(b, &seed.usage).into_iter().collect(),
+    };
+    let mut runs = 0;
+    let mut most: Option<(Knob, Moves)> = None;
+    for knob in candidates {
+        let (m, n) = moves(cfg, knob);
+        runs += n;
+        if most
+            .as_ref()
+            .is_none_or(|(_, best)| swing(&m) > swing(best))
+        {
+            most = Some((knob, m));
+        }
+    }
+    let Some((knob, m)) = most else {
+        return (Some(first), runs);
+    };
+    let mut e = explain_as(&at, knob.binding());
+    e.moves = Some(m);
+    (Some(e), runs)
+}
+
+/// How far ±25% of a parameter moves the knee, relative to the lower knee;
+/// a knee the search could not find at one end only (pushed out of its
+/// range) counts as the largest move.
+fn swing(m: &Moves) -> f64 {
+    match (m.minus_25.knee, m.plus_25.knee) {
+        (Some(a), Some(b)) if a.min(b) > 0.0 => (a - b).abs() / a.min(b),
+        (None, None) => 0.0,
+        _ => f64::INFINITY,
+    }
 }
 
 /// The knee at 75% and 125% of `knob`, and the runs that took.

@@ -251,3 +251,26 @@ fn a_bad_corner_is_named() {
         "{err}"
     );
 }
+
+/// The `7b-24gb` preset at 1024/128: the fixed step cost fills most of the
+/// step time at the knee, yet the prefill cost is what the knee answers to,
+/// so the sensitivity names prefill compute (the time shares alone said
+/// decode compute).
+#[test]
+fn the_parameter_that_moves_the_knee_most_names_the_compute_that_binds() {
+    let truth = search(preset::seven_b_24gb(), (1024, 128), "p99_ttft_ms<=500");
+    let p = predicted(truth, true);
+    let e = p.explain.expect("an explanation");
+    let (base, prefill) = (
+        e.evidence.base_share.unwrap(),
+        e.evidence.prefill_share.unwrap(),
+    );
+    assert!(
+        base > prefill,
+        "the premise: base {base} vs prefill {prefill}"
+    );
+    assert_eq!(e.binds, Binding::PrefillCompute, "{}", e.line);
+    let m = e.moves.expect("what moves it");
+    assert_eq!(m.parameter, "prefill_token_us");
+    assert!(m.minus_25.knee.unwrap() > 1.3 * p.knee_req_s, "{m:?}");
+}

@@ -1,5 +1,5 @@
 //! Dataset generators: random, random-mm, random-rerank, ShareGPT, BurstGPT, custom JSONL,
-//! prefix_repetition, timed_trace → [`RequestSpec`]s (seeded).
+//! prefix_repetition, timed_trace, sonnet, hf → [`RequestSpec`]s (seeded).
 //!
 //! This file owns the configuration ([`DatasetConfig`]), the one function that
 //! touches the filesystem ([`load`]), and the dataset's seeding
@@ -18,8 +18,8 @@ use super::tokenizer::TokenCounter;
 use super::trace::{TraceLabels, TraceRow};
 use super::trace_expand::{self, ExpandParams, ShortRows};
 use super::{
-    burstgpt, custom, custom_images, prefix, random, random_mm, rerank, sharegpt, trace,
-    RequestSpec,
+    burstgpt, custom, custom_images, hf, hf_files, prefix, random, random_mm, rerank, sharegpt,
+    sonnet, trace, RequestSpec,
 };
 
 /// Which dataset, with its own options (vLLM flag names in the docs).
@@ -52,6 +52,30 @@ pub enum DatasetKind {
     RandomRerank(rerank::RerankParams),
     /// `--dataset-name timed_trace --dataset-path FILE` (see [`trace`]).
     TimedTrace(TraceConfig),
+    /// `--dataset-name sonnet --dataset-path FILE` with the `--sonnet-*`
+    /// lengths (see [`sonnet`]).
+    Sonnet {
+        path: PathBuf,
+        params: sonnet::SonnetParams,
+    },
+    /// `--dataset-name hf --dataset-path FILE|DIR --hf-name ID` (see [`hf`]).
+    Hf(HfConfig),
+}
+
+/// A local copy of a Hugging Face dataset and how vLLM reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HfConfig {
+    /// A JSON/JSONL file, or a folder of them.
+    pub path: PathBuf,
+    /// `--hf-name` (or `--dataset-path` when that is the id).
+    pub id: String,
+    pub set: hf::HfSet,
+    /// `--hf-subset`: a subfolder of `path`.
+    pub subset: Option<String>,
+    /// The split read from a folder (vLLM forces `train` for most sets).
+    pub split: String,
+    /// `--hf-output-len` (or `--output-len`); `None`: the set's default.
+    pub output_len: Option<u32>,
 }
 
 /// A trace file and how to read it (vLLM's `--timed-trace-*` flags).
@@ -227,21 +251,7 @@ pub fn load_at(
         DatasetKind::RandomMm(params) => {
             random_mm::generate(params, cfg.num_prompts, tokenizer, &mut rng)
         }
-        DatasetKind::BurstGpt { path } => {
-            let contents = read_dataset(
-                path,
-                "the BurstGPT CSV (Timestamp,Model,Request tokens,Response tokens,...)",
-            )?;
-            let origin = path.display().to_string();
-            let rows = burstgpt::parse(&origin, &contents)?;
-            // vLLM samples with pandas seeded by --seed itself (no salt).
-            let draw = burstgpt::Draw {
-                num_prompts: cfg.num_prompts,
-                seed: cfg.seed,
-                first,
-            };
-            burstgpt::sample(&origin, &rows, draw, tokenizer, cfg.chat)
-        }
+        DatasetKind::BurstGpt { path } => load_burstgpt(path, cfg, first, tokenizer),
         DatasetKind::ShareGpt { path, output_len } => {
             let contents = read_dataset(path, "a ShareGPT JSON file")?;
             let origin = path.display().to_string();
@@ -269,7 +279,103 @@ pub fn load_at(
             prefix::generate(params, &opts, tokenizer, cfg.chat, &mut rng)
         }
         DatasetKind::TimedTrace(tc) => Ok(load_trace(tc, cfg, tokenizer)?.requests),
+        DatasetKind::Sonnet { path, params } => {
+            let contents = read_dataset(path, "a text file of poem lines")?;
+            let origin = path.display().to_string();
+            let n = cfg.num_prompts;
+            sonnet::generate(&origin, &contents, params, n, tokenizer, &mut rng)
+        }
+        DatasetKind::Hf(hc) => load_hf(hc, &opts, tokenizer, &mut rng),
     }
+}
+
+/// `--dataset-name burstgpt`: the CSV's rows, drawn as vLLM's pandas does.
+fn load_burstgpt(
+    path: &Path,
+    cfg: &DatasetConfig,
+    first: usize,
+    tokenizer: Option<&TokenCounter>,
+) -> anyhow::Result<Vec<RequestSpec>> {
+    let contents = read_dataset(
+        path,
+        "the BurstGPT CSV (Timestamp,Model,Request tokens,Response tokens,...)",
+    )?;
+    let origin = path.display().to_string();
+    let rows = burstgpt::parse(&origin, &contents)?;
+    // vLLM samples with pandas seeded by --seed itself (no salt).
+    let draw = burstgpt::Draw {
+        num_prompts: cfg.num_prompts,
+        seed: cfg.seed,
+        first,
+    };
+    burstgpt::sample(&origin, &rows, draw, tokenizer, cfg.chat)
+}
+
+/// `--dataset-name hf`: every file of the split, parsed by the set's rules.
+fn load_hf(
+    hc: &HfConfig,
+    opts: &SampleOptions,
+    tokenizer: Option<&TokenCounter>,
+    rng: &mut StdRng,
+) -> anyhow::Result<Vec<RequestSpec>> {
+    let mut rows = Vec::new();
+    for file in hf_paths(hc)? {
+        let contents = read_dataset(&file, "a JSON array or JSONL file of the dataset's rows")?;
+        rows.extend(hf::parse(hc.set, &file.display().to_string(), &contents)?);
+    }
+    let origin = hc.path.display().to_string();
+    hf::sample(hc.set, &origin, rows, hc.output_len, opts, tokenizer, rng)
+}
+
+/// The files of an hf dataset: `path` itself, or the JSON/JSONL files under
+/// it (and `--hf-subset`'s subfolder) that hold the split.
+fn hf_paths(hc: &HfConfig) -> anyhow::Result<Vec<PathBuf>> {
+    let root = match &hc.subset {
+        Some(sub) if hc.path.is_dir() => hc.path.join(sub),
+        Some(sub) => {
+            return Err(anyhow!(
+                "--hf-subset {sub} names a subfolder of --dataset-path, but '{}' is a file; drop --hf-subset",
+                hc.path.display()
+            ))
+        }
+        None => hc.path.clone(),
+    };
+    let shown = root.display().to_string();
+    if root.is_file() {
+        if hf_files::is_columnar(&shown) {
+            return Err(anyhow!("{}", hf_files::columnar_refusal(&shown)));
+        }
+        return Ok(vec![root]);
+    }
+    if !root.is_dir() {
+        return Err(anyhow!(
+            "--hf-subset: '{shown}' is not a folder of --dataset-path; check the subset name"
+        ));
+    }
+    let mut names = Vec::new();
+    list_files(&root, "", &mut names)?;
+    let picked = hf_files::pick(&shown, &names, &hc.split)?;
+    Ok(picked.iter().map(|n| root.join(n)).collect())
+}
+
+/// Every file under `dir` as a path relative to the root (`prefix`), hidden
+/// entries (`.git`, `.cache`) skipped.
+fn list_files(dir: &Path, prefix: &str, out: &mut Vec<String>) -> anyhow::Result<()> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| anyhow!("cannot list '{}': {e}; check --dataset-path", dir.display()))?;
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') {
+            continue;
+        }
+        let rel = format!("{prefix}{name}");
+        if entry.path().is_dir() {
+            list_files(&entry.path(), &format!("{rel}/"), out)?;
+        } else {
+            out.push(rel);
+        }
+    }
+    Ok(())
 }
 
 /// Read a dataset file as UTF-8 text (a leading BOM is dropped).

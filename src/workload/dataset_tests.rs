@@ -177,3 +177,69 @@ fn load_reads_sharegpt_and_custom_files() {
     assert_eq!(reqs.len(), 1);
     assert_eq!(reqs[0].output_len, 12);
 }
+
+fn hf_cfg(path: PathBuf, subset: Option<&str>, split: &str) -> DatasetConfig {
+    DatasetConfig {
+        kind: DatasetKind::Hf(HfConfig {
+            path,
+            id: "philschmid/mt-bench".into(),
+            set: hf::HfSet::MtBench,
+            subset: subset.map(str::to_owned),
+            split: split.into(),
+            output_len: None,
+        }),
+        num_prompts: 4,
+        disable_shuffle: true,
+        no_oversample: true,
+        ..random_cfg(0)
+    }
+}
+
+fn first_turns(cfg: &DatasetConfig) -> Vec<String> {
+    load(cfg, None)
+        .unwrap()
+        .into_iter()
+        .map(|r| match r.prompt {
+            super::super::Prompt::Text(t) => t,
+            other => panic!("{other:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn hf_folders_give_the_split_and_subset_files_in_name_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let sub = dir.path().join("en/data");
+    std::fs::create_dir_all(&sub).unwrap();
+    std::fs::create_dir_all(dir.path().join(".cache")).unwrap();
+    let row = |q: &str| format!("{{\"turns\": [\"{q}\"]}}\n");
+    std::fs::write(sub.join("train-2.jsonl"), row("b")).unwrap();
+    std::fs::write(sub.join("train-1.json"), format!("[{}]", row("a").trim())).unwrap();
+    std::fs::write(sub.join("test.jsonl"), row("t")).unwrap();
+    std::fs::write(dir.path().join(".cache/train.jsonl"), row("hidden")).unwrap();
+    let root = dir.path().to_path_buf();
+    assert_eq!(
+        first_turns(&hf_cfg(root.clone(), Some("en"), "train")),
+        ["a", "b"]
+    );
+    assert_eq!(first_turns(&hf_cfg(root.clone(), None, "test")), ["t"]);
+    let err = load(&hf_cfg(root, Some("fr"), "train"), None).unwrap_err();
+    assert!(err.to_string().contains("--hf-subset"), "{err}");
+    let file = sub.join("test.jsonl");
+    let err = load(&hf_cfg(file, Some("en"), "train"), None).unwrap_err();
+    assert!(err.to_string().contains("drop --hf-subset"), "{err}");
+}
+
+#[test]
+fn an_hf_parquet_file_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("train-00000.parquet");
+    std::fs::write(&file, b"PAR1").unwrap();
+    let msg = load(&hf_cfg(file.clone(), None, "train"), None)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains(&file.display().to_string()) && msg.contains("JSONL"),
+        "{msg}"
+    );
+}

@@ -1,6 +1,6 @@
 //! Workload: what each request asks for (prompt, expected lengths), built from a dataset
 //! (random, random-mm, random-rerank, ShareGPT, BurstGPT, custom, prefix_repetition,
-//! timed_trace),
+//! timed_trace, sonnet, hf),
 //! and the multi-turn sessions built from them ([`session`]).
 //!
 //! Owns [`RequestSpec`] and the dataset generators. No network I/O here; file
@@ -10,6 +10,8 @@ pub mod burstgpt;
 pub mod custom;
 pub mod custom_images;
 pub mod dataset;
+pub mod hf;
+pub mod hf_files;
 pub mod jpeg_stripes;
 pub mod media;
 pub mod mt19937;
@@ -22,6 +24,7 @@ pub mod sample;
 pub mod session;
 pub mod session_files;
 pub mod sharegpt;
+pub mod sonnet;
 pub mod tokenizer;
 pub mod trace;
 pub mod trace_expand;

@@ -156,6 +156,22 @@ fn with_profile(cmd: &DocCommand) -> Vec<String> {
     words
 }
 
+/// [`with_profile`], with a relative `--dataset-path` naming a file of the
+/// repository (the docs' samples under tests/data) made absolute: the quick
+/// commands run in a directory of their own.
+fn with_repo_files(cmd: &DocCommand) -> Vec<String> {
+    let mut words = with_profile(cmd);
+    if let Some(i) = words.iter().position(|w| w == "--dataset-path") {
+        if let Some(path) = words.get_mut(i + 1) {
+            let in_repo = Path::new(env!("CARGO_MANIFEST_DIR")).join(&*path);
+            if Path::new(path.as_str()).is_relative() && in_repo.exists() {
+                *path = in_repo.display().to_string();
+            }
+        }
+    }
+    words
+}
+
 /// Parse as `main` does, then convert to the command's validated config.
 fn check(cmd: &DocCommand) -> Result<(), String> {
     let argv = std::iter::once("kneecap".to_string()).chain(with_profile(cmd));
@@ -248,7 +264,7 @@ fn run_in_turn(cmds: &[&DocCommand]) -> Vec<String> {
     let mut bad = Vec::new();
     for c in cmds {
         let start = Instant::now();
-        let words = with_profile(c);
+        let words = with_repo_files(c);
         let out = Process::new(env!("CARGO_BIN_EXE_kneecap"))
             .args(&words)
             .args(["--ui", "plain"].iter().filter(|_| words[0] == "run"))

@@ -11,6 +11,7 @@ mod compare_cli;
 mod docs_commands;
 mod explain_knee;
 mod faults;
+mod file_datasets;
 mod generator;
 mod golden_json;
 mod gpu_power;

@@ -137,8 +137,8 @@ fn every_vllm_flag_parses_in_one_command_line() {
 fn flags_without_meaning_become_one_note_each_and_the_run_goes_on() {
     let cli = parse(&[
         "--plot-timeline",
-        "--hf-split",
-        "train",
+        "--spec-bench-category",
+        "x",
         "--chat-template-kwargs",
         "{}",
         "--probe-request-rate",
@@ -153,7 +153,7 @@ fn flags_without_meaning_become_one_note_each_and_the_run_goes_on() {
     assert_eq!(cfg.ignored_flags.len(), 4, "{:#?}", cfg.ignored_flags);
     for (note, flag) in cfg.ignored_flags.iter().zip([
         "--chat-template-kwargs",
-        "--hf-split",
+        "--spec-bench-category",
         "--probe-request-rate",
         "--plot-timeline",
     ]) {

@@ -5,12 +5,14 @@
 
 use crate::cli::run::{DatasetName, RunArgs};
 use crate::client::openai::Api;
-use crate::workload::dataset::{DatasetConfig, DatasetKind, TraceConfig};
+use crate::workload::dataset::{DatasetConfig, DatasetKind, HfConfig, TraceConfig};
+use crate::workload::hf;
 use crate::workload::prefix::PrefixParams;
 use crate::workload::random::RandomParams;
 use crate::workload::random_mm::MmParams;
 use crate::workload::random_mm_flags as mm_flags;
 use crate::workload::rerank::RerankParams;
+use crate::workload::sonnet::SonnetParams;
 use crate::workload::trace::TraceLabels;
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
@@ -27,6 +29,7 @@ pub fn dataset_name(name: DatasetName) -> &'static str {
         DatasetName::RandomMm => "random-mm",
         DatasetName::TimedTrace => "timed_trace",
         DatasetName::Sonnet => "sonnet",
+        DatasetName::Hf => "hf",
     }
 }
 
@@ -86,10 +89,56 @@ fn dataset_kind(a: &RunArgs) -> Result<DatasetKind> {
         DatasetName::RandomRerank => rerank_kind(a)?,
         DatasetName::RandomMm => DatasetKind::RandomMm(mm_params(a)?),
         DatasetName::TimedTrace => DatasetKind::TimedTrace(trace_config(a)?),
-        DatasetName::Sonnet => bail!(
-            "--dataset-name sonnet: vLLM 0.33 removed the sonnet dataset (vllm bench serve no longer \
-             offers it), so kneecap has nothing to load; use --dataset-name random, sharegpt or custom"
-        ),
+        DatasetName::Sonnet => DatasetKind::Sonnet {
+            path: dataset_path(a, "sonnet")?,
+            params: SonnetParams {
+                input_len: a.sonnet_input_len,
+                output_len: a.sonnet_output_len,
+                prefix_len: a.sonnet_prefix_len,
+            },
+        },
+        DatasetName::Hf => DatasetKind::Hf(hf_config(a)?),
+    })
+}
+
+/// `--dataset-name hf`: a local file or folder read by the rules of the id
+/// `--hf-name` (or `--dataset-path`, vLLM's default). kneecap never
+/// downloads, so an id given as the path alone says how to get the files.
+fn hf_config(a: &RunArgs) -> Result<HfConfig> {
+    let v = &a.vllm;
+    let path = a
+        .dataset_path
+        .clone()
+        .context("--dataset-name hf needs --dataset-path (a local JSON/JSONL file or folder) and --hf-name ID")?;
+    let shown = path.display().to_string();
+    let id = v.hf_name.clone().unwrap_or_else(|| shown.clone());
+    if !path.exists() {
+        if v.hf_name.is_none() && hf::lookup(&id).is_ok() {
+            bail!(
+                "--dataset-path {id}: kneecap never downloads; fetch it (huggingface-cli download {id} \
+                 --repo-type dataset --local-dir DIR) and pass --dataset-path DIR --hf-name {id}"
+            );
+        }
+        bail!("--dataset-path: '{shown}' does not exist");
+    }
+    if v.hf_name.is_none() {
+        bail!(
+            "--dataset-name hf with the local --dataset-path '{shown}' needs --hf-name ID, the set whose \
+             rules read it (one of {})",
+            hf::supported_list()
+        );
+    }
+    let set = hf::lookup(&id)?;
+    let split = set.forced_split().map(str::to_owned);
+    Ok(HfConfig {
+        path,
+        id,
+        set,
+        subset: v.hf_subset.clone(),
+        split: split
+            .or_else(|| v.hf_split.clone())
+            .unwrap_or_else(|| "train".into()),
+        output_len: a.output_len.or(v.hf_output_len),
     })
 }
 
@@ -290,6 +339,17 @@ pub fn dataset_notes(a: &RunArgs, api: Api) -> Vec<String> {
             notes.push(format!(
                 "{flag} belongs to --dataset-name random-mm; ignored"
             ));
+        }
+    }
+    let hf_given = [
+        ("--hf-name", v.hf_name.is_some()),
+        ("--hf-subset", v.hf_subset.is_some()),
+        ("--hf-split", v.hf_split.is_some()),
+        ("--hf-output-len", v.hf_output_len.is_some()),
+    ];
+    if a.dataset_name != DatasetName::Hf {
+        for (flag, _) in hf_given.iter().filter(|(_, given)| *given) {
+            notes.push(format!("{flag} belongs to --dataset-name hf; ignored"));
         }
     }
     notes

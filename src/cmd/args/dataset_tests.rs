@@ -5,6 +5,8 @@ use crate::cmd::args::run::run_config;
 use crate::cmd::args::tests_support::{argv, assert_rows_rejected, run_args};
 use crate::config::{Backend, RunConfig};
 use crate::metrics::MetricName;
+use crate::workload::dataset::DatasetKind;
+use crate::workload::hf::HfSet;
 
 fn config(line: &str) -> RunConfig {
     let args = argv(line);
@@ -82,7 +84,7 @@ fn datasets_and_pooling_backends_must_fit_each_other() {
         "--backend openai-embeddings --random-batch-size 0 => --random-batch-size must be at least 1",
         "--backend vllm-rerank --dataset-name random-rerank --dataset-path x => cannot be used with --dataset-name random-rerank",
         "--dataset-name burstgpt => --dataset-name burstgpt needs --dataset-path FILE",
-        "--dataset-name sonnet => vLLM 0.33 removed the sonnet dataset",
+        "--dataset-name sonnet => --dataset-name sonnet needs --dataset-path FILE",
     ]);
     // A batched random dataset gives rerank its query and documents.
     let c = config("--backend vllm-rerank --random-batch-size 3");
@@ -121,4 +123,66 @@ fn timed_trace_is_self_timed_with_ignore_eos_unless_told_otherwise() {
         "--dataset-name timed_trace --dataset-path Cargo.toml --trace-speed 0 => --trace-speed must be a positive number",
         "--dataset-name timed_trace --dataset-path Cargo.toml --no-self-timed --trace-speed 2 => drop --no-self-timed",
     ]);
+}
+
+#[test]
+fn sonnet_takes_its_file_and_three_lengths() {
+    let lens = |line: &str| match config(line).dataset.kind {
+        DatasetKind::Sonnet { path, params } => {
+            assert!(path.ends_with("sonnet-lines.txt"), "{path:?}");
+            (params.input_len, params.output_len, params.prefix_len)
+        }
+        other => panic!("{other:?}"),
+    };
+    let base = "--dataset-name sonnet --dataset-path tests/data/sonnet-lines.txt";
+    assert_eq!(lens(base), (550, 150, 200), "vLLM's defaults");
+    let set =
+        format!("{base} --sonnet-input-len 300 --sonnet-output-len 20 --sonnet-prefix-len 50");
+    assert_eq!(lens(&set), (300, 20, 50));
+    all_rejected(&[
+        "--dataset-name sonnet --dataset-path no/such/poems.txt => 'no/such/poems.txt' does not exist",
+    ]);
+}
+
+#[test]
+fn hf_reads_a_local_path_by_the_rules_of_hf_name() {
+    let hf = |line: &str| match config(line).dataset.kind {
+        DatasetKind::Hf(h) => h,
+        other => panic!("{other:?}"),
+    };
+    let base = "--dataset-name hf --dataset-path Cargo.toml";
+    let mt = hf(&format!(
+        "{base} --hf-name philschmid/mt-bench --hf-split test"
+    ));
+    assert_eq!(
+        (mt.set, mt.split.as_str(), mt.output_len),
+        (HfSet::MtBench, "train", None)
+    );
+    let sg = hf(&format!(
+        "{base} --hf-name Aeala/ShareGPT_Vicuna_unfiltered --hf-split test --hf-output-len 77 --hf-subset s"
+    ));
+    assert_eq!(
+        (sg.set, sg.split.as_str(), sg.output_len),
+        (HfSet::ShareGpt, "test", Some(77))
+    );
+    assert_eq!(sg.subset.as_deref(), Some("s"));
+    let aliased = hf(&format!(
+        "{base} --hf-name AI-MO/NuminaMath-CoT --hf-output-len 77 --output-len 5"
+    ));
+    assert_eq!(
+        aliased.output_len,
+        Some(5),
+        "--output-len is copied into hf's"
+    );
+    all_rejected(&[
+        "--dataset-name hf => needs --dataset-path",
+        "--dataset-name hf --dataset-path Cargo.toml => needs --hf-name ID",
+        "--dataset-name hf --dataset-path philschmid/mt-bench => kneecap never downloads",
+        "--dataset-name hf --dataset-path no/x.jsonl --hf-name philschmid/mt-bench => 'no/x.jsonl' does not exist",
+        "--dataset-name hf --dataset-path Cargo.toml --hf-name Lin-Chen/MMStar => text sets only",
+        "--dataset-name hf --dataset-path Cargo.toml --hf-name no/such => --hf-name no/such: not a dataset",
+    ]);
+    let c = config("--hf-split train --hf-output-len 3");
+    assert_eq!(c.ignored_flags.len(), 2, "{:?}", c.ignored_flags);
+    assert!(c.ignored_flags[0].starts_with("--hf-split belongs to --dataset-name hf"));
 }

@@ -251,6 +251,8 @@ struct Norm {
     timing: Map<String, Value>,
     /// The unit and kind of each `timing` entry (not stored in the golden).
     units: Vec<(String, Unit, Kind)>,
+    /// This case's own `TypeOnly` patterns, matched before [`RULES`].
+    type_only: &'static [&'static str],
 }
 
 fn type_name(v: &Value) -> &'static str {
@@ -295,7 +297,11 @@ fn holds_object(v: &Value) -> bool {
 /// an array already recorded whole.
 fn walk(v: &Value, path: &str, pattern: &str, inherited: Class, record: bool, n: &mut Norm) {
     note_type(&mut n.types, pattern, type_name(v));
-    let class = rule(pattern).unwrap_or(inherited);
+    let case_rule = n.type_only.iter().any(|p| glob(p, pattern));
+    let class = match case_rule {
+        true => TypeOnly,
+        false => rule(pattern).unwrap_or(inherited),
+    };
     if class == Present {
         n.types.insert(pattern.to_string(), Value::from("any"));
         return;
@@ -336,8 +342,11 @@ fn walk(v: &Value, path: &str, pattern: &str, inherited: Class, record: bool, n:
     }
 }
 
-fn normalize(doc: &Value) -> Norm {
-    let mut n = Norm::default();
+fn normalize(doc: &Value, type_only: &'static [&'static str]) -> Norm {
+    let mut n = Norm {
+        type_only,
+        ..Norm::default()
+    };
     walk(doc, "", "", Exact, true, &mut n);
     n
 }
@@ -393,7 +402,22 @@ fn layout(v: &Value, levels: usize, indent: usize, out: &mut String) {
 /// Bless or compare one case: `docs` are (name, document) pairs; `args` is
 /// the command line (without temporary paths), pinned too.
 pub fn check_golden(case: &str, about: &str, args: &[String], docs: &[(&str, &Value)]) {
-    let norms: Vec<(&str, Norm)> = docs.iter().map(|(k, d)| (*k, normalize(d))).collect();
+    check_golden_but(case, about, args, docs, &[]);
+}
+
+/// [`check_golden`] with paths of this case's documents pinned by type only
+/// (whole paths, `*` as in [`RULES`]), on top of [`RULES`].
+pub fn check_golden_but(
+    case: &str,
+    about: &str,
+    args: &[String],
+    docs: &[(&str, &Value)],
+    type_only: &'static [&'static str],
+) {
+    let norms: Vec<(&str, Norm)> = docs
+        .iter()
+        .map(|(k, d)| (*k, normalize(d, type_only)))
+        .collect();
     let mut g = Map::new();
     g.insert("about".into(), Value::from(about));
     g.insert("args".into(), Value::from(args.to_vec()));

@@ -1,0 +1,265 @@
+//! Tests of the hf sets: prompt construction per set, output lengths
+//! (default, override, the reference's), the length filters, the ids
+//! refused, and errors naming file, line and field.
+
+use super::*;
+use crate::workload::dataset::dataset_rng;
+use crate::workload::tokenizer::tests::smollm2;
+use crate::workload::Prompt;
+
+fn opts(num_prompts: usize) -> SampleOptions {
+    SampleOptions {
+        num_prompts,
+        disable_shuffle: true,
+        no_oversample: true,
+    }
+}
+
+fn text(r: &RequestSpec) -> &str {
+    match &r.prompt {
+        Prompt::Text(t) => t,
+        other => panic!("hf prompts are text, got {other:?}"),
+    }
+}
+
+#[test]
+fn instructcoder_prompt_is_input_blank_line_instruction_and_the_ask() {
+    let file =
+        r#"{"instruction": "Rename x to total.", "input": "x = 1\nprint(x)", "output": "..."}"#;
+    let rows = parse(HfSet::InstructCoder, "ic.jsonl", file).unwrap();
+    assert_eq!(
+        rows[0].prompt,
+        "x = 1\nprint(x)\n\nRename x to total. Just output the code, do not include any explanation."
+    );
+    let reqs = sample(
+        HfSet::InstructCoder,
+        "ic",
+        rows,
+        None,
+        &opts(1),
+        None,
+        &mut dataset_rng(0),
+    );
+    assert_eq!(reqs.unwrap()[0].output_len, 200);
+}
+
+#[test]
+fn mt_bench_takes_the_first_turn_and_256_tokens() {
+    let file = "{\"turns\": [\"First question?\", \"Follow-up.\"], \"category\": \"x\"}\n\n\
+                {\"turns\": [\"Second row.\"]}\n";
+    let rows = parse(HfSet::MtBench, "q.jsonl", file).unwrap();
+    let prompts: Vec<&str> = rows.iter().map(|r| r.prompt.as_str()).collect();
+    assert_eq!(prompts, ["First question?", "Second row."]);
+    let reqs = sample(
+        HfSet::MtBench,
+        "q",
+        rows.clone(),
+        None,
+        &opts(2),
+        None,
+        &mut dataset_rng(0),
+    );
+    assert!(reqs.unwrap().iter().all(|r| r.output_len == 256));
+    let fixed = sample(
+        HfSet::MtBench,
+        "q",
+        rows,
+        Some(9),
+        &opts(2),
+        None,
+        &mut dataset_rng(0),
+    );
+    assert!(fixed.unwrap().iter().all(|r| r.output_len == 9));
+}
+
+#[test]
+fn reference_lengths_come_from_the_tokenizer() {
+    let tok = smollm2();
+    let file = r#"[{"problem": "What is two plus two, written as a word?", "solution": "Two plus two is four, so the answer is four."}]"#;
+    let rows = parse(HfSet::Aimo, "aime.json", file).unwrap();
+    let reqs = sample(
+        HfSet::Aimo,
+        "a",
+        rows,
+        None,
+        &opts(1),
+        Some(&tok),
+        &mut dataset_rng(0),
+    )
+    .unwrap();
+    assert_eq!(text(&reqs[0]), "What is two plus two, written as a word?");
+    assert_eq!(
+        reqs[0].prompt_len as usize,
+        tok.encode(text(&reqs[0])).len()
+    );
+    let reference = "Two plus two is four, so the answer is four.";
+    assert_eq!(reqs[0].output_len as usize, tok.encode(reference).len());
+}
+
+#[test]
+fn sharegpt_rows_need_two_turns_and_pass_the_1024_2048_filter() {
+    // Estimates (4 characters a token): row 2 has one turn; row 3's prompt
+    // is 1100 tokens (> 1024); row 4's reply is 2 tokens (< 4).
+    let long = "abcd".repeat(1100);
+    let turn = |v: &str| format!(r#"{{"from": "x", "value": "{v}"}}"#);
+    let row = |a: &str, b: Option<&str>| {
+        let turns: Vec<String> = std::iter::once(turn(a)).chain(b.map(turn)).collect();
+        format!(r#"{{"conversations": [{}]}}"#, turns.join(", "))
+    };
+    let file = [
+        row(
+            "How long do eggs boil?",
+            Some("About six minutes for soft yolks."),
+        ),
+        row("One turn only.", None),
+        row(&long, Some("A reply that is long enough.")),
+        row("Another fine question here?", Some("Ok.")),
+    ]
+    .join("\n");
+    let rows = parse(HfSet::ShareGpt, "sg.jsonl", &file).unwrap();
+    assert_eq!(rows.len(), 3, "the one-turn row is skipped");
+    let reqs = sample(
+        HfSet::ShareGpt,
+        "sg",
+        rows.clone(),
+        None,
+        &opts(10),
+        None,
+        &mut dataset_rng(0),
+    )
+    .unwrap();
+    assert_eq!(reqs.len(), 1);
+    assert_eq!(text(&reqs[0]), "How long do eggs boil?");
+    // "About six minutes for soft yolks." is 33 characters: 9 tokens.
+    assert_eq!(reqs[0].output_len, 9);
+    // A fixed output length skips the filter, as in vLLM.
+    let all = sample(
+        HfSet::ShareGpt,
+        "sg",
+        rows,
+        Some(5),
+        &opts(10),
+        None,
+        &mut dataset_rng(0),
+    );
+    assert_eq!(all.unwrap().len(), 3);
+}
+
+#[test]
+fn aimo_allows_prompts_up_to_2048() {
+    let long = "abcd".repeat(1100);
+    let file = format!(r#"{{"problem": "{long}", "solution": "The answer is 42, by counting."}}"#);
+    let rows = parse(HfSet::Aimo, "a.jsonl", &file).unwrap();
+    let reqs = sample(
+        HfSet::Aimo,
+        "a",
+        rows,
+        None,
+        &opts(1),
+        None,
+        &mut dataset_rng(0),
+    )
+    .unwrap();
+    assert_eq!(reqs[0].prompt_len, 1100);
+    let longer = "abcd".repeat(2049);
+    let file =
+        format!(r#"{{"problem": "{longer}", "solution": "The answer is 42, by counting."}}"#);
+    let rows = parse(HfSet::Aimo, "a.jsonl", &file).unwrap();
+    let err = sample(
+        HfSet::Aimo,
+        "a.jsonl",
+        rows,
+        None,
+        &opts(1),
+        None,
+        &mut dataset_rng(0),
+    );
+    assert!(err.unwrap_err().to_string().contains("'a.jsonl'"));
+}
+
+#[test]
+fn a_missing_field_names_file_line_and_field() {
+    let jsonl = "{\"turns\": [\"ok\"]}\n\n{\"question\": \"no turns here\"}\n";
+    let msg = parse(HfSet::MtBench, "q.jsonl", jsonl)
+        .unwrap_err()
+        .to_string();
+    assert!(msg.starts_with("q.jsonl:3: field \"turns[0]\""), "{msg}");
+    // In a JSON array the line is where the element starts.
+    let array = "[\n  {\"input\": \"a, [b]\", \"instruction\": \"say \\\"hi\\\" }\"},\n\n  {\n    \"input\": \"c\"\n  }\n]";
+    let msg = parse(HfSet::InstructCoder, "ic.json", array)
+        .unwrap_err()
+        .to_string();
+    assert!(msg.starts_with("ic.json:4: field \"instruction\""), "{msg}");
+    let bad = "{\"turns\": [\"ok\"]}\n{\"turns\": [\"unclosed\"\n";
+    let msg = parse(HfSet::MtBench, "q.jsonl", bad)
+        .unwrap_err()
+        .to_string();
+    assert!(msg.starts_with("q.jsonl:2: not valid JSON"), "{msg}");
+}
+
+#[test]
+fn array_elements_survive_brackets_and_quotes_inside_strings() {
+    let array = "[{\"a\": \"],{\\\"\"}, {\"b\": [1, 2]},\n\"s\"]";
+    let els = array_elements(array);
+    let texts: Vec<&str> = els.iter().map(|(_, t)| *t).collect();
+    assert_eq!(texts, ["{\"a\": \"],{\\\"\"}", "{\"b\": [1, 2]}", "\"s\""]);
+    assert_eq!(els.iter().map(|(l, _)| *l).collect::<Vec<_>>(), [1, 1, 2]);
+}
+
+#[test]
+fn ids_are_looked_up_and_the_others_refused_in_one_line() {
+    assert_eq!(lookup("philschmid/mt-bench").unwrap(), HfSet::MtBench);
+    assert_eq!(lookup("AI-MO/NuminaMath-CoT").unwrap(), HfSet::Aimo);
+    let media = lookup("lmarena-ai/VisionArena-Chat")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        media.contains("image") && media.contains("random-mm"),
+        "{media}"
+    );
+    let zeta = lookup("zed-industries/zeta").unwrap_err().to_string();
+    assert!(zeta.contains("custom"), "{zeta}");
+    let unknown = lookup("someone/else").unwrap_err().to_string();
+    assert!(
+        unknown.contains("--hf-name someone/else") && unknown.contains("likaixin/InstructCoder")
+    );
+    for msg in [media, zeta, unknown] {
+        assert!(!msg.contains('\n'), "{msg}");
+    }
+}
+
+#[test]
+fn shuffle_is_seeded_and_oversampling_fills_up() {
+    let file: String = (0..20)
+        .map(|i| format!("{{\"turns\": [\"question {i}\"]}}\n"))
+        .collect();
+    let rows = parse(HfSet::MtBench, "q", &file).unwrap();
+    let shuffled = SampleOptions {
+        num_prompts: 30,
+        disable_shuffle: false,
+        no_oversample: false,
+    };
+    let draw = |seed| {
+        let reqs = sample(
+            HfSet::MtBench,
+            "q",
+            rows.clone(),
+            None,
+            &shuffled,
+            None,
+            &mut dataset_rng(seed),
+        );
+        reqs.unwrap()
+            .iter()
+            .map(|r| text(r).to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(draw(4), draw(4));
+    assert_ne!(draw(4), draw(5));
+    assert_eq!(draw(4).len(), 30);
+    assert_ne!(
+        draw(4)[0],
+        "question 0",
+        "shuffled (1 in 20 chance by luck at this seed)"
+    );
+}
