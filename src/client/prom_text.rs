@@ -1,6 +1,6 @@
 //! One sample line of Prometheus' text format, read by every `/metrics`
-//! scraper of the client (queue gauges, speculative decoding): the metric
-//! name and its value, labels skipped.
+//! scraper of the client (queue gauges, speculative decoding, DCGM GPU
+//! gauges): the metric name and its value, labels skipped.
 
 /// One sample line of the Prometheus text format: `name{labels} value [ts]`.
 /// Comments and malformed lines give `None`. Hand-written because the

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use super::scrape::parse_sample_line;
+use super::prom_text::parse_sample_line;
 
 /// `DCGM_FI_DEV_POWER_USAGE`: the GPU's power draw, watts.
 pub const POWER: &str = "DCGM_FI_DEV_POWER_USAGE";
