@@ -111,3 +111,104 @@ pub fn step_part(s: &StepResult) -> String {
         None => String::new(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::fixture::sweep_with;
+    use crate::result::gpu::{GpuSample, GpuStats};
+
+    /// A step's GPU stats at `watts` constant for 10 s over `tokens`.
+    fn gpu(watts: f64, tokens: u64) -> GpuStats {
+        let at = |t_s: f64| GpuSample {
+            t_s,
+            hosts: vec![Some(
+                [(
+                    "0".to_string(),
+                    crate::client::scrape_gpu::GpuGauges {
+                        power_w: Some(watts),
+                        ..Default::default()
+                    },
+                )]
+                .into(),
+            )],
+        };
+        GpuStats::from_samples(&[at(0.0), at(10.0)])
+            .unwrap()
+            .with_work(tokens, 10)
+    }
+
+    fn measured() -> SweepResult {
+        let mut r = sweep_with(&[10.0, 20.0], &[30.0]);
+        for (s, (w, tok)) in r
+            .steps
+            .iter_mut()
+            .zip([(150.0, 2000), (250.0, 5000), (400.0, 4000)])
+        {
+            s.gpu = Some(gpu(w, tok));
+        }
+        r.knee.energy_per_token_j = Some(0.5);
+        r
+    }
+
+    #[test]
+    fn the_table_has_w_and_j_per_token_only_when_measured() {
+        let plain = sweep_with(&[10.0, 20.0], &[30.0]);
+        let (heads, _) = super::super::table::columns(&plain);
+        assert!(!heads.iter().any(|h| h == "W" || h == "J/tok"));
+        assert_eq!(caption(&plain), "");
+        assert_eq!(knee_line(&plain), None);
+        let r = measured();
+        let (heads, rows) = super::super::table::columns(&r);
+        let w = heads.iter().position(|h| h == "W").unwrap();
+        assert_eq!(heads[w + 1], "J/tok");
+        // 2500 J over 5000 tokens at 20 req/s; 4000 J over 4000 past it.
+        assert_eq!(
+            (rows[1][w].as_str(), rows[1][w + 1].as_str()),
+            ("250", "0.500")
+        );
+        assert_eq!(rows[2][w + 1], "1.000");
+        assert!(
+            super::super::table::units_caption(&r).contains("J/tok = GPU energy per output token")
+        );
+        assert_eq!(
+            knee_line(&r).unwrap(),
+            "energy at the knee: 0.500 J per output token (250 W) at 20.0 req/s"
+        );
+        assert_eq!(step_part(&r.steps[0]), ", 150 W, 0.750 J/tok");
+    }
+
+    #[test]
+    fn the_html_draws_power_against_load_only_when_measured() {
+        let title = "GPU power (all GPUs) vs offered load";
+        assert!(!super::super::html::render(&sweep_with(&[10.0], &[20.0])).contains(title));
+        assert!(super::super::html::render(&measured()).contains(title));
+    }
+
+    #[test]
+    fn the_run_block_names_the_energy_source() {
+        let b = run_block(&gpu(200.0, 4000));
+        assert!(b.contains("GPU Power"), "{b}");
+        assert!(
+            b.contains(&format!(
+                "{:<40} {:<10}",
+                "Energy (J, power samples):", "2000.00"
+            )),
+            "{b}"
+        );
+        assert!(
+            b.contains(&format!(
+                "{:<40} {:<10}",
+                "Energy per output token (J):", "0.5000"
+            )),
+            "{b}"
+        );
+        assert!(
+            b.contains(&format!(
+                "{:<40} {:<10}",
+                "Energy per request (J):", "200.00"
+            )),
+            "{b}"
+        );
+    }
+}
