@@ -358,6 +358,35 @@ mod tests {
     }
 
     #[test]
+    fn a_runs_gpu_block_gives_its_energy_per_token_to_compare() {
+        let g = r#"{"source": "counter", "gpus": 2, "samples": 9, "duration_s": 8.0,
+            "mean_power_w": 500.0, "peak_power_w": 700.0, "energy_j": 4000.0,
+            "joules_per_output_token": 0.25, "joules_per_request": 40.0}"#;
+        let text = VLLM_OLD.replacen('{', &format!("{{\"kneecap\": {{\"gpu\": {g}}},"), 1);
+        let Input::Run(a) = parse(&text).unwrap() else {
+            panic!("expected a run")
+        };
+        assert_eq!(a.get("gpu_joules_per_output_token"), Some(0.25));
+        assert_eq!(a.get("gpu_mean_power_w"), Some(500.0));
+        let Input::Run(b) = parse(&text.replace("0.25", "0.3")).unwrap() else {
+            panic!("expected a run")
+        };
+        let c = crate::compare::runs::compare("a", &a, "b", &b);
+        let row = c
+            .rows
+            .iter()
+            .find(|r| r.metric == "gpu_joules_per_output_token")
+            .unwrap();
+        assert_eq!((row.baseline, row.candidate), (Some(0.25), Some(0.3)));
+        assert!((row.change_pct.unwrap() - 20.0).abs() < 1e-9);
+        let Input::Run(plain) = parse(VLLM_OLD).unwrap() else {
+            panic!("expected a run")
+        };
+        let c = crate::compare::runs::compare("a", &plain, "b", &plain);
+        assert!(c.rows.iter().all(|r| !r.metric.starts_with("gpu_")));
+    }
+
+    #[test]
     fn tokens_inside_strings_and_escapes_are_left_alone() {
         let s = r#"{"a": "x\"NaN", "b": -Infinity, "c": [NaN]}"#;
         assert_eq!(
