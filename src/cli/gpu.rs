@@ -4,7 +4,7 @@
 
 use clap::Args;
 
-use super::run::parse_duration;
+use super::duration::parse_duration;
 
 /// The GPU telemetry kneecap scrapes beside a run or each sweep step.
 #[derive(Debug, Clone, Args, Default)]

@@ -2,6 +2,7 @@
 //! arguments into validated configs (`cmd::args`); nothing else imports clap.
 
 pub mod compare;
+pub mod duration;
 pub mod gpu;
 pub mod merge;
 pub mod predict;

@@ -2,7 +2,8 @@
 //! plus the SLO, the search and the step length. The sweep sets the request
 //! rate (or concurrency) of each step itself.
 
-use super::run::{parse_duration, RunArgs};
+use super::duration::parse_duration;
+use super::run::RunArgs;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 use std::time::Duration;

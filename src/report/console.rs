@@ -1,6 +1,7 @@
 //! Console summary in `vllm bench serve`'s layout (its labels, in its order),
 //! followed by kneecap's own block. Pure: returns a String.
 
+use super::numbers::centered;
 use crate::client::openai::Backend;
 use crate::metrics::stats::Distribution;
 use crate::metrics::MetricName;
@@ -25,20 +26,6 @@ fn fline(out: &mut String, label: &str, value: f64) {
 
 fn banner(out: &mut String, title: &str, fill: char) {
     let _ = writeln!(out, "{}", centered(title, fill, 50));
-}
-
-pub(crate) fn centered(title: &str, fill: char, width: usize) -> String {
-    let len = title.chars().count();
-    if len >= width {
-        return title.to_string();
-    }
-    let left = (width - len) / 2;
-    let right = width - len - left;
-    format!(
-        "{}{title}{}",
-        fill.to_string().repeat(left),
-        fill.to_string().repeat(right)
-    )
 }
 
 fn vllm_block(out: &mut String, r: &RunResult) {

@@ -11,7 +11,7 @@ use crate::result::{gpu::EnergySource, GpuStats};
 /// The run's block: power, utilisation, memory, energy and its source,
 /// joules per output token and per request.
 pub fn run_block(g: &GpuStats) -> String {
-    let mut out = format!("{}\n", super::console::centered("GPU Power", '-', 50));
+    let mut out = format!("{}\n", super::numbers::centered("GPU Power", '-', 50));
     let mut line = |label: &str, v: String| {
         let _ = writeln!(out, "{label:<40} {v:<10}");
     };

@@ -33,3 +33,19 @@ pub fn compact(v: f64) -> String {
         load_label(v)
     }
 }
+
+/// `title` centred in a `width`-wide line of `fill`, as Python's
+/// `'{:=^50}'.format(title)` prints the banners of `vllm bench serve`.
+pub fn centered(title: &str, fill: char, width: usize) -> String {
+    let len = title.chars().count();
+    if len >= width {
+        return title.to_string();
+    }
+    let left = (width - len) / 2;
+    let right = width - len - left;
+    format!(
+        "{}{title}{}",
+        fill.to_string().repeat(left),
+        fill.to_string().repeat(right)
+    )
+}
