@@ -130,6 +130,10 @@ fn check_against_the_curve(result: &Value, scrapes: &[f64], source: &str) {
     let (a, b) = (scrapes[1], scrapes[scrapes.len() - 1]);
     let want_mean = (total_energy_j(b) - total_energy_j(a)) / (b - a);
     let mean = g["mean_power_w"].as_f64().unwrap();
+    eprintln!(
+        "gpu_power run ({source}): mean {mean:.3} W, the curve's {want_mean:.3} W ({:+.3}%)",
+        (mean / want_mean - 1.0) * 100.0
+    );
     assert!(
         (mean - want_mean).abs() / want_mean < 0.01,
         "mean power {mean} W, the curve's {want_mean} W over [{a}, {b}] s"
