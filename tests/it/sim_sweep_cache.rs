@@ -329,21 +329,26 @@ async fn a_step_that_resends_its_own_prompts_is_warned_with_the_fix() {
     }
 }
 
+/// Six prompts of forty distinct words each (`row{i}word{j}`).
+fn six_prompts() -> Vec<String> {
+    (0..6)
+        .map(|i| {
+            let words: Vec<String> = (0..40).map(|j| format!("row{i}word{j}")).collect();
+            words.join(" ")
+        })
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dataset_file_gives_each_step_its_next_rows_and_warns_once_when_it_runs_out() {
     let _serial = SERIAL.lock().await;
-    // 6 rows, 3 a step, 3 steps: steps 0 and 1 get rows of their own, step 2
-    // wraps round to step 0's.
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("six.jsonl");
-    let rows: Vec<String> = (0..6)
-        .map(|i| {
-            let words: Vec<String> = (0..40).map(|j| format!("row{i}word{j}")).collect();
-            serde_json::json!({ "prompt": words.join(" ") }).to_string()
-        })
+    let rows: Vec<String> = six_prompts()
+        .into_iter()
+        .map(|p| serde_json::json!({ "prompt": p }).to_string())
         .collect();
     std::fs::write(&file, rows.join("\n")).unwrap();
-    let tiny = SimConfig::from_preset("tiny").unwrap();
     let path = file.to_str().unwrap();
     let workload = [
         "--dataset-name",
@@ -355,7 +360,43 @@ async fn a_dataset_file_gives_each_step_its_next_rows_and_warns_once_when_it_run
         "--num-prompts",
         "3",
     ];
-    let (result, [_, stderr], steps, _) = sweep_on(tiny, ("4,6,8", LOOSE), &workload).await;
+    three_steps_over_six_rows(&workload).await;
+}
+
+/// A local `hf` dataset (MT-Bench's rows) is a file like any other: each
+/// step takes its next rows, not a reshuffle that resends earlier ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_local_hf_dataset_gives_each_step_its_next_rows_too() {
+    let _serial = SERIAL.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("question.jsonl");
+    let rows: Vec<String> = six_prompts()
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| serde_json::json!({ "question_id": i, "turns": [p] }).to_string())
+        .collect();
+    std::fs::write(&file, rows.join("\n")).unwrap();
+    let path = file.to_str().unwrap();
+    let workload = [
+        "--dataset-name",
+        "hf",
+        "--dataset-path",
+        path,
+        "--hf-name",
+        "philschmid/mt-bench",
+        "--hf-output-len",
+        "4",
+        "--num-prompts",
+        "3",
+    ];
+    three_steps_over_six_rows(&workload).await;
+}
+
+/// 6 rows, 3 a step, 3 steps: steps 0 and 1 get rows of their own, step 2
+/// wraps round to step 0's; warned once, and the server's log agrees.
+async fn three_steps_over_six_rows(workload: &[&str]) {
+    let tiny = SimConfig::from_preset("tiny").unwrap();
+    let (result, [_, stderr], steps, _) = sweep_on(tiny, ("4,6,8", LOOSE), workload).await;
     let rates = check_steps_against_log(&result, &steps);
     eprintln!("per-step hit rates: {rates:?}");
     let said: Vec<&str> = stderr

@@ -11,7 +11,11 @@
 //!   (`--random-prefix-len`, prefix_repetition's prefixes) is the designed
 //!   sharing *within* a step: each step draws its own, and the step's
 //!   warm-up window absorbs the one miss per prefix;
-//! - a dataset file (ShareGPT, custom) is shuffled once with `--seed`, and
+//! - sonnet prompts are drawn again with the step's seed (random poem
+//!   lines after the `--sonnet-prefix-len` lines every prompt shares, the
+//!   designed sharing, not warned);
+//! - a dataset file (ShareGPT, custom, a local `hf` dataset) is shuffled
+//!   once with `--seed`, and
 //!   step `k` takes the `k`-th window of `--num-prompts` prompts: no two
 //!   steps share a prompt until the file runs out, which is warned once;
 //! - `--multi-turn` sessions: synthetic ones are drawn again with the
@@ -34,7 +38,7 @@ use crate::config::sweep::SweepConfig;
 use crate::result::sweep::{PromptDraw, StepPrompts, StepResult};
 use crate::sweep::draws::{probe_seed, step_seed};
 use crate::sweep::knee::SearchPlan;
-use crate::workload::dataset::{self, DatasetConfig, DatasetKind};
+use crate::workload::dataset::{self, DatasetConfig, DatasetKind, HfConfig};
 use crate::workload::session::SessionSpec;
 use crate::workload::trace_expand::{self, ExpandParams};
 use crate::workload::{burstgpt, RequestSpec};
@@ -118,7 +122,8 @@ impl Prompts {
                 let distinct = usable.unwrap_or(pool.len());
                 (Source::SessionWindow(Arc::new(pool)), Some(distinct), what)
             }
-            (DatasetKind::ShareGpt { path, .. } | DatasetKind::Custom { path, .. }, None) => {
+            (DatasetKind::ShareGpt { path, .. } | DatasetKind::Custom { path, .. }, None)
+            | (DatasetKind::Hf(HfConfig { path, .. }), None) => {
                 let pool = dataset::load(&file_pool(ds, windows), p.tokenizer.as_ref())?;
                 let (distinct, what) = (pool.len(), format!("'{}'", path.display()));
                 (Source::Window(Arc::new(pool)), Some(distinct), what)
@@ -395,6 +400,7 @@ fn designed_sharing(cfg: &SweepConfig, p: &Prepared) -> Option<&'static str> {
     match cfg.run.dataset.kind {
         DatasetKind::Random { prefix_len, .. } if prefix_len > 0 => Some("--random-prefix-len"),
         DatasetKind::PrefixRepetition(_) => Some("prefix_repetition"),
+        DatasetKind::Sonnet { params, .. } if params.prefix_len > 0 => Some("--sonnet-prefix-len"),
         _ => None,
     }
 }
