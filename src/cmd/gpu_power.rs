@@ -20,6 +20,8 @@ use crate::result::gpu::{GpuSample, GpuStats};
 #[derive(Clone)]
 pub(crate) struct GpuHosts {
     scrapers: Arc<Vec<Scraper>>,
+    /// The URLs, in flag order (the stats' `hosts`).
+    urls: Arc<Vec<String>>,
     every: Duration,
 }
 
@@ -43,6 +45,7 @@ impl GpuHosts {
         }
         Ok(Some(Self {
             scrapers: Arc::new(scrapers),
+            urls: Arc::new(cfg.urls.clone()),
             every: cfg.every,
         }))
     }
@@ -51,8 +54,9 @@ impl GpuHosts {
     pub(crate) fn start(&self) -> GpuProbe {
         let (stop, rx) = tokio::sync::watch::channel(false);
         let hosts = self.clone();
+        let urls = self.urls.to_vec();
         let task = tokio::spawn(async move { hosts.sample_until(rx).await });
-        GpuProbe { stop, task }
+        GpuProbe { stop, task, urls }
     }
 
     /// One sample of every host, `t_s` after `t0`.
@@ -89,15 +93,20 @@ impl GpuHosts {
 pub(crate) struct GpuProbe {
     stop: tokio::sync::watch::Sender<bool>,
     task: tokio::task::JoinHandle<Vec<GpuSample>>,
+    urls: Vec<String>,
 }
 
 impl GpuProbe {
     /// Stops sampling (one last sample now) and sums up (`None`: fewer than
-    /// two samples in which every host answered).
+    /// two samples in which every host answered), naming the hosts.
     pub(crate) async fn finish(self) -> Option<GpuStats> {
         let _ = self.stop.send(true);
         let samples = self.task.await.ok()?;
-        GpuStats::from_samples(&samples)
+        let stats = GpuStats::from_samples(&samples)?;
+        Some(GpuStats {
+            hosts: self.urls,
+            ..stats
+        })
     }
 }
 

@@ -10,6 +10,7 @@
 //! percentiles are read from the merged histograms and never averaged across
 //! shards. Rates divide by the *common* window — the earliest start to the
 //! latest end over all shards.
+pub mod gpu;
 pub mod run;
 pub mod server;
 pub mod sweep;

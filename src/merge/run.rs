@@ -3,6 +3,7 @@
 //! ([`RunResult::assemble`]), so the merged JSON and console summary come
 //! from the same renderers. PURE: works on parsed JSON values.
 
+use super::gpu;
 use super::server::{self, Reading, ServerBlock};
 use super::{check_set, ShardFile};
 use crate::metrics::stats::{Distribution, Summary};
@@ -10,7 +11,7 @@ use crate::metrics::KNEECAP_PERCENTILES;
 use crate::result::json::kneecap::MergedBlock;
 use crate::result::json::RunJson;
 use crate::result::shard::ShardPart;
-use crate::result::{GeneratorVerdict, PrefixCacheStats, RunResult, SpecDecodeStats};
+use crate::result::{GeneratorVerdict, GpuStats, PrefixCacheStats, RunResult, SpecDecodeStats};
 use crate::result::{RunHeader, RunOutcome};
 
 /// How many failure messages the merged result keeps (over all shards).
@@ -27,6 +28,8 @@ pub struct RunShard {
     /// The server's counters over the shard's window (see [`server`]).
     pub prefix_cache: Option<PrefixCacheStats>,
     pub spec_decode: Option<SpecDecodeStats>,
+    /// The GPUs at the shard's `--gpu-metrics-url` hosts (see [`gpu`]).
+    pub gpu: Option<GpuStats>,
 }
 
 /// A shard's run result, read as the one run JSON type; the error names
@@ -47,6 +50,7 @@ pub fn read(name: &str, json: RunJson) -> Result<RunShard, String> {
         first_errors: k.first_errors,
         prefix_cache: k.prefix_cache,
         spec_decode: k.spec_decode,
+        gpu: k.gpu,
     })
 }
 
@@ -58,11 +62,31 @@ pub fn merge(mut shards: Vec<RunShard>) -> Result<RunResult, String> {
     let total = ShardPart::sum(shards.iter().map(|s| &s.part))?;
     let header = shards[0].header.clone();
     let summary = summary(&total, &header.percentiles);
-    let outcome = outcome(&shards, &total, header.request_rate);
+    let mut outcome = outcome(&shards, &total, header.request_rate);
+    let blocks: Vec<Option<&GpuStats>> = shards.iter().map(|s| s.gpu.as_ref()).collect();
+    let work = (summary.total_output_tokens, summary.completed as u64);
+    let gpu = match gpu::merged(&blocks, Some(work)) {
+        Ok(g) => g,
+        Err(why) => {
+            note(&mut outcome, why);
+            None
+        }
+    };
+    if gpu.is_some() {
+        note(&mut outcome, gpu::NOTE.to_string());
+    }
     let mut result = RunResult::assemble(header, summary, Vec::new(), outcome);
     result.kneecap.prefix_cache = server_block(&shards, |s| s.prefix_cache.as_ref());
     result.kneecap.spec_decode = server_block(&shards, |s| s.spec_decode.as_ref());
+    result.kneecap.gpu = gpu;
     Ok(result)
+}
+
+/// One more line in `kneecap.merged.notes`.
+fn note(outcome: &mut RunOutcome, line: String) {
+    if let Some(m) = outcome.merged.as_mut() {
+        m.notes.push(line);
+    }
 }
 
 /// A block the server counted, merged by [`server::merged`]'s rule.

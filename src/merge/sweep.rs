@@ -15,7 +15,10 @@
 //! was (named). [`crate::sweep::judge`] gives the verdict and the pure knee
 //! logic runs on the merged verdicts. The verdict and the step row come from
 //! the same judge as a live step ([`crate::sweep::step::judge_step`]). A step that started after its slot on
-//! some shard carries a warning naming it.
+//! some shard carries a warning naming it. The steps' GPU blocks merge by
+//! [`super::gpu`]'s rule, over the work the shards' blocks recorded, so the
+//! knee's energy per token is read from the merged step as in one process.
+use super::gpu;
 use super::server::{self, Reading, ServerBlock};
 use super::{check_set, ShardFile};
 use crate::metrics::health::{self, GeneratorHealth};
@@ -26,12 +29,14 @@ use crate::result::evidence::Attainment;
 use crate::result::shard::ShardPart;
 use crate::result::shard_sweep::{MergedSweep, StepAlignment, StepShard};
 use crate::result::sweep::{StepPrompts, StepResult, SweepResult, Verdict};
+use crate::result::GpuStats;
 use crate::sweep::knee::StepPoint;
 use crate::sweep::rows::finish;
 use crate::sweep::slo::SloOutcome;
 use crate::sweep::slo_hist::evaluate_hist;
 use crate::sweep::step::{judge_step, Judged, StepCounts, StepDists, StepEvidence};
 use crate::sweep::{steady, Slo};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// One shard's sweep result, parsed.
@@ -88,10 +93,12 @@ pub fn merge(mut shards: Vec<SweepShard>) -> Result<SweepResult, String> {
     };
     let mut history: Vec<StepPoint> = Vec::new();
     let mut alignment = Vec::new();
+    let mut gpu_notes = GpuNotes::default();
     for k in 0..n_steps {
         let steps: Vec<(&SweepShard, &StepResult)> =
             shards.iter().map(|s| (s, &s.result.steps[k])).collect();
-        let (judged, aligned) = merge_step(&slos, &merged, k, &steps)?;
+        let (mut judged, aligned) = merge_step(&slos, &merged, k, &steps)?;
+        judged.row.gpu = gpu_block(&steps, &mut gpu_notes);
         alignment.push(aligned);
         if judged.row.verdict == Verdict::Interrupted {
             merged.steps.push(judged.row);
@@ -103,8 +110,49 @@ pub fn merge(mut shards: Vec<SweepShard>) -> Result<SweepResult, String> {
     }
     finish(&mut merged, &history);
     merged.complete = !merged.interrupted && shards.iter().all(|s| s.result.complete);
-    merged.merged = Some(merged_block(&shards, alignment));
+    merged.merged = Some(merged_block(&shards, alignment, gpu_notes.lines()));
     Ok(merged)
+}
+
+/// Why some steps have no merged GPU block (each reason with its steps'
+/// loads), and whether some step has one.
+#[derive(Default)]
+struct GpuNotes {
+    some_merged: bool,
+    refused: BTreeMap<String, Vec<f64>>,
+}
+
+impl GpuNotes {
+    /// The notes' lines: [`gpu::NOTE`] when some step has a block, then each
+    /// reason once, naming its steps.
+    fn lines(self) -> Vec<String> {
+        let refused = self.refused.into_iter().map(|(why, loads)| {
+            let loads: Vec<String> = loads.iter().map(|l| format!("{l}")).collect();
+            format!("steps at load {}: {why}", loads.join(", "))
+        });
+        self.some_merged
+            .then(|| gpu::NOTE.to_string())
+            .into_iter()
+            .chain(refused)
+            .collect()
+    }
+}
+
+/// The step's GPU block merged by [`gpu::merged`]'s rule, per token and per
+/// request over the work every shard's block recorded (the whole step's, as
+/// in one process); a refusal is noted in `notes`.
+fn gpu_block(steps: &[(&SweepShard, &StepResult)], notes: &mut GpuNotes) -> Option<GpuStats> {
+    let blocks: Vec<Option<&GpuStats>> = steps.iter().map(|(_, st)| st.gpu.as_ref()).collect();
+    match gpu::merged(&blocks, gpu::recorded_work(&blocks)) {
+        Ok(g) => {
+            notes.some_merged |= g.is_some();
+            g
+        }
+        Err(why) => {
+            notes.refused.entry(why).or_default().push(steps[0].1.load);
+            None
+        }
+    }
 }
 
 /// Merge step `k` of every shard; also returns its alignment record.
@@ -326,7 +374,11 @@ fn max_of(it: impl Iterator<Item = Option<f64>>) -> Option<f64> {
 }
 
 /// `merged`: which shards, and how well each step's slots lined up.
-fn merged_block(shards: &[SweepShard], steps: Vec<StepAlignment>) -> MergedSweep {
+fn merged_block(
+    shards: &[SweepShard],
+    steps: Vec<StepAlignment>,
+    gpu_notes: Vec<String>,
+) -> MergedSweep {
     let id = &shards[0].file.id;
     MergedSweep {
         shards: id.shard.count,
@@ -343,6 +395,7 @@ fn merged_block(shards: &[SweepShard], steps: Vec<StepAlignment>) -> MergedSweep
         .map(String::from)
         .into_iter()
         .chain([server::NOTE.to_string()])
+        .chain(gpu_notes)
         .collect(),
     }
 }

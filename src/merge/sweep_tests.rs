@@ -155,3 +155,61 @@ fn a_merged_step_counts_the_shards_failures_as_misses_like_one_process() {
         step.reasons
     );
 }
+
+/// A GPU block at `host`: `energy_j` over 10 s, paid for by `tokens`
+/// output tokens and `requests` requests.
+fn gpu_at(host: &str, energy_j: f64, tokens: u64, requests: u64) -> GpuStats {
+    let at = |t_s: f64| crate::result::gpu::GpuSample {
+        t_s,
+        hosts: vec![Some(
+            [(
+                "0".to_string(),
+                crate::client::scrape_gpu::GpuGauges {
+                    power_w: Some(energy_j / 10.0),
+                    ..Default::default()
+                },
+            )]
+            .into(),
+        )],
+    };
+    let g = GpuStats::from_samples(&[at(0.0), at(10.0)]).expect("two samples");
+    GpuStats {
+        hosts: vec![host.to_string()],
+        ..g
+    }
+    .with_work(tokens, requests)
+}
+
+#[test]
+fn a_merged_steps_gpu_blocks_add_and_the_knee_reads_its_energy_per_token() {
+    let ok: Vec<RequestRecord> = records()
+        .into_iter()
+        .filter(|r| r.error.is_none())
+        .collect();
+    let (mut a, mut b) = (shard(0, &ok), shard(1, &ok));
+    // Distinct hosts: 1000 J + 3000 J over 100 + 300 tokens = 10 J/token.
+    a.result.steps[0].gpu = Some(gpu_at("http://a:9400/metrics", 1000.0, 100, 10));
+    b.result.steps[0].gpu = Some(gpu_at("http://b:9400/metrics", 3000.0, 300, 30));
+    let merged = merge(vec![a.clone(), b.clone()]).expect("merges");
+    let g = merged.steps[0].gpu.as_ref().expect("a merged block");
+    assert_eq!((g.energy_j, g.gpus, g.mean_power_w), (4000.0, 2, 400.0));
+    assert_eq!(g.joules_per_output_token, Some(10.0));
+    assert_eq!(g.joules_per_request, Some(100.0));
+    let knee = &merged.knee;
+    assert_eq!(knee.last_pass, Some(40.0));
+    assert_eq!(knee.energy_per_token_j, Some(10.0));
+    let notes = &merged.merged.as_ref().unwrap().notes;
+    assert!(notes.iter().any(|n| n == gpu::NOTE), "{notes:?}");
+    // One shard without a block: none, and a note naming the step.
+    b.result.steps[0].gpu = None;
+    let merged = merge(vec![a, b]).expect("merges");
+    assert_eq!(merged.steps[0].gpu, None);
+    assert_eq!(merged.knee.energy_per_token_j, None);
+    let notes = &merged.merged.as_ref().unwrap().notes;
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("steps at load 40: gpu: 1 of 2 shards have no GPU block")),
+        "{notes:?}"
+    );
+}

@@ -37,6 +37,11 @@ pub struct GpuStats {
     pub source: EnergySource,
     /// GPUs seen, over every host.
     pub gpus: u32,
+    /// The `--gpu-metrics-url` hosts scraped, in flag order: which GPUs
+    /// these are (`kneecap merge` adds blocks of distinct hosts and keeps
+    /// one reading of the same hosts). Empty in files from older versions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<String>,
     /// Samples in which every host answered.
     pub samples: u32,
     /// Samples in which some host did not answer (left out).
@@ -62,6 +67,12 @@ pub struct GpuStats {
     /// `energy_j` over its completed requests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub joules_per_request: Option<f64>,
+    /// The output tokens `joules_per_output_token` divides by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+    /// The completed requests `joules_per_request` divides by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_requests: Option<u64>,
 }
 
 /// The complete samples: time and every GPU's gauges, hosts flattened.
@@ -98,6 +109,7 @@ impl GpuStats {
         Some(Self {
             source,
             gpus: first.1.len() as u32,
+            hosts: Vec::new(),
             samples: complete.len() as u32,
             failed_samples: (samples.len() - complete.len()) as u32,
             duration_s,
@@ -108,16 +120,68 @@ impl GpuStats {
             energy_j,
             joules_per_output_token: None,
             joules_per_request: None,
+            output_tokens: None,
+            completed_requests: None,
         })
     }
 
     /// These stats with the work they paid for: joules per output token and
-    /// per completed request (left out when there was none).
+    /// per completed request (left out when there was none), and the counts.
     pub fn with_work(mut self, output_tokens: u64, completed: u64) -> Self {
         let per = |n: u64| (n > 0).then(|| self.energy_j / n as f64);
         self.joules_per_output_token = per(output_tokens);
         self.joules_per_request = per(completed);
+        self.output_tokens = Some(output_tokens);
+        self.completed_requests = Some(completed);
         self
+    }
+
+    /// These stats with no work attached (energy and power only).
+    pub fn without_work(self) -> Self {
+        Self {
+            joules_per_output_token: None,
+            joules_per_request: None,
+            output_tokens: None,
+            completed_requests: None,
+            ..self
+        }
+    }
+
+    /// The output tokens and completed requests recorded by
+    /// [`GpuStats::with_work`] (`None`: none recorded).
+    pub fn work(&self) -> Option<(u64, u64)> {
+        Some((self.output_tokens?, self.completed_requests?))
+    }
+
+    /// The stats of two sets of distinct GPUs over the same load (shards
+    /// scraping disjoint hosts): energy, mean power (each over its own
+    /// window), GPUs, samples and peak memory add; the peak power is the sum
+    /// of the peaks — an upper bound, the peaks need not coincide; the
+    /// utilisation is the GPU-weighted mean; the duration the longer; the
+    /// source `counter` only when both are. Utilisation and memory only
+    /// when both have them. No work: the caller divides by the whole's
+    /// ([`GpuStats::with_work`]).
+    pub fn add(&self, other: &Self) -> Self {
+        let both = |a: Option<f64>, b: Option<f64>| Some((a?, b?));
+        let (ga, gb) = (f64::from(self.gpus), f64::from(other.gpus));
+        Self {
+            source: match (self.source, other.source) {
+                (EnergySource::Counter, EnergySource::Counter) => EnergySource::Counter,
+                _ => EnergySource::PowerSamples,
+            },
+            gpus: self.gpus + other.gpus,
+            hosts: self.hosts.iter().chain(&other.hosts).cloned().collect(),
+            samples: self.samples + other.samples,
+            failed_samples: self.failed_samples + other.failed_samples,
+            duration_s: self.duration_s.max(other.duration_s),
+            mean_power_w: self.mean_power_w + other.mean_power_w,
+            peak_power_w: self.peak_power_w + other.peak_power_w,
+            mean_util_pct: both(self.mean_util_pct, other.mean_util_pct)
+                .map(|(a, b)| (a * ga + b * gb) / (ga + gb).max(1.0)),
+            peak_memory_mib: both(self.peak_memory_mib, other.peak_memory_mib).map(|(a, b)| a + b),
+            energy_j: self.energy_j + other.energy_j,
+            ..self.clone().without_work()
+        }
     }
 }
 

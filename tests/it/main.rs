@@ -14,6 +14,7 @@ mod faults;
 mod file_datasets;
 mod generator;
 mod golden_json;
+mod gpu_merge;
 mod gpu_power;
 mod h1_client;
 mod interrupt;
