@@ -120,7 +120,7 @@ pub fn plan(
 
 /// `num_prompts` prompts of the file `origin` whose `contents` are poem
 /// lines. Prompts longer than `input_len` tokens are drawn again; after
-/// [`DRAWS_PER_PROMPT`] draws per prompt without enough, an error says so.
+/// `DRAWS_PER_PROMPT` draws per prompt without enough, an error says so.
 pub fn generate(
     origin: &str,
     contents: &str,
