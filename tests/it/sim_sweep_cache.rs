@@ -87,23 +87,11 @@ async fn sweep_on(
     );
     sim.handle.shutdown().await.unwrap();
     let result: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    // Steps run one after another, each drained before the next: in arrival
-    // order, a step begins at its request 0.
-    let (mut requests, summary) = common::sim::requests(&sim.log, PREFIX);
-    requests.sort_by(|a, b| {
-        a["arrival_s"]
-            .as_f64()
-            .unwrap()
-            .total_cmp(&b["arrival_s"].as_f64().unwrap())
-    });
-    let mut steps: Vec<Vec<Value>> = Vec::new();
-    for r in requests {
+    let (requests, summary) = common::sim::requests(&sim.log, PREFIX);
+    for r in &requests {
         assert_eq!(r["preemptions"], 0, "light load: one admission each");
-        match steps.last_mut() {
-            Some(step) if common::sim::index(&r, PREFIX) != 0 => step.push(r),
-            _ => steps.push(vec![r]),
-        }
     }
+    let steps = common::sim::by_step(requests, PREFIX);
     (result, [stdout, stderr], steps, summary)
 }
 

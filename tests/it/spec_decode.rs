@@ -128,18 +128,9 @@ fn logged_requests(log: &std::path::Path, prefix: &str) -> Vec<Value> {
     requests
 }
 
-/// The server log's requests grouped by sweep step: steps run one after
-/// another, each drained before the next, so in arrival order a step begins
-/// at its request 0.
+/// The server log's requests grouped by sweep step ([`common::sim::by_step`]).
 fn steps_of(log: &std::path::Path, prefix: &str) -> Vec<Vec<Value>> {
-    let mut steps: Vec<Vec<Value>> = Vec::new();
-    for r in logged_requests(log, prefix) {
-        match steps.last_mut() {
-            Some(step) if common::sim::index(&r, prefix) != 0 => step.push(r),
-            _ => steps.push(vec![r]),
-        }
-    }
-    steps
+    common::sim::by_step(logged_requests(log, prefix), prefix)
 }
 
 /// The sum of a per-request speculation count (absent: the request never drafted).
