@@ -103,8 +103,13 @@ async fn check_backend(backend: &str, endpoint: &str, extra: &[&str], requests: 
     assert_eq!(r["total_input_sequences"], inputs_total);
     diffs.sort_by(f64::total_cmp);
     let median = diffs[diffs.len() / 2];
+    // Never shorter than the server's own span; the median within 5 ms (the
+    // 1 ms check of the client's clock is sim_e2e's, at light load: here
+    // 8 test threads share 2 cores, and a fresh clone once saw a median of
+    // 2.5 ms). A latency taken from the wrong event (the ready check, the
+    // due time of a later request, the next request's body) misses by more.
     assert!(
-        diffs[0] > -0.05 && median < 1.0,
+        diffs[0] > -0.05 && median < 5.0,
         "{backend}: client E2EL minus the server log's (ms): {diffs:?}"
     );
 }

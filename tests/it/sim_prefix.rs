@@ -177,12 +177,14 @@ async fn sharing_ninety_percent_of_each_prompt_moves_the_knee_as_explain_says() 
     // that pass as surely and only cost time (from 16, the shared sweep
     // spent two more steps getting there).
     let start = |mu: f64| (mu / 2.0).round();
-    let (plain, _) = knee(
+    // The two searches run side by side, each against its own simulator
+    // (about 30 s each; one after the other they were the `it` binary's
+    // longest test).
+    let plain = knee(
         start(mu_plain),
         &["--random-input-len", "1008", "--random-output-len", "8"],
-    )
-    .await;
-    let (shared, _) = knee(
+    );
+    let shared = knee(
         start(mu_shared),
         &[
             "--dataset-name",
@@ -197,8 +199,8 @@ async fn sharing_ninety_percent_of_each_prompt_moves_the_knee_as_explain_says() 
             "8",
             "--ignore-eos",
         ],
-    )
-    .await;
+    );
+    let ((plain, _), (shared, _)) = tokio::join!(plain, shared);
     // The tolerance of the knee tests in sim_e2e.rs: just below μ.
     assert!(
         plain < mu_plain && plain > 0.6 * mu_plain,

@@ -49,7 +49,12 @@ async fn a_predicted_sweep_opens_at_the_interval_ends_and_sets_prediction_beside
     let p = &r["prediction"];
     let f = |v: &Value| v.as_f64().unwrap_or_else(|| panic!("{v} in {p}"));
     let (knee, low, high) = (f(&p["knee_req_s"]), f(&p["low_req_s"]), f(&p["high_req_s"]));
-    assert!(0.0 < low && low <= knee && knee <= high, "{p}");
+    // A corner of a profile taken on a busy host may pass no rate at all:
+    // then the low end is 0 and the search opens around the knee (below).
+    assert!(
+        0.0 < knee && 0.0 <= low && low <= knee && knee <= high,
+        "{p}"
+    );
     // The profile was measured now and written beside the sweep JSON.
     let written = dir.path().join("sweep.profile.json");
     assert_eq!(p["profile_path"], written.display().to_string(), "{p}");
@@ -62,7 +67,7 @@ async fn a_predicted_sweep_opens_at_the_interval_ends_and_sets_prediction_beside
     let opening: Vec<f64> = p["opening"].as_array().unwrap().iter().map(f).collect();
     assert_eq!(opening.len(), 2, "{p}");
     let near = |a: f64, b: f64| (a / b - 1.0).abs() < 0.01;
-    if high / low >= 1.10 {
+    if low > 0.0 && high / low >= 1.10 {
         assert!(near(opening[0], low) && near(opening[1], high), "{p}");
     } else {
         let centre = (opening[0] * opening[1]).sqrt();
