@@ -51,6 +51,9 @@ fn merge_runs(docs: Vec<(String, Value)>, args: &MergeArgs) -> Result<ExitCode> 
     let n = shards.len();
     let result = crate::merge::run::merge(shards).map_err(anyhow::Error::msg)?;
     print!("{}", console::render(&result));
+    if let Some(m) = &result.kneecap.merged {
+        warn_gpu(&m.notes);
+    }
     if let Some(o) = &args.output {
         let text = json::to_vec(&result, false);
         save::write_atomic(o, &text)?;
@@ -84,9 +87,19 @@ fn merge_sweeps(docs: Vec<(String, Value)>, args: &MergeArgs) -> Result<ExitCode
     result.knee.explain = explain_measured(&result.steps, &result.knee, max_num_seqs);
     print!("{}", crate::report::table::render(&result));
     println!("{}", crate::report::chart::render(&result, 100));
+    if let Some(m) = &result.merged {
+        warn_gpu(&m.notes);
+    }
     if let Some(o) = &args.output {
         save::write_atomic(o, &serde_json::to_vec_pretty(&result)?)?;
         eprintln!("kneecap: merged {n} sweep shards into {}", o.display());
     }
     Ok(crate::sweep::rows::exit_code(&result))
+}
+
+/// Each merged note saying a GPU block was left out, on stderr.
+fn warn_gpu(notes: &[String]) {
+    for line in crate::merge::gpu::refusals(notes) {
+        eprintln!("kneecap: warning: {line}");
+    }
 }

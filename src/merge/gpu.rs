@@ -46,8 +46,8 @@ pub fn merged(
             .max_by(|a, b| a.duration_s.total_cmp(&b.duration_s))
             .map(|b| b.clone().without_work())
     } else if pairwise_disjoint(&sets) {
-        let (first, rest) = all.split_first().expect("some block");
-        Some(rest.iter().fold((*first).clone(), |sum, b| sum.add(b)))
+        all.split_first()
+            .map(|(first, rest)| rest.iter().fold((*first).clone(), |sum, b| sum.add(b)))
     } else {
         return Err("gpu: the shards' --gpu-metrics-url host sets overlap without being equal (neither one measurement of the same GPUs nor a sum over distinct ones): no merged GPU block".into());
     };
@@ -55,6 +55,17 @@ pub fn merged(
         Some((tokens, requests)) => b.with_work(tokens, requests),
         None => b.without_work(),
     }))
+}
+
+/// The merged notes that say why a GPU block was left out (a run's
+/// refusal, or a sweep's "steps at load ...: gpu: ..."): the command prints
+/// each on stderr, so a merge that lost the energy figures says so where it
+/// is run, not only in the JSON.
+pub fn refusals(notes: &[String]) -> impl Iterator<Item = &str> {
+    notes
+        .iter()
+        .map(String::as_str)
+        .filter(|n| *n != NOTE && (n.starts_with("gpu: ") || n.contains(": gpu: ")))
 }
 
 /// The summed work every block recorded ([`GpuStats::work`]); `None` when
@@ -176,5 +187,19 @@ mod tests {
         assert!(err.contains("does not name its hosts"), "{err}");
         assert_eq!(merged(&[None, None], Some((1, 1))), Ok(None));
         assert_eq!(recorded_work(&[Some(&a)]), None);
+    }
+
+    #[test]
+    fn refusals_are_the_gpu_notes_that_left_a_block_out() {
+        let notes: Vec<String> = [
+            "shards were aligned on their common window",
+            NOTE,
+            "gpu: 1 of 2 shards have no GPU block (no --gpu-metrics-url, or too few samples answered), so ...",
+            "steps at load 10, 20: gpu: the shards' --gpu-metrics-url host sets overlap ...",
+        ]
+        .map(String::from)
+        .to_vec();
+        let got: Vec<&str> = refusals(&notes).collect();
+        assert_eq!(got, [notes[2].as_str(), notes[3].as_str()]);
     }
 }

@@ -68,8 +68,8 @@ fn read(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-/// `kneecap merge` of `files`: the merged JSON.
-async fn merge(files: &[&PathBuf], dir: &Path, name: &str) -> Value {
+/// `kneecap merge` of `files`: the merged JSON and the command's stderr.
+async fn merge(files: &[&PathBuf], dir: &Path, name: &str) -> (Value, String) {
     let out_path = dir.join(name);
     let mut args: Vec<String> = vec!["merge".into()];
     args.extend(files.iter().map(|f| f.display().to_string()));
@@ -80,7 +80,10 @@ async fn merge(files: &[&PathBuf], dir: &Path, name: &str) -> Value {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    read(&out_path)
+    (
+        read(&out_path),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 fn f(v: &Value) -> f64 {
@@ -114,7 +117,8 @@ async fn merged_gpu_blocks_keep_one_reading_of_the_same_gpus_and_add_distinct_on
         shard(1, &a.url, Some(&ma), d, "same-1.json"),
     );
     let shards = [read(&s0), read(&s1)];
-    let merged = merge(&[&s0, &s1], d, "same.json").await;
+    let (merged, stderr) = merge(&[&s0, &s1], d, "same.json").await;
+    assert!(!stderr.contains("warning: gpu"), "{stderr}");
     let g = &merged["kneecap"]["gpu"];
     assert_eq!(g["hosts"], serde_json::json!([ma]), "{g}");
     assert_eq!(g["gpus"], 1);
@@ -148,7 +152,7 @@ async fn merged_gpu_blocks_keep_one_reading_of_the_same_gpus_and_add_distinct_on
         read(&t0)["kneecap"]["gpu"].clone(),
         read(&t1)["kneecap"]["gpu"].clone(),
     );
-    let merged = merge(&[&t0, &t1], d, "apart.json").await;
+    let (merged, _) = merge(&[&t0, &t1], d, "apart.json").await;
     let g = &merged["kneecap"]["gpu"];
     assert_eq!(g["hosts"], serde_json::json!([ma, mb]), "{g}");
     assert_eq!(g["gpus"], 2);
@@ -179,7 +183,7 @@ async fn merged_gpu_blocks_keep_one_reading_of_the_same_gpus_and_add_distinct_on
 
     // 3. Shard 1 without --gpu-metrics-url: no block, and one line why.
     let u1 = shard(1, &b.url, None, d, "bare-1.json").await;
-    let merged = merge(&[&t0, &u1], d, "mixed.json").await;
+    let (merged, stderr) = merge(&[&t0, &u1], d, "mixed.json").await;
     assert!(
         merged["kneecap"].get("gpu").is_none(),
         "{}",
@@ -190,6 +194,11 @@ async fn merged_gpu_blocks_keep_one_reading_of_the_same_gpus_and_add_distinct_on
         n.iter()
             .any(|l| l.starts_with("gpu: 1 of 2 shards have no GPU block")),
         "{n:?}"
+    );
+    // ...and the command says so where it runs, not only in the JSON.
+    assert!(
+        stderr.contains("kneecap: warning: gpu: 1 of 2 shards have no GPU block"),
+        "{stderr}"
     );
     a.handle.shutdown().await.unwrap();
     b.handle.shutdown().await.unwrap();
