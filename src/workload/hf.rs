@@ -8,8 +8,9 @@
 //! Like vLLM: rows are shuffled with the seed (unless `--disable-shuffle`),
 //! the first `--num-prompts` that pass the set's filter are taken, then
 //! oversampled. Unlike vLLM, no chat template is applied (InstructCoder and
-//! MT-Bench prompts go as plain text, as with `--skip-chat-template`):
-//! kneecap has no template engine.
+//! MT-Bench prompts go as plain text, as with `--skip-chat-template`; MLPerf's
+//! system prompt and question as two paragraphs of one text): kneecap has
+//! no template engine.
 //!
 //! Pure: file contents in, requests out; the files are read by
 //! [`super::dataset`].
@@ -35,16 +36,24 @@ pub enum HfSet {
     MtBench,
     /// `AI-MO/*`: `problem`, with `solution` as the reference.
     Aimo,
+    /// `mgoin/mlperf-inference-llama*-data`: `system_prompt` and
+    /// `question` (vLLM sends them as a system and a user message through
+    /// the chat template; here one text, the two joined by a blank line),
+    /// with `output` as the reference. Its length filter applies even to
+    /// a fixed `--hf-output-len`, as in vLLM.
+    MlPerf,
 }
 
 /// The ids of the sets kneecap reads, each with its set.
-pub const SUPPORTED: [(&str, HfSet); 6] = [
+pub const SUPPORTED: [(&str, HfSet); 8] = [
     ("Aeala/ShareGPT_Vicuna_unfiltered", HfSet::ShareGpt),
     ("likaixin/InstructCoder", HfSet::InstructCoder),
     ("philschmid/mt-bench", HfSet::MtBench),
     ("AI-MO/aimo-validation-aime", HfSet::Aimo),
     ("AI-MO/NuminaMath-1.5", HfSet::Aimo),
     ("AI-MO/NuminaMath-CoT", HfSet::Aimo),
+    ("mgoin/mlperf-inference-llama2-data", HfSet::MlPerf),
+    ("mgoin/mlperf-inference-llama3.1-data", HfSet::MlPerf),
 ];
 
 /// vLLM's sets with images, video or audio: refused (text only here).
@@ -63,12 +72,10 @@ const MEDIA: [&str; 11] = [
 ];
 
 /// vLLM's text sets kneecap does not build yet.
-const OTHER_TEXT: [&str; 5] = [
+const OTHER_TEXT: [&str; 3] = [
     "zed-industries/zeta",
     "vdaita/edit_5k_char",
     "vdaita/edit_10k_char",
-    "mgoin/mlperf-inference-llama2-data",
-    "mgoin/mlperf-inference-llama3.1-data",
 ];
 
 /// The supported ids, comma-separated (for messages).
@@ -108,14 +115,14 @@ impl HfSet {
         match self {
             HfSet::InstructCoder => Some(200),
             HfSet::MtBench => Some(256),
-            HfSet::ShareGpt | HfSet::Aimo => None,
+            HfSet::ShareGpt | HfSet::Aimo | HfSet::MlPerf => None,
         }
     }
 
     /// The split vLLM loads whatever `--hf-split` says (`None`: the flag's).
     pub fn forced_split(self) -> Option<&'static str> {
         match self {
-            HfSet::ShareGpt => None,
+            HfSet::ShareGpt | HfSet::MlPerf => None,
             _ => Some("train"),
         }
     }
@@ -127,6 +134,13 @@ impl HfSet {
             HfSet::Aimo => (2048, 32000),
             _ => (1024, 2048),
         }
+    }
+
+    /// Whether the length filter also applies when the output length is
+    /// fixed (vLLM's MLPerf set filters every row; the others only rows
+    /// whose output length is the reference's).
+    fn filters_fixed_lengths(self) -> bool {
+        self == HfSet::MlPerf
     }
 }
 
@@ -212,6 +226,10 @@ fn row(set: HfSet, v: &Value) -> Result<Option<HfRow>, String> {
         HfSet::Aimo => HfRow {
             prompt: s("problem")?,
             reference: Some(s("solution")?),
+        },
+        HfSet::MlPerf => HfRow {
+            prompt: format!("{}\n\n{}", s("system_prompt")?, s("question")?),
+            reference: Some(s("output")?),
         },
     }))
 }
@@ -299,25 +317,37 @@ pub fn sample(
         let prompt_len = prompt_tokens(&row.prompt, tokenizer);
         let out = match (fixed, &row.reference) {
             (Some(n), _) => n,
-            (None, Some(r)) => {
-                let out = prompt_tokens(r, tokenizer);
-                let short = prompt_len < MIN_LEN || out < MIN_LEN;
-                if short || prompt_len > max_prompt || prompt_len + out > max_total {
-                    continue;
-                }
-                out
-            }
+            (None, Some(r)) => reference_tokens(set, r, tokenizer),
             (None, None) => no_output_len(set)?,
         };
+        let filtered = fixed.is_none() || set.filters_fixed_lengths();
+        let short = prompt_len < MIN_LEN || out < MIN_LEN;
+        if filtered && (short || prompt_len > max_prompt || prompt_len + out > max_total) {
+            continue;
+        }
         requests.push(text_request(row.prompt, prompt_len, out));
     }
     if requests.is_empty() && opts.num_prompts > 0 {
         bail!(
             "no row of '{origin}' passes the length filter ({n_rows} rows; prompt {MIN_LEN}..={max_prompt} tokens, \
-             reference at least {MIN_LEN}, together at most {max_total}); set --hf-output-len to skip it"
+             reference at least {MIN_LEN}, together at most {max_total}){}",
+            if set.filters_fixed_lengths() {
+                ", which this set applies to every row, as vLLM does"
+            } else {
+                "; set --hf-output-len to skip it"
+            }
         );
     }
     Ok(finish(requests, opts.num_prompts, opts.no_oversample, rng))
+}
+
+/// The reference answer's tokens, as vLLM counts them: with the tokenizer's
+/// special tokens, except for MLPerf (without).
+fn reference_tokens(set: HfSet, text: &str, tokenizer: Option<&TokenCounter>) -> u32 {
+    match (set, tokenizer) {
+        (HfSet::MlPerf, Some(tok)) => tok.count(text),
+        _ => prompt_tokens(text, tokenizer),
+    }
 }
 
 /// A set with neither a default output length nor a reference (none today).

@@ -210,6 +210,13 @@ fn array_elements_survive_brackets_and_quotes_inside_strings() {
 fn ids_are_looked_up_and_the_others_refused_in_one_line() {
     assert_eq!(lookup("philschmid/mt-bench").unwrap(), HfSet::MtBench);
     assert_eq!(lookup("AI-MO/NuminaMath-CoT").unwrap(), HfSet::Aimo);
+    for id in [
+        "mgoin/mlperf-inference-llama2-data",
+        "mgoin/mlperf-inference-llama3.1-data",
+    ] {
+        assert_eq!(lookup(id).unwrap(), HfSet::MlPerf);
+    }
+    assert_eq!(HfSet::MlPerf.forced_split(), None, "--hf-split is read");
     let media = lookup("lmarena-ai/VisionArena-Chat")
         .unwrap_err()
         .to_string();
@@ -262,4 +269,92 @@ fn shuffle_is_seeded_and_oversampling_fills_up() {
         "question 0",
         "shuffled (1 in 20 chance by luck at this seed)"
     );
+}
+
+#[test]
+fn mlperf_joins_system_prompt_and_question_and_counts_the_output_without_special_tokens() {
+    let row = r#"{"system_prompt": "You are terse.", "question": "Name a prime.", "output": "Seven is a prime number.", "origin": "cot"}"#;
+    let rows = parse(HfSet::MlPerf, "m.jsonl", row).unwrap();
+    let tok = smollm2();
+    let reqs = sample(
+        HfSet::MlPerf,
+        "m",
+        rows,
+        None,
+        &opts(1),
+        Some(&tok),
+        &mut dataset_rng(0),
+    )
+    .unwrap();
+    assert_eq!(text(&reqs[0]), "You are terse.\n\nName a prime.");
+    assert_eq!(reqs[0].output_len, tok.count("Seven is a prime number."));
+    let msg = parse(
+        HfSet::MlPerf,
+        "m.jsonl",
+        r#"{"question": "q", "output": "o"}"#,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        msg.starts_with("m.jsonl:1: field \"system_prompt\""),
+        "{msg}"
+    );
+}
+
+#[test]
+fn mlperf_filters_lengths_even_with_a_fixed_output_length_and_the_others_do_not() {
+    let row = |words: usize| {
+        format!(
+            r#"{{"system_prompt": "s", "question": "{}", "output": "a long enough answer"}}"#,
+            "abcd".repeat(words)
+        )
+    };
+    // Estimated at 4 characters a token: 1 + 1000 tokens pass, 1 + 1100 do not.
+    let file = format!("{}\n{}\n", row(1100), row(1000));
+    let fixed = |set: HfSet| {
+        let rows = parse(set, "m.jsonl", &file).unwrap();
+        sample(
+            set,
+            "m.jsonl",
+            rows,
+            Some(5),
+            &opts(2),
+            None,
+            &mut dataset_rng(0),
+        )
+    };
+    let kept = fixed(HfSet::MlPerf).unwrap();
+    assert_eq!(kept.len(), 1, "the 1100-token prompt is filtered");
+    assert!(kept[0].prompt_len <= 1024 && kept[0].output_len == 5);
+    let one_long = format!("{}\n", row(1100));
+    let rows = parse(HfSet::MlPerf, "m.jsonl", &one_long).unwrap();
+    let err = sample(
+        HfSet::MlPerf,
+        "m.jsonl",
+        rows,
+        Some(5),
+        &opts(1),
+        None,
+        &mut dataset_rng(0),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("applies to every row"), "{err}");
+    // ShareGPT-shaped rows with a fixed length are not filtered (vLLM).
+    let share = format!(
+        r#"{{"conversations": [{{"value": "{}"}}, {{"value": "ok"}}]}}"#,
+        "abcd".repeat(1100)
+    );
+    let rows = parse(HfSet::ShareGpt, "s.jsonl", &share).unwrap();
+    let kept = sample(
+        HfSet::ShareGpt,
+        "s",
+        rows,
+        Some(5),
+        &opts(1),
+        None,
+        &mut dataset_rng(0),
+    )
+    .unwrap();
+    assert_eq!(kept.len(), 1);
 }
