@@ -122,7 +122,7 @@ impl HfSet {
     /// The split vLLM loads whatever `--hf-split` says (`None`: the flag's).
     pub fn forced_split(self) -> Option<&'static str> {
         match self {
-            HfSet::ShareGpt | HfSet::MlPerf => None,
+            HfSet::ShareGpt => None,
             _ => Some("train"),
         }
     }

@@ -216,7 +216,7 @@ fn ids_are_looked_up_and_the_others_refused_in_one_line() {
     ] {
         assert_eq!(lookup(id).unwrap(), HfSet::MlPerf);
     }
-    assert_eq!(HfSet::MlPerf.forced_split(), None, "--hf-split is read");
+    assert_eq!(HfSet::MlPerf.forced_split(), Some("train"), "as vLLM forces");
     let media = lookup("lmarena-ai/VisionArena-Chat")
         .unwrap_err()
         .to_string();
