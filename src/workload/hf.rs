@@ -42,10 +42,25 @@ pub enum HfSet {
     /// with `output` as the reference. Its length filter applies even to
     /// a fixed `--hf-output-len`, as in vLLM.
     MlPerf,
+    /// `zed-industries/zeta`: `events` and `input` in the next-edit
+    /// instruction ([`ZETA_PROMPT`]); the output is `output` from its
+    /// editable-region marker on. vLLM ignores `--hf-output-len` here and
+    /// filters nothing; so does kneecap.
+    Zeta,
 }
 
+/// vLLM's next-edit prompt for zeta, around the row's `events` and `input`.
+const ZETA_PROMPT: [&str; 3] = [
+    "### Instruction:\nYou are a code completion assistant and your task is to analyze user edits and then rewrite an excerpt that the user provides, suggesting the appropriate edits within the excerpt, taking into account the cursor location.\n\n### User Edits:\n\n",
+    "\n\n### User Excerpt:\n\n",
+    "\n\n### Response:\n\n",
+];
+
+/// Where zeta's expected output starts in its `output`.
+const ZETA_MARKER: &str = "<|editable_region_start|>";
+
 /// The ids of the sets kneecap reads, each with its set.
-pub const SUPPORTED: [(&str, HfSet); 8] = [
+pub const SUPPORTED: [(&str, HfSet); 9] = [
     ("Aeala/ShareGPT_Vicuna_unfiltered", HfSet::ShareGpt),
     ("likaixin/InstructCoder", HfSet::InstructCoder),
     ("philschmid/mt-bench", HfSet::MtBench),
@@ -54,6 +69,7 @@ pub const SUPPORTED: [(&str, HfSet); 8] = [
     ("AI-MO/NuminaMath-CoT", HfSet::Aimo),
     ("mgoin/mlperf-inference-llama2-data", HfSet::MlPerf),
     ("mgoin/mlperf-inference-llama3.1-data", HfSet::MlPerf),
+    ("zed-industries/zeta", HfSet::Zeta),
 ];
 
 /// vLLM's sets with images, video or audio: refused (text only here).
@@ -72,11 +88,7 @@ const MEDIA: [&str; 11] = [
 ];
 
 /// vLLM's text sets kneecap does not build yet.
-const OTHER_TEXT: [&str; 3] = [
-    "zed-industries/zeta",
-    "vdaita/edit_5k_char",
-    "vdaita/edit_10k_char",
-];
+const OTHER_TEXT: [&str; 2] = ["vdaita/edit_5k_char", "vdaita/edit_10k_char"];
 
 /// The supported ids, comma-separated (for messages).
 pub fn supported_list() -> String {
@@ -115,7 +127,7 @@ impl HfSet {
         match self {
             HfSet::InstructCoder => Some(200),
             HfSet::MtBench => Some(256),
-            HfSet::ShareGpt | HfSet::Aimo | HfSet::MlPerf => None,
+            HfSet::ShareGpt | HfSet::Aimo | HfSet::MlPerf | HfSet::Zeta => None,
         }
     }
 
@@ -141,6 +153,15 @@ impl HfSet {
     /// whose output length is the reference's).
     fn filters_fixed_lengths(self) -> bool {
         self == HfSet::MlPerf
+    }
+
+    /// The output length the set takes: `--hf-output-len`, else its
+    /// default; `None`: the reference's. Zeta always takes the reference's.
+    fn fixed_output_len(self, flag: Option<u32>) -> Option<u32> {
+        match self {
+            HfSet::Zeta => None,
+            _ => flag.or(self.default_output_len()),
+        }
     }
 }
 
@@ -227,6 +248,19 @@ fn row(set: HfSet, v: &Value) -> Result<Option<HfRow>, String> {
             prompt: s("problem")?,
             reference: Some(s("solution")?),
         },
+        HfSet::Zeta => {
+            let output = s("output")?;
+            // Python's find() is -1 when the marker is missing, so vLLM then
+            // keeps the last character: so does this.
+            let from = output
+                .find(ZETA_MARKER)
+                .unwrap_or_else(|| output.char_indices().last().map_or(0, |(i, _)| i));
+            let [head, mid, tail] = ZETA_PROMPT;
+            HfRow {
+                prompt: format!("{head}{}{mid}{}{tail}", s("events")?, s("input")?),
+                reference: Some(output[from..].to_owned()),
+            }
+        }
         HfSet::MlPerf => HfRow {
             prompt: format!("{}\n\n{}", s("system_prompt")?, s("question")?),
             reference: Some(s("output")?),
@@ -305,7 +339,7 @@ pub fn sample(
     tokenizer: Option<&TokenCounter>,
     rng: &mut StdRng,
 ) -> anyhow::Result<Vec<RequestSpec>> {
-    let fixed = output_len.or(set.default_output_len());
+    let fixed = set.fixed_output_len(output_len);
     let (max_prompt, max_total) = set.limits();
     let n_rows = rows.len();
     maybe_shuffle(&mut rows, opts, rng);
@@ -320,7 +354,7 @@ pub fn sample(
             (None, Some(r)) => reference_tokens(set, r, tokenizer),
             (None, None) => no_output_len(set)?,
         };
-        let filtered = fixed.is_none() || set.filters_fixed_lengths();
+        let filtered = (fixed.is_none() && set != HfSet::Zeta) || set.filters_fixed_lengths();
         let short = prompt_len < MIN_LEN || out < MIN_LEN;
         if filtered && (short || prompt_len > max_prompt || prompt_len + out > max_total) {
             continue;

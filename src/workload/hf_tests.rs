@@ -216,7 +216,11 @@ fn ids_are_looked_up_and_the_others_refused_in_one_line() {
     ] {
         assert_eq!(lookup(id).unwrap(), HfSet::MlPerf);
     }
-    assert_eq!(HfSet::MlPerf.forced_split(), Some("train"), "as vLLM forces");
+    assert_eq!(
+        HfSet::MlPerf.forced_split(),
+        Some("train"),
+        "as vLLM forces"
+    );
     let media = lookup("lmarena-ai/VisionArena-Chat")
         .unwrap_err()
         .to_string();
@@ -224,7 +228,8 @@ fn ids_are_looked_up_and_the_others_refused_in_one_line() {
         media.contains("image") && media.contains("random-mm"),
         "{media}"
     );
-    let zeta = lookup("zed-industries/zeta").unwrap_err().to_string();
+    assert_eq!(lookup("zed-industries/zeta").unwrap(), HfSet::Zeta);
+    let zeta = lookup("vdaita/edit_5k_char").unwrap_err().to_string();
     assert!(zeta.contains("custom"), "{zeta}");
     let unknown = lookup("someone/else").unwrap_err().to_string();
     assert!(
@@ -357,4 +362,48 @@ fn mlperf_filters_lengths_even_with_a_fixed_output_length_and_the_others_do_not(
     )
     .unwrap();
     assert_eq!(kept.len(), 1);
+}
+
+#[test]
+fn zeta_wraps_events_and_input_and_expects_the_output_from_its_marker() {
+    let rows = concat!(
+        r#"{"events": "User edited main.rs", "input": "fn main() {}", "output": "noise <|editable_region_start|>fn main() { run() }"}"#,
+        "\n",
+        r#"{"events": "e", "input": "i", "output": "no marker at all"}"#,
+    );
+    let rows = parse(HfSet::Zeta, "z.jsonl", rows).unwrap();
+    assert!(rows[0]
+        .prompt
+        .starts_with("### Instruction:\nYou are a code completion assistant"));
+    assert!(rows[0]
+        .prompt
+        .ends_with("### User Edits:\n\nUser edited main.rs\n\n### User Excerpt:\n\nfn main() {}\n\n### Response:\n\n"));
+    assert_eq!(
+        rows[0].reference.as_deref(),
+        Some("<|editable_region_start|>fn main() { run() }")
+    );
+    assert_eq!(
+        rows[1].reference.as_deref(),
+        Some("l"),
+        "Python's find() of -1"
+    );
+    // --hf-output-len is ignored and nothing is filtered, as in vLLM: the
+    // one-character reference (1 token, under the usual minimum of 4) stays.
+    let tok = smollm2();
+    let reqs = sample(
+        HfSet::Zeta,
+        "z",
+        rows,
+        Some(99),
+        &opts(2),
+        Some(&tok),
+        &mut dataset_rng(0),
+    )
+    .unwrap();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(
+        reqs[0].output_len,
+        prompt_tokens("<|editable_region_start|>fn main() { run() }", Some(&tok))
+    );
+    assert_eq!(reqs[1].output_len, prompt_tokens("l", Some(&tok)));
 }
