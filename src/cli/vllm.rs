@@ -44,10 +44,14 @@ pub struct VllmArgs {
     pub spec_bench_output_len: Option<String>,
     #[arg(long, hide = true)]
     pub spec_bench_category: Option<String>,
-    #[arg(long, hide = true)]
-    pub blazedit_min_distance: Option<String>,
-    #[arg(long, hide = true)]
-    pub blazedit_max_distance: Option<String>,
+    /// Blazedit (`--hf-name vdaita/edit_5k_char` or `edit_10k_char`): keep
+    /// the rows whose `norm_distance` is at least D [default: 0].
+    #[arg(long, value_name = "D", help_heading = "Dataset")]
+    pub blazedit_min_distance: Option<f64>,
+    /// Blazedit: keep the rows whose `norm_distance` is at most D
+    /// [default: 1].
+    #[arg(long, value_name = "D", help_heading = "Dataset")]
+    pub blazedit_max_distance: Option<f64>,
     #[arg(long, hide = true)]
     pub asr_max_audio_len_sec: Option<String>,
     #[arg(long, hide = true)]
@@ -128,12 +132,10 @@ impl VllmArgs {
     }
 
     /// The options of vLLM datasets kneecap does not generate.
-    fn dataset_options(&self) -> [(&'static str, &Option<String>); 10] {
+    fn dataset_options(&self) -> [(&'static str, &Option<String>); 8] {
         [
             ("--spec-bench-output-len", &self.spec_bench_output_len),
             ("--spec-bench-category", &self.spec_bench_category),
-            ("--blazedit-min-distance", &self.blazedit_min_distance),
-            ("--blazedit-max-distance", &self.blazedit_max_distance),
             ("--asr-max-audio-len-sec", &self.asr_max_audio_len_sec),
             ("--asr-min-audio-len-sec", &self.asr_min_audio_len_sec),
             ("--bfcl-categories", &self.bfcl_categories),

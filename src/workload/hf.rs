@@ -2,8 +2,8 @@
 //! kneecap knows ([`HfSet`], vLLM's per-set rules: the columns a prompt is
 //! built from, the default output length, the split, the length filter), the
 //! parsing of their rows from JSON or JSONL text ([`parse`]) and the sampling
-//! ([`sample`]). Multimodal, audio and the sets whose prompt kneecap cannot
-//! build are refused by [`lookup`] in one line.
+//! ([`sample`]). Image, video and audio sets are refused by [`lookup`] in
+//! one line.
 //!
 //! Like vLLM: rows are shuffled with the seed (unless `--disable-shuffle`),
 //! the first `--num-prompts` that pass the set's filter are taken, then
@@ -24,7 +24,7 @@ use super::tokenizer::TokenCounter;
 use super::RequestSpec;
 
 /// A text set kneecap builds prompts for, by vLLM's rules.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum HfSet {
     /// `Aeala/ShareGPT_Vicuna_unfiltered`: `conversations[0].value` is the
     /// prompt, `conversations[1].value` the reference reply.
@@ -47,7 +47,28 @@ pub enum HfSet {
     /// editable-region marker on. vLLM ignores `--hf-output-len` here and
     /// filters nothing; so does kneecap.
     Zeta,
+    /// `vdaita/edit_5k_char`, `vdaita/edit_10k_char`: `code` and
+    /// `change_request` in the edit instruction ([`BLAZEDIT_PROMPT`]), rows
+    /// whose `norm_distance` is within `--blazedit-min-distance` ..
+    /// `--blazedit-max-distance` (0..1 by default); 4000 tokens out.
+    Blazedit {
+        min_distance: f64,
+        max_distance: f64,
+    },
 }
+
+/// vLLM's (Blazedit's own) edit prompt, around `code` and `change_request`.
+const BLAZEDIT_PROMPT: [&str; 3] = [
+    "Given a code file, please apply the change requests and generate the new file.\n\nOriginal file:\n```python\n",
+    "\n```\n\nChange request:\n",
+    "\n\nPlease generate the new code file in the \"New file\" section below.",
+];
+
+/// Blazedit with vLLM's default distance range (every row).
+const BLAZEDIT: HfSet = HfSet::Blazedit {
+    min_distance: 0.0,
+    max_distance: 1.0,
+};
 
 /// vLLM's next-edit prompt for zeta, around the row's `events` and `input`.
 const ZETA_PROMPT: [&str; 3] = [
@@ -60,7 +81,7 @@ const ZETA_PROMPT: [&str; 3] = [
 const ZETA_MARKER: &str = "<|editable_region_start|>";
 
 /// The ids of the sets kneecap reads, each with its set.
-pub const SUPPORTED: [(&str, HfSet); 9] = [
+pub const SUPPORTED: [(&str, HfSet); 11] = [
     ("Aeala/ShareGPT_Vicuna_unfiltered", HfSet::ShareGpt),
     ("likaixin/InstructCoder", HfSet::InstructCoder),
     ("philschmid/mt-bench", HfSet::MtBench),
@@ -70,6 +91,8 @@ pub const SUPPORTED: [(&str, HfSet); 9] = [
     ("mgoin/mlperf-inference-llama2-data", HfSet::MlPerf),
     ("mgoin/mlperf-inference-llama3.1-data", HfSet::MlPerf),
     ("zed-industries/zeta", HfSet::Zeta),
+    ("vdaita/edit_5k_char", BLAZEDIT),
+    ("vdaita/edit_10k_char", BLAZEDIT),
 ];
 
 /// vLLM's sets with images, video or audio: refused (text only here).
@@ -86,9 +109,6 @@ const MEDIA: [&str; 11] = [
     "speechcolab/gigaspeech",
     "kensho/spgispeech",
 ];
-
-/// vLLM's text sets kneecap does not build yet.
-const OTHER_TEXT: [&str; 2] = ["vdaita/edit_5k_char", "vdaita/edit_10k_char"];
 
 /// The supported ids, comma-separated (for messages).
 pub fn supported_list() -> String {
@@ -107,13 +127,6 @@ pub fn lookup(id: &str) -> anyhow::Result<HfSet> {
             supported_list()
         );
     }
-    if OTHER_TEXT.contains(&id) {
-        bail!(
-            "--hf-name {id}: kneecap does not build this set's prompts; write them as --dataset-name custom \
-             JSONL ({{\"prompt\": ..., \"output_tokens\": ...}} per line), or use one of {}",
-            supported_list()
-        );
-    }
     bail!(
         "--hf-name {id}: not a dataset vLLM's hf reads as text; use one of {}",
         supported_list()
@@ -127,6 +140,7 @@ impl HfSet {
         match self {
             HfSet::InstructCoder => Some(200),
             HfSet::MtBench => Some(256),
+            HfSet::Blazedit { .. } => Some(4000),
             HfSet::ShareGpt | HfSet::Aimo | HfSet::MlPerf | HfSet::Zeta => None,
         }
     }
@@ -145,6 +159,22 @@ impl HfSet {
         match self {
             HfSet::Aimo => (2048, 32000),
             _ => (1024, 2048),
+        }
+    }
+
+    /// Blazedit with the distance range of `--blazedit-min-distance` and
+    /// `--blazedit-max-distance` (each `None`: vLLM's default, 0 and 1);
+    /// the other sets as they are.
+    pub fn with_distances(self, min: Option<f64>, max: Option<f64>) -> Self {
+        match self {
+            HfSet::Blazedit {
+                min_distance,
+                max_distance,
+            } => HfSet::Blazedit {
+                min_distance: min.unwrap_or(min_distance),
+                max_distance: max.unwrap_or(max_distance),
+            },
+            other => other,
         }
     }
 
@@ -259,6 +289,23 @@ fn row(set: HfSet, v: &Value) -> Result<Option<HfRow>, String> {
             HfRow {
                 prompt: format!("{head}{}{mid}{}{tail}", s("events")?, s("input")?),
                 reference: Some(output[from..].to_owned()),
+            }
+        }
+        HfSet::Blazedit {
+            min_distance,
+            max_distance,
+        } => {
+            let distance = v
+                .get("norm_distance")
+                .and_then(Value::as_f64)
+                .ok_or("field \"norm_distance\" missing or not a number")?;
+            if distance < min_distance || distance > max_distance {
+                return Ok(None);
+            }
+            let [head, mid, tail] = BLAZEDIT_PROMPT;
+            HfRow {
+                prompt: format!("{head}{}{mid}{}{tail}", s("code")?, s("change_request")?),
+                reference: None,
             }
         }
         HfSet::MlPerf => HfRow {

@@ -229,13 +229,18 @@ fn ids_are_looked_up_and_the_others_refused_in_one_line() {
         "{media}"
     );
     assert_eq!(lookup("zed-industries/zeta").unwrap(), HfSet::Zeta);
-    let zeta = lookup("vdaita/edit_5k_char").unwrap_err().to_string();
-    assert!(zeta.contains("custom"), "{zeta}");
+    assert_eq!(
+        lookup("vdaita/edit_10k_char").unwrap(),
+        HfSet::Blazedit {
+            min_distance: 0.0,
+            max_distance: 1.0
+        }
+    );
     let unknown = lookup("someone/else").unwrap_err().to_string();
     assert!(
         unknown.contains("--hf-name someone/else") && unknown.contains("likaixin/InstructCoder")
     );
-    for msg in [media, zeta, unknown] {
+    for msg in [media, unknown] {
         assert!(!msg.contains('\n'), "{msg}");
     }
 }
@@ -406,4 +411,54 @@ fn zeta_wraps_events_and_input_and_expects_the_output_from_its_marker() {
         prompt_tokens("<|editable_region_start|>fn main() { run() }", Some(&tok))
     );
     assert_eq!(reqs[1].output_len, prompt_tokens("l", Some(&tok)));
+}
+
+#[test]
+fn blazedit_keeps_the_rows_within_the_distance_range_and_asks_for_4000_tokens() {
+    let row = |code: &str, d: f64| {
+        format!(r#"{{"code": "{code}", "change_request": "Rename x to y.", "norm_distance": {d}}}"#)
+    };
+    let file = [row("x = 1", 0.1), row("x = 2", 0.5), row("x = 3", 0.9)].join("\n");
+    let set = lookup("vdaita/edit_5k_char")
+        .unwrap()
+        .with_distances(Some(0.2), Some(0.8));
+    let rows = parse(set, "b.jsonl", &file).unwrap();
+    assert_eq!(rows.len(), 1, "only 0.5 is within 0.2..=0.8");
+    assert_eq!(
+        rows[0].prompt,
+        "Given a code file, please apply the change requests and generate the new file.\n\n\
+         Original file:\n```python\nx = 2\n```\n\nChange request:\nRename x to y.\n\n\
+         Please generate the new code file in the \"New file\" section below."
+    );
+    let every = parse(lookup("vdaita/edit_5k_char").unwrap(), "b.jsonl", &file).unwrap();
+    assert_eq!(every.len(), 3, "vLLM's default range keeps every row");
+    let reqs = sample(
+        set,
+        "b",
+        rows.clone(),
+        None,
+        &opts(1),
+        None,
+        &mut dataset_rng(0),
+    )
+    .unwrap();
+    assert_eq!(reqs[0].output_len, 4000);
+    let reqs = sample(
+        set,
+        "b",
+        rows,
+        Some(64),
+        &opts(1),
+        None,
+        &mut dataset_rng(0),
+    )
+    .unwrap();
+    assert_eq!(reqs[0].output_len, 64);
+    let msg = parse(set, "b.jsonl", r#"{"code": "c", "change_request": "r"}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.starts_with("b.jsonl:1: field \"norm_distance\""),
+        "{msg}"
+    );
 }

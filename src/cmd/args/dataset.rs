@@ -128,7 +128,18 @@ fn hf_config(a: &RunArgs) -> Result<HfConfig> {
             hf::supported_list()
         );
     }
-    let set = hf::lookup(&id)?;
+    let set = hf::lookup(&id)?.with_distances(v.blazedit_min_distance, v.blazedit_max_distance);
+    if let hf::HfSet::Blazedit {
+        min_distance,
+        max_distance,
+    } = set
+    {
+        if min_distance > max_distance {
+            bail!(
+                "--blazedit-min-distance {min_distance} is above --blazedit-max-distance {max_distance}: no row could pass"
+            );
+        }
+    }
     let split = set.forced_split().map(str::to_owned);
     Ok(HfConfig {
         path,
@@ -352,7 +363,30 @@ pub fn dataset_notes(a: &RunArgs, api: Api) -> Vec<String> {
             notes.push(format!("{flag} belongs to --dataset-name hf; ignored"));
         }
     }
+    notes.extend(blazedit_notes(a));
     notes
+}
+
+/// A `--blazedit-*` flag given without a Blazedit set to apply to.
+fn blazedit_notes(a: &RunArgs) -> Vec<String> {
+    let v = &a.vllm;
+    let blazedit = a.dataset_name == DatasetName::Hf
+        && v.hf_name
+            .as_deref()
+            .and_then(|id| hf::lookup(id).ok())
+            .is_some_and(|set| matches!(set, hf::HfSet::Blazedit { .. }));
+    [
+        ("--blazedit-min-distance", v.blazedit_min_distance),
+        ("--blazedit-max-distance", v.blazedit_max_distance),
+    ]
+    .into_iter()
+    .filter(|(_, given)| given.is_some() && !blazedit)
+    .map(|(flag, _)| {
+        format!(
+            "{flag} belongs to --dataset-name hf with --hf-name vdaita/edit_5k_char or vdaita/edit_10k_char; ignored"
+        )
+    })
+    .collect()
 }
 
 /// `--random-range-ratio`: a float, or `{"input": r1, "output": r2}`; each in [0, 1).

@@ -186,3 +186,34 @@ fn hf_reads_a_local_path_by_the_rules_of_hf_name() {
     assert_eq!(c.ignored_flags.len(), 2, "{:?}", c.ignored_flags);
     assert!(c.ignored_flags[0].starts_with("--hf-split belongs to --dataset-name hf"));
 }
+
+#[test]
+fn blazedit_distances_reach_the_set_and_elsewhere_are_noted_as_ignored() {
+    let base = "--dataset-name hf --dataset-path Cargo.toml --hf-name vdaita/edit_5k_char";
+    let set = match config(&format!("{base} --blazedit-min-distance 0.25"))
+        .dataset
+        .kind
+    {
+        DatasetKind::Hf(h) => h.set,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        set,
+        HfSet::Blazedit {
+            min_distance: 0.25,
+            max_distance: 1.0
+        }
+    );
+    all_rejected(&[&format!(
+        "{base} --blazedit-min-distance 0.6 --blazedit-max-distance 0.4 => --blazedit-min-distance 0.6 is above"
+    )]);
+    let notes = config("--blazedit-max-distance 0.5").ignored_flags;
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("--blazedit-max-distance belongs to --dataset-name hf")),
+        "{notes:?}"
+    );
+    let quiet = config(&format!("{base} --blazedit-max-distance 0.5")).ignored_flags;
+    assert!(!quiet.iter().any(|n| n.contains("blazedit")), "{quiet:?}");
+}
