@@ -19,6 +19,7 @@ use anyhow::{anyhow, bail};
 use rand::rngs::StdRng;
 use serde_json::Value;
 
+use super::hf_edit;
 use super::sample::{finish, maybe_shuffle, prompt_tokens, text_request, SampleOptions};
 use super::tokenizer::TokenCounter;
 use super::RequestSpec;
@@ -43,12 +44,12 @@ pub enum HfSet {
     /// a fixed `--hf-output-len`, as in vLLM.
     MlPerf,
     /// `zed-industries/zeta`: `events` and `input` in the next-edit
-    /// instruction ([`ZETA_PROMPT`]); the output is `output` from its
+    /// instruction ([`hf_edit::zeta_prompt`]); the output is `output` from its
     /// editable-region marker on. vLLM ignores `--hf-output-len` here and
     /// filters nothing; so does kneecap.
     Zeta,
     /// `vdaita/edit_5k_char`, `vdaita/edit_10k_char`: `code` and
-    /// `change_request` in the edit instruction ([`BLAZEDIT_PROMPT`]), rows
+    /// `change_request` in the edit instruction ([`hf_edit::blazedit_prompt`]), rows
     /// whose `norm_distance` is within `--blazedit-min-distance` ..
     /// `--blazedit-max-distance` (0..1 by default); 4000 tokens out.
     Blazedit {
@@ -57,28 +58,11 @@ pub enum HfSet {
     },
 }
 
-/// vLLM's (Blazedit's own) edit prompt, around `code` and `change_request`.
-const BLAZEDIT_PROMPT: [&str; 3] = [
-    "Given a code file, please apply the change requests and generate the new file.\n\nOriginal file:\n```python\n",
-    "\n```\n\nChange request:\n",
-    "\n\nPlease generate the new code file in the \"New file\" section below.",
-];
-
 /// Blazedit with vLLM's default distance range (every row).
 const BLAZEDIT: HfSet = HfSet::Blazedit {
     min_distance: 0.0,
     max_distance: 1.0,
 };
-
-/// vLLM's next-edit prompt for zeta, around the row's `events` and `input`.
-const ZETA_PROMPT: [&str; 3] = [
-    "### Instruction:\nYou are a code completion assistant and your task is to analyze user edits and then rewrite an excerpt that the user provides, suggesting the appropriate edits within the excerpt, taking into account the cursor location.\n\n### User Edits:\n\n",
-    "\n\n### User Excerpt:\n\n",
-    "\n\n### Response:\n\n",
-];
-
-/// Where zeta's expected output starts in its `output`.
-const ZETA_MARKER: &str = "<|editable_region_start|>";
 
 /// The ids of the sets kneecap reads, each with its set.
 pub const SUPPORTED: [(&str, HfSet); 11] = [
@@ -235,28 +219,10 @@ fn row(set: HfSet, v: &Value) -> Result<Option<HfRow>, String> {
             .ok_or_else(|| format!("field \"{field}\" missing or not a string"))
     };
     Ok(Some(match set {
-        HfSet::ShareGpt => {
-            let turns = v
-                .get("conversations")
-                .and_then(Value::as_array)
-                .ok_or("field \"conversations\" missing or not a list")?;
-            if turns.len() < 2 {
-                return Ok(None);
-            }
-            let value = |i: usize| {
-                turns[i]
-                    .get("value")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-                    .ok_or(format!(
-                        "field \"conversations[{i}].value\" missing or not a string"
-                    ))
-            };
-            HfRow {
-                prompt: value(0)?,
-                reference: Some(value(1)?),
-            }
-        }
+        HfSet::ShareGpt => match sharegpt(v)? {
+            Some(row) => row,
+            None => return Ok(None),
+        },
         HfSet::InstructCoder => HfRow {
             prompt: format!(
                 "{}\n\n{} Just output the code, do not include any explanation.",
@@ -278,19 +244,10 @@ fn row(set: HfSet, v: &Value) -> Result<Option<HfRow>, String> {
             prompt: s("problem")?,
             reference: Some(s("solution")?),
         },
-        HfSet::Zeta => {
-            let output = s("output")?;
-            // Python's find() is -1 when the marker is missing, so vLLM then
-            // keeps the last character: so does this.
-            let from = output
-                .find(ZETA_MARKER)
-                .unwrap_or_else(|| output.char_indices().last().map_or(0, |(i, _)| i));
-            let [head, mid, tail] = ZETA_PROMPT;
-            HfRow {
-                prompt: format!("{head}{}{mid}{}{tail}", s("events")?, s("input")?),
-                reference: Some(output[from..].to_owned()),
-            }
-        }
+        HfSet::Zeta => HfRow {
+            prompt: hf_edit::zeta_prompt(&s("events")?, &s("input")?),
+            reference: Some(hf_edit::zeta_expected(&s("output")?).to_owned()),
+        },
         HfSet::Blazedit {
             min_distance,
             max_distance,
@@ -302,9 +259,8 @@ fn row(set: HfSet, v: &Value) -> Result<Option<HfRow>, String> {
             if distance < min_distance || distance > max_distance {
                 return Ok(None);
             }
-            let [head, mid, tail] = BLAZEDIT_PROMPT;
             HfRow {
-                prompt: format!("{head}{}{mid}{}{tail}", s("code")?, s("change_request")?),
+                prompt: hf_edit::blazedit_prompt(&s("code")?, &s("change_request")?),
                 reference: None,
             }
         }
@@ -312,6 +268,30 @@ fn row(set: HfSet, v: &Value) -> Result<Option<HfRow>, String> {
             prompt: format!("{}\n\n{}", s("system_prompt")?, s("question")?),
             reference: Some(s("output")?),
         },
+    }))
+}
+
+/// ShareGPT's first two turns; `None` for a row with fewer (vLLM skips it).
+fn sharegpt(v: &Value) -> Result<Option<HfRow>, String> {
+    let turns = v
+        .get("conversations")
+        .and_then(Value::as_array)
+        .ok_or("field \"conversations\" missing or not a list")?;
+    if turns.len() < 2 {
+        return Ok(None);
+    }
+    let value = |i: usize| {
+        turns[i]
+            .get("value")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or(format!(
+                "field \"conversations[{i}].value\" missing or not a string"
+            ))
+    };
+    Ok(Some(HfRow {
+        prompt: value(0)?,
+        reference: Some(value(1)?),
     }))
 }
 

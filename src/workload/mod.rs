@@ -11,6 +11,7 @@ pub mod custom;
 pub mod custom_images;
 pub mod dataset;
 pub mod hf;
+pub mod hf_edit;
 pub mod hf_files;
 pub mod jpeg_stripes;
 pub mod media;
