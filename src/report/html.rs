@@ -29,6 +29,7 @@ pub fn render(r: &SweepResult) -> String {
     let mut out = String::with_capacity(64 * 1024);
     head(&mut out, r);
     headline(&mut out, r);
+    merged_notes(&mut out, r);
     out.push_str("<section><h2>Load curves</h2><div class=\"grid\">\n");
     let power = html_pareto::power_svg(r);
     for svg in [throughput_svg(r), queue_svg(r), html_pareto::pareto_svg(r)]
@@ -148,6 +149,23 @@ fn headline(out: &mut String, r: &SweepResult) {
         table::num(w.step_min_duration_s, 1),
         w.step_min_requests
     );
+    out.push_str("</ul></section>\n");
+}
+
+/// A merged sweep's shards and how its numbers were computed (the same
+/// notes as `merged.notes`, including a GPU block left out and why).
+fn merged_notes(out: &mut String, r: &SweepResult) {
+    let Some(m) = &r.merged else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "<section><h2>Merged from {} shards</h2><ul class=\"facts\">",
+        m.shards
+    );
+    for note in &m.notes {
+        let _ = writeln!(out, "<li>{}</li>", escape(note));
+    }
     out.push_str("</ul></section>\n");
 }
 

@@ -321,3 +321,18 @@ fn a_step_whose_failures_decided_an_slo_shows_both_percentiles() {
         "{html}"
     );
 }
+
+#[test]
+fn a_merged_sweep_lists_its_shards_and_notes_and_a_single_one_does_not() {
+    let mut r = sweep();
+    assert!(!render(&r).contains("Merged from"));
+    r.merged = Some(crate::result::shard_sweep::MergedSweep {
+        shards: 3,
+        notes: vec!["steps at load 10: gpu: 1 of 3 shards have no GPU block <none>".into()],
+        ..Default::default()
+    });
+    let html = render(&r);
+    assert!(html.contains("<h2>Merged from 3 shards</h2>"), "{html}");
+    assert!(html
+        .contains("<li>steps at load 10: gpu: 1 of 3 shards have no GPU block &lt;none&gt;</li>"));
+}
