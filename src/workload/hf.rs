@@ -388,6 +388,19 @@ pub fn sample(
         }
         requests.push(text_request(row.prompt, prompt_len, out));
     }
+    if let (
+        0,
+        HfSet::Blazedit {
+            min_distance,
+            max_distance,
+        },
+    ) = (n_rows, set)
+    {
+        bail!(
+            "no row of '{origin}' has a norm_distance within {min_distance}..={max_distance} \
+             (--blazedit-min-distance, --blazedit-max-distance)"
+        );
+    }
     if requests.is_empty() && opts.num_prompts > 0 {
         bail!(
             "no row of '{origin}' passes the length filter ({n_rows} rows; prompt {MIN_LEN}..={max_prompt} tokens, \

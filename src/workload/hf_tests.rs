@@ -461,4 +461,20 @@ fn blazedit_keeps_the_rows_within_the_distance_range_and_asks_for_4000_tokens() 
         msg.starts_with("b.jsonl:1: field \"norm_distance\""),
         "{msg}"
     );
+    let none = lookup("vdaita/edit_5k_char")
+        .unwrap()
+        .with_distances(Some(0.95), None);
+    let rows = parse(none, "b.jsonl", &file).unwrap();
+    let err = sample(
+        none,
+        "b.jsonl",
+        rows,
+        None,
+        &opts(1),
+        None,
+        &mut dataset_rng(0),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("norm_distance within 0.95..=1"), "{err}");
 }
