@@ -57,15 +57,15 @@ pub fn merged(
     }))
 }
 
-/// The merged notes that say why a GPU block was left out (a run's
-/// refusal, or a sweep's "steps at load ...: gpu: ..."): the command prints
-/// each on stderr, so a merge that lost the energy figures says so where it
-/// is run, not only in the JSON.
+/// The merged notes that say why a GPU block was left out: every note of
+/// this module's but [`NOTE`] (each starts with "gpu: "; a sweep's names its
+/// steps after it). The command prints them on stderr, so a merge that lost
+/// the energy figures says so where it is run, not only in the JSON.
 pub fn refusals(notes: &[String]) -> impl Iterator<Item = &str> {
     notes
         .iter()
         .map(String::as_str)
-        .filter(|n| *n != NOTE && (n.starts_with("gpu: ") || n.contains(": gpu: ")))
+        .filter(|n| *n != NOTE && n.starts_with("gpu: "))
 }
 
 /// The summed work every block recorded ([`GpuStats::work`]); `None` when
@@ -195,7 +195,7 @@ mod tests {
             "shards were aligned on their common window",
             NOTE,
             "gpu: 1 of 2 shards have no GPU block (no --gpu-metrics-url, or too few samples answered), so ...",
-            "steps at load 10, 20: gpu: the shards' --gpu-metrics-url host sets overlap ...",
+            "gpu: the shards' --gpu-metrics-url host sets overlap ... (steps at load 10, 20)",
         ]
         .map(String::from)
         .to_vec();

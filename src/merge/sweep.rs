@@ -128,7 +128,7 @@ impl GpuNotes {
     fn lines(self) -> Vec<String> {
         let refused = self.refused.into_iter().map(|(why, loads)| {
             let loads: Vec<String> = loads.iter().map(|l| format!("{l}")).collect();
-            format!("steps at load {}: {why}", loads.join(", "))
+            format!("{why} (steps at load {})", loads.join(", "))
         });
         self.some_merged
             .then(|| gpu::NOTE.to_string())

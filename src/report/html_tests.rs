@@ -328,11 +328,11 @@ fn a_merged_sweep_lists_its_shards_and_notes_and_a_single_one_does_not() {
     assert!(!render(&r).contains("Merged from"));
     r.merged = Some(crate::result::shard_sweep::MergedSweep {
         shards: 3,
-        notes: vec!["steps at load 10: gpu: 1 of 3 shards have no GPU block <none>".into()],
+        notes: vec!["gpu: 1 of 3 shards have no GPU block <none> (steps at load 10)".into()],
         ..Default::default()
     });
     let html = render(&r);
     assert!(html.contains("<h2>Merged from 3 shards</h2>"), "{html}");
     assert!(html
-        .contains("<li>steps at load 10: gpu: 1 of 3 shards have no GPU block &lt;none&gt;</li>"));
+        .contains("<li>gpu: 1 of 3 shards have no GPU block &lt;none&gt; (steps at load 10)</li>"));
 }

@@ -162,11 +162,15 @@ impl HfSet {
         }
     }
 
-    /// Whether the length filter also applies when the output length is
-    /// fixed (vLLM's MLPerf set filters every row; the others only rows
-    /// whose output length is the reference's).
-    fn filters_fixed_lengths(self) -> bool {
-        self == HfSet::MlPerf
+    /// Whether vLLM's length filter applies to a row: MLPerf filters every
+    /// row, zeta none, the others the rows whose output length is the
+    /// reference's (`fixed`: the output length is not).
+    fn filters(self, fixed: bool) -> bool {
+        match self {
+            HfSet::MlPerf => true,
+            HfSet::Zeta => false,
+            _ => !fixed,
+        }
     }
 
     /// The output length the set takes: `--hf-output-len`, else its
@@ -381,7 +385,7 @@ pub fn sample(
             (None, Some(r)) => reference_tokens(set, r, tokenizer),
             (None, None) => no_output_len(set)?,
         };
-        let filtered = (fixed.is_none() && set != HfSet::Zeta) || set.filters_fixed_lengths();
+        let filtered = set.filters(fixed.is_some());
         let short = prompt_len < MIN_LEN || out < MIN_LEN;
         if filtered && (short || prompt_len > max_prompt || prompt_len + out > max_total) {
             continue;
@@ -405,7 +409,7 @@ pub fn sample(
         bail!(
             "no row of '{origin}' passes the length filter ({n_rows} rows; prompt {MIN_LEN}..={max_prompt} tokens, \
              reference at least {MIN_LEN}, together at most {max_total}){}",
-            if set.filters_fixed_lengths() {
+            if set.filters(true) {
                 ", which this set applies to every row, as vLLM does"
             } else {
                 "; set --hf-output-len to skip it"

@@ -15,6 +15,31 @@ fn opts(num_prompts: usize) -> SampleOptions {
     }
 }
 
+/// SmolLM2's tokenizer with a BOS (`<|endoftext|>`) added to every
+/// sequence, as Llama's tokenizers do: counts with and without special
+/// tokens then differ by one (plain SmolLM2 adds none).
+fn with_bos() -> TokenCounter {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/smollm2-135m-tokenizer.json"
+    );
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let bos = serde_json::json!({"SpecialToken": {"id": "<|endoftext|>", "type_id": 0}});
+    let seq =
+        |id: &str, type_id: u32| serde_json::json!({"Sequence": {"id": id, "type_id": type_id}});
+    json["post_processor"] = serde_json::json!({
+        "type": "TemplateProcessing",
+        "single": [bos, seq("A", 0)],
+        "pair": [bos, seq("A", 0), seq("B", 1)],
+        "special_tokens": {"<|endoftext|>": {"id": "<|endoftext|>", "ids": [0], "tokens": ["<|endoftext|>"]}},
+    });
+    let inner: tokenizers::Tokenizer = json.to_string().parse().unwrap();
+    let tok = TokenCounter::from_tokenizer(inner, path.into());
+    assert_eq!(tok.num_special_tokens_to_add(), 1);
+    tok
+}
+
 fn text(r: &RequestSpec) -> &str {
     match &r.prompt {
         Prompt::Text(t) => t,
@@ -284,20 +309,34 @@ fn shuffle_is_seeded_and_oversampling_fills_up() {
 #[test]
 fn mlperf_joins_system_prompt_and_question_and_counts_the_output_without_special_tokens() {
     let row = r#"{"system_prompt": "You are terse.", "question": "Name a prime.", "output": "Seven is a prime number.", "origin": "cot"}"#;
-    let rows = parse(HfSet::MlPerf, "m.jsonl", row).unwrap();
-    let tok = smollm2();
-    let reqs = sample(
-        HfSet::MlPerf,
-        "m",
-        rows,
-        None,
-        &opts(1),
-        Some(&tok),
-        &mut dataset_rng(0),
-    )
-    .unwrap();
-    assert_eq!(text(&reqs[0]), "You are terse.\n\nName a prime.");
-    assert_eq!(reqs[0].output_len, tok.count("Seven is a prime number."));
+    let tok = with_bos();
+    let reference = "Seven is a prime number.";
+    let reqs = |set: HfSet, row: &str| {
+        let rows = parse(set, "m.jsonl", row).unwrap();
+        sample(
+            set,
+            "m",
+            rows,
+            None,
+            &opts(1),
+            Some(&tok),
+            &mut dataset_rng(0),
+        )
+        .unwrap()
+    };
+    let mlperf = reqs(HfSet::MlPerf, row);
+    assert_eq!(text(&mlperf[0]), "You are terse.\n\nName a prime.");
+    // The prompt counts its BOS; MLPerf's reference does not (AIMO's does).
+    assert_eq!(
+        mlperf[0].prompt_len,
+        tok.count("You are terse.\n\nName a prime.") + 1
+    );
+    assert_eq!(mlperf[0].output_len, tok.count(reference));
+    let aimo = reqs(
+        HfSet::Aimo,
+        &format!(r#"{{"problem": "Name a prime.", "solution": "{reference}"}}"#),
+    );
+    assert_eq!(aimo[0].output_len, tok.count(reference) + 1);
     let msg = parse(
         HfSet::MlPerf,
         "m.jsonl",

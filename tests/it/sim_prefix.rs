@@ -177,14 +177,12 @@ async fn sharing_ninety_percent_of_each_prompt_moves_the_knee_as_explain_says() 
     // that pass as surely and only cost time (from 16, the shared sweep
     // spent two more steps getting there).
     let start = |mu: f64| (mu / 2.0).round();
-    // The two searches run side by side, each against its own simulator
-    // (about 30 s each; one after the other they were the `it` binary's
-    // longest test).
-    let plain = knee(
+    let (plain, _) = knee(
         start(mu_plain),
         &["--random-input-len", "1008", "--random-output-len", "8"],
-    );
-    let shared = knee(
+    )
+    .await;
+    let (shared, _) = knee(
         start(mu_shared),
         &[
             "--dataset-name",
@@ -199,8 +197,8 @@ async fn sharing_ninety_percent_of_each_prompt_moves_the_knee_as_explain_says() 
             "8",
             "--ignore-eos",
         ],
-    );
-    let ((plain, _), (shared, _)) = tokio::join!(plain, shared);
+    )
+    .await;
     // The tolerance of the knee tests in sim_e2e.rs: just below μ.
     assert!(
         plain < mu_plain && plain > 0.6 * mu_plain,
