@@ -95,6 +95,7 @@ fn rule(cap_s: f64) -> AdaptiveRule {
         min_requests: 100,
         cap: Duration::from_secs_f64(cap_s),
         level: 0.9,
+        prior: None,
     }
 }
 

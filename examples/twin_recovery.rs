@@ -33,69 +33,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-/// splitmix64: a tiny seeded generator, the same on every platform.
-struct Draw(u64);
-
-impl Draw {
-    fn next(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    fn log_uniform(&mut self, lo: f64, hi: f64) -> f64 {
-        (lo.ln() + self.next() * (hi.ln() - lo.ln())).exp()
-    }
-}
-
-/// One hidden parameter set.
-#[derive(Debug, Clone)]
-struct Hidden {
-    max_num_seqs: u32,
-    prefill_us: f64,
-    step_ms: f64,
-    decode_us: f64,
-    kv_tokens: u32,
-    interference: f64,
-    prefix_caching: bool,
-}
-
-impl Hidden {
-    fn draw(seed: u64) -> Self {
-        let mut d = Draw(seed);
-        let r3 = |x: f64| (x * 1e3).round() / 1e3;
-        Hidden {
-            max_num_seqs: d.log_uniform(4.0, 256.0).round() as u32,
-            prefill_us: r3(d.log_uniform(20.0, 2000.0)),
-            step_ms: r3(d.log_uniform(5.0, 40.0)),
-            decode_us: r3(d.log_uniform(50.0, 1000.0)),
-            kv_tokens: (d.log_uniform(20e3, 2e6) / 1e3).round() as u32 * 1000,
-            interference: r3(d.next()),
-            prefix_caching: d.next() < 0.5,
-        }
-    }
-
-    /// The engine flags `sim`, `profile` and `predict` share.
-    fn flags(&self) -> Vec<String> {
-        let mut f: Vec<String> = [
-            ("--max-num-seqs", self.max_num_seqs.to_string()),
-            ("--prefill-token-us", self.prefill_us.to_string()),
-            ("--step-base-ms", self.step_ms.to_string()),
-            ("--decode-seq-us", self.decode_us.to_string()),
-            ("--kv-cache-tokens", self.kv_tokens.to_string()),
-            ("--prefill-interference", self.interference.to_string()),
-        ]
-        .into_iter()
-        .flat_map(|(k, v)| [k.to_string(), v])
-        .collect();
-        if !self.prefix_caching {
-            f.push("--no-enable-prefix-caching".into());
-        }
-        f
-    }
-}
+#[path = "support/hidden.rs"]
+mod hidden;
+use hidden::Hidden;
 
 /// A workload the probes never sent.
 struct Workload {

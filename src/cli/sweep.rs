@@ -91,6 +91,13 @@ pub struct SweepArgs {
         help_heading = "Twin"
     )]
     pub twin_budget: f64,
+    /// With --twin/--predict and --adaptive: how many samples the twin's
+    /// prediction at a step's load counts as in the step's verdict, added
+    /// only where the step's own samples lean the same way (a SIMULATED
+    /// prior; it changes how soon a step may stop, never which way it goes).
+    /// 0 judges every step on its samples alone [default: 600].
+    #[arg(long, value_name = "SAMPLES", help_heading = "Twin")]
+    pub twin_prior_weight: Option<usize>,
     /// Minimum measured time per step, after the warm-up window
     /// [default: 15s (6s with --adaptive); 4s against the built-in simulator].
     #[arg(long, value_parser = parse_duration, help_heading = "Sweep")]

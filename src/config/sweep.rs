@@ -97,6 +97,9 @@ pub struct TwinPlan {
     /// No `--tolerance` was given: the predicted interval's width (when
     /// wider than the default) ends the search once both ends are confirmed.
     pub interval_tolerance: bool,
+    /// `--twin-prior-weight`: samples the twin's prediction at a step's load
+    /// counts as in an adaptive step's verdict (`sweep::prior`); 0: none.
+    pub prior_weight: usize,
 }
 
 /// The server profile a twin is built from.

@@ -279,6 +279,7 @@ fn evidence(
         // Sharded steps run their set length: no adaptive decision to merge.
         confidence: None,
         ended_early: false,
+        twin_prior: None,
     }
 }
 

@@ -363,6 +363,10 @@ pub struct DecisionRow {
     pub effective_samples: usize,
     /// The step ended its releases early because it was decided.
     pub ended_early: bool,
+    /// The twin's prior on the verdict, when the sweep had one (its
+    /// confidence above includes it where the step agreed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub twin_prior: Option<super::twin::StepPriorRow>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]

@@ -111,3 +111,42 @@ mod tests {
         assert_eq!(agreement(p, None, Some(3.5)), Agreement::Open);
     }
 }
+
+/// The twin's prior on one adaptive step's verdict (`sweep --twin` /
+/// `--predict`, see `sweep::prior`): the step's load run in virtual time over
+/// the twin's parameter sets, counted as `weight` samples beside the step's
+/// own where it agrees with them. SIMULATED: the shares are the model's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepPriorRow {
+    /// Samples the prediction counted as.
+    pub weight: usize,
+    /// One per SLO (`null` for means, which have no binomial test).
+    pub slos: Vec<Option<SloPriorRow>>,
+}
+
+/// The twin's prediction for one SLO at a step's load, and what the step
+/// made of it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SloPriorRow {
+    /// Lowest and highest share of requests over the bound among the
+    /// twin's parameter sets and seeds (0–1).
+    pub share_over_low: f64,
+    pub share_over_high: f64,
+    pub backing: Backing,
+}
+
+/// Which way the twin leaned on one SLO, and whether the step agreed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Backing {
+    /// Twin and samples lean the same way: the prior was added.
+    Agrees,
+    /// They lean opposite ways: the samples alone judge.
+    Contradicted,
+    /// The samples lean the twin's way, but not yet at even odds by
+    /// themselves: the samples alone judge.
+    TooFew,
+    /// The twin's parameter sets straddle the bound (or it has no share for
+    /// this SLO): the samples alone judge.
+    Silent,
+}

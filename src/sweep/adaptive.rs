@@ -34,6 +34,7 @@
 
 use super::confidence::{self, union_bound, Decision, SloConfidence};
 use super::point::StepPoint;
+use super::prior::{self as twin_prior, StepPrior};
 use super::slo::Slo;
 use super::steady::{self, SteadyThresholds};
 use crate::metrics::{ErrorKind, RequestError, RequestRecord};
@@ -57,6 +58,9 @@ pub struct AdaptiveRule {
     /// Confidence the verdict needs (e.g. 0.90), after the correction for
     /// the number of tests.
     pub level: f64,
+    /// The twin's prior on this step's verdict ([`super::prior`]), when the
+    /// sweep has a twin.
+    pub prior: Option<StepPrior>,
 }
 
 /// What one look at a running step found.
@@ -101,7 +105,8 @@ impl AdaptiveRule {
             .cloned()
             .collect();
         sample.sort_by_key(|r| r.due);
-        let (decision, confidence, _) = step_decision(slos, &sample, self.level, self.tests());
+        let (decision, confidence, _) =
+            step_decision_with(slos, &sample, self.level, self.tests(), self.prior.as_ref());
         let long_enough = elapsed >= self.min_length && sample.len() >= self.min_requests;
         let steady = long_enough
             && decision == Decision::Pass
@@ -179,10 +184,36 @@ pub fn step_decision(
     level: f64,
     tests: usize,
 ) -> (Decision, f64, Vec<Option<SloConfidence>>) {
-    let each: Vec<Option<SloConfidence>> = slos
+    step_decision_with(slos, records, level, tests, None)
+}
+
+/// [`step_decision`] with the twin's prior on the step added where it
+/// agrees with the samples ([`super::prior::apply`]) before the correction
+/// for the tests.
+pub fn step_decision_with(
+    slos: &[Slo],
+    records: &[RequestRecord],
+    level: f64,
+    tests: usize,
+    prior: Option<&StepPrior>,
+) -> (Decision, f64, Vec<Option<SloConfidence>>) {
+    let alone: Vec<Option<SloConfidence>> = slos
         .iter()
-        .map(|s| confidence::slo_confidence(s, records, level).map(|c| adjusted(c, tests)))
+        .map(|s| confidence::slo_confidence(s, records, level))
         .collect();
+    let each: Vec<Option<SloConfidence>> = match prior {
+        Some(p) => {
+            let held: Vec<bool> = slos
+                .iter()
+                .map(|s| super::slo::evaluate(s, records).pass)
+                .collect();
+            twin_prior::apply(&alone, Some(p), &held).0
+        }
+        None => alone,
+    }
+    .into_iter()
+    .map(|c| c.map(|c| adjusted(c, tests)))
+    .collect();
     let (decision, sure) = confidence::decide(&each, level);
     (decision, sure, each)
 }
@@ -203,7 +234,8 @@ pub fn window_point(
         .map(|s| super::slo::evaluate(s, window).pass)
         .collect();
     let pass = held.iter().all(|&h| h);
-    let (decision, _, each) = step_decision(slos, window, rule.level, rule.tests());
+    let (decision, _, each) =
+        step_decision_with(slos, window, rule.level, rule.tests(), rule.prior.as_ref());
     // As the live sweep's rows: a pass as sure as its least sure SLO, a
     // failure as its surest missed one.
     let sure = each

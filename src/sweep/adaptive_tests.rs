@@ -13,6 +13,7 @@ fn rule() -> AdaptiveRule {
         min_requests: 100,
         cap: Duration::from_secs(120),
         level: 0.9,
+        prior: None,
     }
 }
 

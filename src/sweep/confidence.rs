@@ -47,7 +47,7 @@
 //! `W`, and failures that come together (a server refusing for a while)
 //! form a burst like any other excursion.
 
-use super::slo::{sample_sequence, Slo, SloMetric, SloOp, SloStat};
+use super::slo::{sample_sequence, Slo, SloMetric, SloOp};
 use crate::metrics::stats;
 use crate::metrics::RequestRecord;
 use serde::{Deserialize, Serialize};
@@ -189,22 +189,12 @@ pub fn burst_factor(values: &[f64], marked: &[bool], typical: f64) -> f64 {
     }
 }
 
-/// The quantile (0–1) an SLO bounds; `None` for means.
-fn quantile_of(stat: SloStat) -> Option<f64> {
-    match stat {
-        SloStat::Mean => None,
-        SloStat::Median => Some(0.5),
-        SloStat::Percentile(p) => Some((p / 100.0).clamp(0.0, 1.0)),
-        SloStat::Attainment(r) => Some(r),
-    }
-}
-
 /// How sure `slo`'s verdict is over `records` (successful ones give their
 /// samples, failed ones a sample over the bound), which must be in due
 /// order; `level` sets the interval's coverage. `None` for means, or
 /// without samples.
 pub fn slo_confidence(slo: &Slo, records: &[RequestRecord], level: f64) -> Option<SloConfidence> {
-    let q = quantile_of(slo.stat)?;
+    let q = slo.quantile()?;
     let values = sample_sequence(slo, records);
     if values.is_empty() {
         return None;

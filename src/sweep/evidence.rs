@@ -69,4 +69,7 @@ pub struct StepEvidence {
     pub confidence: Option<(f64, Vec<Option<SloConfidence>>)>,
     /// The adaptive step ended its releases early, decided.
     pub ended_early: bool,
+    /// The twin's prior on the verdict, as the step weighed it (its
+    /// confidences above include it).
+    pub twin_prior: Option<crate::result::twin::StepPriorRow>,
 }

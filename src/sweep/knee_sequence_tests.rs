@@ -50,6 +50,7 @@ pub(super) fn step(load: f64, seed: u64) -> (StepPoint, Duration) {
         min_requests: 100,
         cap: Duration::from_secs(32),
         level: 0.9,
+        prior: None,
     };
     let slos = vec!["p99_ttft_ms<=300".parse::<Slo>().unwrap()];
     let records = stream(load, rule.cap + Duration::from_secs(2), seed);

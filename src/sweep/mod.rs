@@ -35,6 +35,7 @@ mod moves;
 pub mod plateau;
 pub mod point;
 pub mod pooled;
+pub mod prior;
 pub mod rows;
 pub mod slo;
 mod slo_eval;

@@ -112,6 +112,7 @@ fn failed_requests_are_misses_in_the_pooled_evidence() {
         min_requests: 0,
         cap: Duration::from_secs(40),
         level: 0.9,
+        prior: None,
     };
     let slos = ["p99_ttft_ms<=300".parse().expect("valid SLO")];
     let fast = |n: u64| (0..n).map(|i| ok(i * 10, 50, &[], 1)).collect::<Vec<_>>();

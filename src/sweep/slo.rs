@@ -166,6 +166,18 @@ impl SloOp {
 
 const EXAMPLE: &str = "expected e.g. `p99_ttft_ms<=500`, `mean_tpot_ms<30` or `ttft:500`";
 
+impl Slo {
+    /// The quantile (0–1) this SLO bounds; `None` for a mean.
+    pub fn quantile(&self) -> Option<f64> {
+        match self.stat {
+            SloStat::Mean => None,
+            SloStat::Median => Some(0.5),
+            SloStat::Percentile(p) => Some((p / 100.0).clamp(0.0, 1.0)),
+            SloStat::Attainment(r) => Some(r),
+        }
+    }
+}
+
 impl FromStr for Slo {
     type Err = String;
 

@@ -267,6 +267,7 @@ fn decision_row(e: &StepEvidence, decision: Decision, confidence: f64) -> Decisi
             .min()
             .unwrap_or(0),
         ended_early: e.ended_early,
+        twin_prior: e.twin_prior.clone(),
     }
 }
 

@@ -202,7 +202,7 @@ const LENGTHS_SALT: u64 = 0x6c65_6e67_7468_7321; // "lengths!"
 
 /// The load one seed runs: with a range ratio, every request's lengths drawn
 /// as `kneecap run`'s random dataset draws them (no tokenizer), seeded.
-fn load_for_seed(cfg: &TruthConfig, seed: u64) -> Result<VirtualLoad, String> {
+pub(crate) fn load_for_seed(cfg: &TruthConfig, seed: u64) -> Result<VirtualLoad, String> {
     let (ri, ro) = cfg.range_ratio;
     if ri == 0.0 && ro == 0.0 {
         return Ok(cfg.load.clone());

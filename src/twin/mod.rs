@@ -45,6 +45,7 @@ pub mod observe;
 pub mod plan;
 pub mod predict;
 pub mod prefill;
+pub mod prior;
 pub mod profile;
 pub mod render;
 pub mod table;

@@ -81,6 +81,9 @@ fn twin_plan(
     mode: SweepMode,
 ) -> Result<Option<TwinPlan>> {
     let flag = match (&a.twin, a.predict) {
+        (None, false) if a.twin_prior_weight.is_some() => {
+            bail!("--twin-prior-weight weighs a twin's prediction: add --twin FILE or --predict, or drop it")
+        }
         (None, false) => return Ok(None),
         (Some(_), _) => "--twin",
         (None, true) => "--predict",
@@ -111,9 +114,15 @@ fn twin_plan(
             TwinSource::Measure(Duration::from_secs_f64(b))
         }
     };
+    if a.twin_prior_weight.is_some() && !a.adaptive {
+        bail!("--twin-prior-weight weighs an adaptive step's verdict: add --adaptive, or drop it");
+    }
     Ok(Some(TwinPlan {
         source,
         interval_tolerance: a.tolerance.is_none(),
+        prior_weight: a
+            .twin_prior_weight
+            .unwrap_or(crate::sweep::prior::DEFAULT_WEIGHT),
     }))
 }
 

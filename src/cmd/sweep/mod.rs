@@ -47,6 +47,9 @@ pub(crate) struct Ctx<'a> {
     pub(crate) reset: Option<cache_reset::CacheReset>,
     /// `--gpu-metrics-url`: the GPU hosts sampled through each step.
     pub(crate) gpu: Option<crate::cmd::gpu_power::GpuHosts>,
+    /// `--twin` / `--predict`: the twin each adaptive step's prior comes
+    /// from (set once the prediction is made; `None` without a prior).
+    pub(crate) twin_prior: Option<twin::PriorModel>,
 }
 
 /// Run `kneecap sweep`.
@@ -146,6 +149,7 @@ async fn sweep(
         prompts,
         reset: cfg.reset_prefix_cache.then(cache_reset::CacheReset::new),
         gpu,
+        twin_prior: None,
     };
     if let Some(line) = too_few {
         say(&ctx, line);
@@ -157,7 +161,7 @@ async fn sweep(
     let mut result = new_result(&ctx);
     announce(&ctx, &result);
     // Before the dashboard: a profile prints its probes on stderr.
-    twin::predict_first(&ctx, &mut result, out, interrupt.clone()).await?;
+    ctx.twin_prior = twin::predict_first(&ctx, &mut result, out, interrupt.clone()).await?;
     if let Some(live) = ctx.live.as_mut() {
         live.show_dashboard()?;
     }

@@ -94,6 +94,7 @@ pub(super) async fn run_all_steps(
             check: m.check,
             ended_early: false,
             tests: 1,
+            prior: None,
         };
         let mut judged = live::judge_records(cfg, load, evidence);
         let step = &mut judged.row;

@@ -17,8 +17,9 @@ use crate::metrics::{RequestRecord, KNEECAP_PERCENTILES};
 use crate::result::sweep::{StepPrompts, StepResult};
 use crate::result::PrefixCacheStats;
 use crate::schedule::{self, Arrival};
-use crate::sweep::adaptive::{step_decision, AdaptiveRule};
+use crate::sweep::adaptive::{step_decision_with, AdaptiveRule};
 use crate::sweep::knee::LoadUnit;
+use crate::sweep::prior::{self, StepPrior};
 use crate::sweep::rows::{due_times, goodput_slo, mean};
 use crate::sweep::step::{judge_step, Judged, StepCounts, StepDists, StepEvidence};
 use crate::sweep::{slo, steady};
@@ -62,18 +63,13 @@ pub(crate) async fn run_step(
         let unit = crate::result::sweep::load_unit(cfg.run.sessions.is_some(), cfg.mode);
         live.begin(Some(index), Some(load), unit, Some(length));
     }
+    let prior = match (&ctx.twin_prior, cfg.confidence) {
+        (Some(model), Some(_)) => super::twin::step_prior(ctx, model, load).await,
+        _ => None,
+    };
     let (end_tx, end_rx) = watch::channel(false);
     let adaptive = cfg.confidence.map(|level| {
-        let rule = AdaptiveRule {
-            window_start: timing.warmup,
-            min_length,
-            min_requests: match cfg.mode {
-                LoadUnit::Rate | LoadUnit::TraceSpeed => timing.min_requests,
-                LoadUnit::Concurrency => 0,
-            },
-            cap: length,
-            level,
-        };
+        let rule = adaptive_rule(cfg, &timing, (min_length, length), level, prior.clone());
         (Arc::new(Monitor::new(&cfg.slos)), rule, end_tx)
     });
     let row = drawn.row;
@@ -100,6 +96,7 @@ pub(crate) async fn run_step(
         check: m.check,
         ended_early: m.out.releases_ended_at.is_some(),
         tests,
+        prior: prior.as_ref(),
     };
     let mut judged = judge_records(cfg, load, evidence);
     let step = &mut judged.row;
@@ -332,6 +329,28 @@ pub(crate) fn step_releases(
     }
 }
 
+/// An adaptive step's rule: its window, minimum, cap, level and the twin's
+/// prior on its verdict.
+fn adaptive_rule(
+    cfg: &SweepConfig,
+    timing: &StepTiming,
+    (min_length, cap): (Duration, Duration),
+    level: f64,
+    prior: Option<StepPrior>,
+) -> AdaptiveRule {
+    AdaptiveRule {
+        window_start: timing.warmup,
+        min_length,
+        min_requests: match cfg.mode {
+            LoadUnit::Rate | LoadUnit::TraceSpeed => timing.min_requests,
+            LoadUnit::Concurrency => 0,
+        },
+        cap,
+        level,
+        prior,
+    }
+}
+
 /// What a step left behind.
 pub(crate) struct Evidence<'a> {
     pub(crate) records: &'a [RequestRecord],
@@ -344,6 +363,8 @@ pub(crate) struct Evidence<'a> {
     /// How many tests an adaptive step's confidences are corrected for
     /// ([`AdaptiveRule::tests`]; 1 otherwise).
     pub(crate) tests: usize,
+    /// The twin's prior on the verdict ([`crate::sweep::prior`]).
+    pub(crate) prior: Option<&'a StepPrior>,
 }
 
 /// Judge a step from its records: the window's stats, SLOs, steadiness and
@@ -400,10 +421,11 @@ pub(crate) fn judge_records(cfg: &SweepConfig, load: f64, e: Evidence<'_>) -> Ju
         confidence: cfg.confidence.map(|level| {
             (
                 level,
-                step_decision(&cfg.slos, &in_window, level, e.tests).2,
+                step_decision_with(&cfg.slos, &in_window, level, e.tests, e.prior).2,
             )
         }),
         ended_early: e.ended_early,
+        twin_prior: e.prior.map(|p| prior::row(p, &cfg.slos, &in_window)),
         ..StepEvidence::default()
     };
     judge_step(evidence, cfg.max_error_rate)

@@ -9,7 +9,9 @@ use crate::config::sweep::{TwinPlan, TwinSource};
 use crate::result::sweep::SweepResult;
 use crate::result::twin::TwinKnee;
 use crate::sim::virtual_time::VirtualLoad;
+use crate::sim::ModelParams;
 use crate::sweep::knee::SearchPlan;
+use crate::sweep::prior::StepPrior;
 use crate::twin::knee::{needs_token_times, TruthConfig};
 use crate::twin::predict::{distinct_corners, predict, PredictConfig, Prediction};
 use crate::twin::profile::Status;
@@ -30,39 +32,116 @@ const WARMUP: usize = 500;
 const SEEDS: u64 = 3;
 const PRECISION: f64 = 0.005;
 
+/// The twin a sweep's steps take their prior from ([`crate::sweep::prior`]):
+/// the prediction's central parameters, workload, SLOs and seeds, its
+/// corners, and the prior's weight.
+#[derive(Debug, Clone)]
+pub(crate) struct PriorModel {
+    truth: TruthConfig,
+    corners: Vec<ModelParams>,
+    weight: usize,
+}
+
 /// With `--twin` / `--predict`: predict, announce and save the prediction
 /// before the first step (the sweep is marked interrupted when a signal
-/// came while profiling).
+/// came while profiling). Returns the twin the steps' priors come from:
+/// `None` without a twin, with `--twin-prior-weight 0`, for a fixed-length
+/// (non-adaptive) sweep, or when the profile flagged a misfit (the model
+/// is off there, so its word counts for nothing).
 pub(super) async fn predict_first(
     ctx: &Ctx<'_>,
     result: &mut SweepResult,
     out: &Path,
     interrupt: watch::Receiver<bool>,
-) -> Result<()> {
+) -> Result<Option<PriorModel>> {
     let Some(t) = &ctx.cfg.twin else {
-        return Ok(());
+        return Ok(None);
     };
     match predicted(ctx, t, out, interrupt).await? {
-        Some(k) => {
+        Some((mut k, model)) => {
+            let model = prior_model(ctx, t, model);
+            if let Some(m) = &model {
+                open_clear(ctx, m, &mut k).await;
+            }
             say(ctx, line(&k));
+            if model.is_some() {
+                say(ctx, format!("kneecap sweep: each step's verdict also weighs the twin's prediction at its load as {} samples (SIMULATED; only where the step's own samples lean the same way; --twin-prior-weight 0 turns it off)", t.prior_weight));
+            }
             result.prediction = Some(k);
-            super::save(result, out)
+            super::save(result, out)?;
+            Ok(model)
         }
         None => {
             result.interrupted = true;
-            Ok(())
+            Ok(None)
         }
     }
 }
 
-/// The twin's prediction for the sweep (`None`: interrupted while
-/// profiling).
+/// The steps' prior, when the sweep takes one; says why not when the
+/// profile's misfit rules it out.
+fn prior_model(ctx: &Ctx<'_>, t: &TwinPlan, cfg: PredictConfig) -> Option<PriorModel> {
+    if t.prior_weight == 0 || ctx.cfg.confidence.is_none() {
+        return None;
+    }
+    if cfg.misfit.is_some() {
+        say(ctx, "kneecap sweep: the profile flagged a misfit, so the steps are judged on their samples alone (no twin prior)".into());
+        return None;
+    }
+    Some(PriorModel {
+        truth: cfg.truth,
+        corners: cfg.corners,
+        weight: t.prior_weight,
+    })
+}
+
+/// With a prior, the search opens at the twin-clear loads outside the
+/// predicted interval ([`crate::twin::prior::clear_loads`]), where the
+/// prior leans clearly; at the interval's own ends it is silent. Kept as
+/// it was when either end is not found.
+async fn open_clear(ctx: &Ctx<'_>, model: &PriorModel, k: &mut TwinKnee) {
+    let (m, interval) = (model.clone(), (k.low_req_s, k.high_req_s));
+    let found = tokio::task::spawn_blocking(move || {
+        crate::twin::prior::clear_loads(&m.truth, &m.corners, interval)
+    })
+    .await;
+    match found {
+        Ok(Ok((Some(pass), Some(fail)))) => k.opening = vec![round_load(pass), round_load(fail)],
+        Ok(Ok(_)) => say(ctx, "kneecap sweep: the twin found no load where it clearly passes and one where it clearly fails; the search opens at the predicted interval".into()),
+        Ok(Err(e)) => say(ctx, format!("kneecap sweep: the twin's clear loads: {e}")),
+        Err(e) => say(ctx, format!("kneecap sweep: the twin's clear loads: {e}")),
+    }
+}
+
+/// The twin's prior on a step at `load`, run off the runtime's threads;
+/// `None` (said on stderr) when the model cannot run it.
+pub(super) async fn step_prior(ctx: &Ctx<'_>, model: &PriorModel, load: f64) -> Option<StepPrior> {
+    let m = model.clone();
+    let got = tokio::task::spawn_blocking(move || {
+        crate::twin::prior::step_prior(&m.truth, &m.corners, load, m.weight)
+    })
+    .await;
+    match got {
+        Ok(Ok(p)) => Some(p),
+        Ok(Err(e)) => {
+            say(ctx, format!("kneecap sweep: no twin prior at {load}: {e}"));
+            None
+        }
+        Err(e) => {
+            say(ctx, format!("kneecap sweep: no twin prior at {load}: {e}"));
+            None
+        }
+    }
+}
+
+/// The twin's prediction for the sweep and the model it ran (`None`:
+/// interrupted while profiling).
 async fn predicted(
     ctx: &Ctx<'_>,
     twin: &TwinPlan,
     out: &Path,
     interrupt: watch::Receiver<bool>,
-) -> Result<Option<TwinKnee>> {
+) -> Result<Option<(TwinKnee, PredictConfig)>> {
     if ctx
         .prepared
         .specs
@@ -104,6 +183,7 @@ async fn predicted(
         }
     };
     let cfg = predict_config(ctx, &profile);
+    let kept = cfg.clone();
     let (wall0, cpu0) = (Instant::now(), clock::cpu_seconds());
     let p = tokio::task::spawn_blocking(move || predict(&cfg))
         .await?
@@ -121,7 +201,7 @@ async fn predicted(
     let seqs = &profile.params.max_num_seqs;
     k.max_num_seqs = matches!(seqs.status, Status::Measured | Status::Reported)
         .then_some(seqs.value.round() as u32);
-    Ok(Some(k))
+    Ok(Some((k, kept)))
 }
 
 /// The profile `--predict` writes: beside the sweep JSON, `NAME.profile.json`.
@@ -231,12 +311,13 @@ pub(super) fn opened_plan(plan: SearchPlan, k: &TwinKnee, twin: &TwinPlan) -> Se
     else {
         return plan;
     };
-    match (twin.interval_tolerance, k.opening.as_slice()) {
-        (true, [lo, hi]) => {
+    let (lo, hi) = (round_load(k.low_req_s), round_load(k.high_req_s));
+    match twin.interval_tolerance && k.opening.len() == 2 && lo > 0.0 {
+        true => {
             let width = (hi - lo) / lo * (1.0 + 1e-9);
             plan.with_stops(tolerance.max(width), max_steps)
         }
-        _ => plan,
+        false => plan,
     }
 }
 
@@ -288,12 +369,15 @@ mod tests {
     fn without_a_tolerance_the_interval_width_ends_the_search_when_wider() {
         let k = TwinKnee {
             opening: vec![3.1, 3.7],
+            low_req_s: 3.1,
+            high_req_s: 3.7,
             ..TwinKnee::default()
         };
         let plan = || SearchPlan::auto(1.0, 100.0, LoadUnit::Rate);
         let widened = TwinPlan {
             source: TwinSource::Measure(std::time::Duration::from_secs(60)),
             interval_tolerance: true,
+            prior_weight: 0,
         };
         let SearchPlan::Auto {
             tolerance, start, ..
@@ -311,8 +395,23 @@ mod tests {
             panic!()
         };
         assert_eq!(tolerance, 0.10, "an explicit --tolerance stands");
+        // Opened at the twin-clear loads outside the interval: the
+        // interval's width still sets the stop, not the opening's.
+        let clear = TwinKnee {
+            opening: vec![2.6, 4.4],
+            ..k.clone()
+        };
+        let SearchPlan::Auto {
+            tolerance, start, ..
+        } = opened_plan(plan(), &clear, &widened)
+        else {
+            panic!()
+        };
+        assert!((tolerance - 0.6 / 3.1).abs() < 1e-6, "{tolerance}");
+        assert_eq!(start, 2.6);
         let narrow = TwinKnee {
             opening: vec![3.1, 3.2],
+            high_req_s: 3.2,
             ..k
         };
         let SearchPlan::Auto { tolerance, .. } = opened_plan(plan(), &narrow, &widened) else {
