@@ -15,6 +15,8 @@ Run k uses --seed k (arrivals and prompts); with one seed the runs repeat
 each other to within a second, the simulator being deterministic.
 
 usage: bench/twin_time_to_knee.py [RUNS] [CAP_S] [FIRST_SEED]
+       (TTK_METHODS=calibrate,prior: the prior method is --predict with
+       --twin-prior-weight 2000; the default pair is calibrate,predict)
 env:   KNEECAP (default target/release/kneecap), TTK_TRUTH (3.30)
 """
 import json
@@ -37,7 +39,10 @@ COMMON = [
 METHODS = {
     "calibrate": ["--calibrate"],
     "predict": ["--predict"],
+    "prior": ["--predict", "--twin-prior-weight", "2000"],
 }
+# TTK_METHODS=calibrate,prior picks which run (alternating, in that order).
+ORDER = os.environ.get("TTK_METHODS", "calibrate,predict").split(",")
 
 
 def read(path):
@@ -98,7 +103,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="ttk-twin-")
     rows = []
     for run in range(1, RUNS + 1):
-        for method in METHODS:
+        for method in ORDER:
             r = one(method, run, tmp)
             print(json.dumps(r), flush=True)
             rows.append(r)
@@ -113,7 +118,7 @@ def main():
         held = fmt(r["contained_s"], 0) if r["contained_s"] is not None else f"not within {CAP:.0f}"
         print(f"| {r['method']} | {r['run']} | {held} | {r['steps']} | {fmt(lo)} – {fmt(hi)} | "
               f"{'yes' if r['pass_within_noise'] else 'no'} | {fmt(setup, 1)} | {pred} |")
-    for method in METHODS:
+    for method in ORDER:
         ts = [r["contained_s"] if r["contained_s"] is not None else CAP for r in rows if r["method"] == method]
         print(f"\nmean {method}: {sum(ts) / len(ts):.0f} s over {len(ts)} runs (a run that never held the truth counts as {CAP:.0f} s)")
     print(f"\nfiles in {tmp}")

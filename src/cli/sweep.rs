@@ -91,11 +91,12 @@ pub struct SweepArgs {
         help_heading = "Twin"
     )]
     pub twin_budget: f64,
-    /// With --twin/--predict and --adaptive: how many samples the twin's
-    /// prediction at a step's load counts as in the step's verdict, added
-    /// only where the step's own samples lean the same way (a SIMULATED
-    /// prior; it changes how soon a step may stop, never which way it goes).
-    /// 0 judges every step on its samples alone [default: 600].
+    /// With --twin/--predict and --adaptive: let each step's verdict weigh
+    /// the twin's prediction at its load as this many samples (e.g. 2000),
+    /// added only where the step's own samples lean the same way (a
+    /// SIMULATED prior: it changes how soon a step may stop, never which way
+    /// it goes), and open the search where the twin is clear. Honest only as
+    /// far as the twin is right: see BENCHMARKS.md [default: 0, off].
     #[arg(long, value_name = "SAMPLES", help_heading = "Twin")]
     pub twin_prior_weight: Option<usize>,
     /// Minimum measured time per step, after the warm-up window

@@ -29,18 +29,17 @@
 //!
 //! How much weight is honest is measured, not assumed:
 //! `examples/twin_prior_calibration.rs` draws hidden servers, gives each a
-//! twin whose parameters are wrong by a stated spread, and counts how often
-//! a step decided with the prior is wrong (BENCHMARKS.md "A twin's prior
-//! on a step's verdict").
+//! twin (its profile as measured, and one whose costs are wrong by ±15% on
+//! purpose), and counts how often a step decided with the prior is wrong
+//! (BENCHMARKS.md "A twin's prior on a step's verdict"): never, with the
+//! twin as profiled; often, with the wrong one. So the prior is opt-in
+//! (`sweep --twin-prior-weight N`), and a sweep stops taking it after the
+//! first step whose samples contradict the twin.
 
 use super::confidence::{binomial_cdf, SloConfidence};
 use super::slo::{sample_sequence, Slo, SloOp, SloStat};
 use crate::metrics::RequestRecord;
 use serde::{Deserialize, Serialize};
-
-/// The prior's weight `kneecap sweep --predict` / `--twin` use unless told
-/// otherwise, in samples (BENCHMARKS.md shows the measured error rates).
-pub const DEFAULT_WEIGHT: usize = 600;
 
 /// How sure the step's own samples must be of the verdict the twin leans
 /// to before the prior is added.

@@ -110,3 +110,82 @@ async fn a_predicted_sweep_opens_at_the_interval_ends_and_sets_prediction_beside
     );
     assert!(stderr.contains("profiling the server first"), "{stderr}");
 }
+
+/// `sweep --predict --adaptive`: each step's verdict weighs the twin's
+/// prediction at its load (a stated number of samples), and the search
+/// opens at the twin-clear loads outside the predicted interval, where the
+/// twin's least favourable parameter set passes with at most half the
+/// allowed share over the bound, or fails with at least twice it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_adaptive_predicted_sweep_weighs_the_twin_at_each_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = common::sim::logged(
+        SimConfig::from_preset("tiny").unwrap(),
+        dir.path().join("server_log.jsonl"),
+    )
+    .await;
+    let path = dir.path().join("sweep.json");
+    let mut args = strings(&[
+        "sweep",
+        "--base-url",
+        &sim.url,
+        "--predict",
+        "--twin-budget",
+        "10",
+        "--adaptive",
+        "--twin-prior-weight",
+        "2000",
+        "--step-max-duration",
+        "15s",
+        "--slo",
+        "p99_ttft_ms<=300",
+        "--random-input-len",
+        "128",
+        "--random-output-len",
+        "16",
+        "--max-steps",
+        "2",
+        "-o",
+        path.to_str().unwrap(),
+    ]);
+    args.extend(short_steps("5s", "50"));
+    let out = run(args, vec![]).await;
+    sim.handle.shutdown().await.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{stderr}");
+    assert!(
+        stderr.contains("weighs the twin's prediction at its load as 2000 samples"),
+        "{stderr}"
+    );
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let p = &r["prediction"];
+    let f = |v: &Value| v.as_f64().unwrap_or_else(|| panic!("{v} in {p}"));
+    let opening: Vec<f64> = p["opening"].as_array().unwrap().iter().map(f).collect();
+    let (low, high) = (f(&p["low_req_s"]), f(&p["high_req_s"]));
+    assert!(
+        opening[0] <= low * 1.01 && opening[1] >= high * 0.99,
+        "opened outside the interval: {p}"
+    );
+    let steps = r["steps"].as_array().unwrap();
+    for s in steps {
+        let prior = &s["decision"]["twin_prior"];
+        assert_eq!(prior["weight"], 2000, "{s}");
+        let slo = &prior["slos"][0];
+        assert!(f(&slo["share_over_low"]) <= f(&slo["share_over_high"]), "{slo}");
+        let backing = slo["backing"].as_str().unwrap();
+        assert!(
+            ["agrees", "contradicted", "too_few", "silent"].contains(&backing),
+            "{backing}"
+        );
+    }
+    // The first step is the clear pass end: every parameter set of the twin
+    // within half the allowed 1% there.
+    assert_eq!(f(&steps[0]["load"]), opening[0]);
+    let first = &steps[0]["decision"]["twin_prior"]["slos"][0];
+    assert!(f(&first["share_over_high"]) <= 0.005, "{first}");
+    if steps[0]["verdict"] == "pass" && steps.len() > 1 {
+        assert_eq!(f(&steps[1]["load"]), opening[1]);
+        let second = &steps[1]["decision"]["twin_prior"]["slos"][0];
+        assert!(f(&second["share_over_low"]) >= 0.02, "{second}");
+    }
+}

@@ -120,9 +120,7 @@ fn twin_plan(
     Ok(Some(TwinPlan {
         source,
         interval_tolerance: a.tolerance.is_none(),
-        prior_weight: a
-            .twin_prior_weight
-            .unwrap_or(crate::sweep::prior::DEFAULT_WEIGHT),
+        prior_weight: a.twin_prior_weight.unwrap_or(0),
     }))
 }
 

@@ -290,6 +290,8 @@ fn twin_rules_name_their_flag() {
         "--predict --slo p99_ttft_ms<=500 --mode concurrency => --predict opens the automatic rate search",
         "--predict --slo p99_ttft_ms<=500 --twin-budget 5 => --twin-budget must be between 10 and 3600",
         "--twin /no/such/profile.json --slo p99_ttft_ms<=500 => --twin: cannot read '/no/such/profile.json'",
+        "--slo p99_ttft_ms<=500 --adaptive --twin-prior-weight 2000 => --twin-prior-weight weighs a twin's prediction: add --twin FILE or --predict",
+        "--predict --slo p99_ttft_ms<=500 --twin-prior-weight 2000 => --twin-prior-weight weighs an adaptive step's verdict: add --adaptive",
     ]);
     // Both choose where the search starts: clap refuses the pair.
     let both = ["kneecap", "sweep", "--predict", "--calibrate"];
@@ -303,5 +305,8 @@ fn twin_rules_name_their_flag() {
     let t = c.twin.expect("a twin");
     assert_eq!(t.source, TwinSource::Measure(secs(30)));
     assert!(!t.interval_tolerance, "--tolerance given");
+    assert_eq!(t.prior_weight, 0, "the twin's prior is opt-in");
+    let c = config("--predict --adaptive --twin-prior-weight 2000 --slo p99_ttft_ms<=500");
+    assert_eq!(c.twin.expect("a twin").prior_weight, 2000);
     assert!(config("--slo p99_ttft_ms<=500").twin.is_none());
 }

@@ -50,6 +50,8 @@ pub(crate) struct Ctx<'a> {
     /// `--twin` / `--predict`: the twin each adaptive step's prior comes
     /// from (set once the prediction is made; `None` without a prior).
     pub(crate) twin_prior: Option<twin::PriorModel>,
+    /// A step's samples contradicted the twin: later steps take no prior.
+    pub(crate) twin_contradicted: std::sync::atomic::AtomicBool,
 }
 
 /// Run `kneecap sweep`.
@@ -150,6 +152,7 @@ async fn sweep(
         reset: cfg.reset_prefix_cache.then(cache_reset::CacheReset::new),
         gpu,
         twin_prior: None,
+        twin_contradicted: Default::default(),
     };
     if let Some(line) = too_few {
         say(&ctx, line);
@@ -295,6 +298,7 @@ pub(crate) fn keep_step(
         return Ok(false);
     }
     say(ctx, step_line(&step, result.load_unit()));
+    twin::note_contradiction(ctx, &step);
     history.push(point);
     result.steps.push(step);
     finish(result, history);

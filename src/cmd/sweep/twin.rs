@@ -6,7 +6,9 @@
 use super::{say, Ctx};
 use crate::cmd::clock;
 use crate::config::sweep::{TwinPlan, TwinSource};
-use crate::result::sweep::SweepResult;
+use crate::result::sweep::{StepResult, SweepResult};
+use crate::result::twin::Backing;
+use std::sync::atomic::Ordering;
 use crate::result::twin::TwinKnee;
 use crate::sim::virtual_time::VirtualLoad;
 use crate::sim::ModelParams;
@@ -65,7 +67,7 @@ pub(super) async fn predict_first(
             }
             say(ctx, line(&k));
             if model.is_some() {
-                say(ctx, format!("kneecap sweep: each step's verdict also weighs the twin's prediction at its load as {} samples (SIMULATED; only where the step's own samples lean the same way; --twin-prior-weight 0 turns it off)", t.prior_weight));
+                say(ctx, format!("kneecap sweep: each step's verdict also weighs the twin's prediction at its load as {} samples (SIMULATED; only where the step's own samples lean the same way, and no more once a step's samples contradict the twin)", t.prior_weight));
             }
             result.prediction = Some(k);
             super::save(result, out)?;
@@ -110,6 +112,31 @@ async fn open_clear(ctx: &Ctx<'_>, model: &PriorModel, k: &mut TwinKnee) {
         Ok(Ok(_)) => say(ctx, "kneecap sweep: the twin found no load where it clearly passes and one where it clearly fails; the search opens at the predicted interval".into()),
         Ok(Err(e)) => say(ctx, format!("kneecap sweep: the twin's clear loads: {e}")),
         Err(e) => say(ctx, format!("kneecap sweep: the twin's clear loads: {e}")),
+    }
+}
+
+/// After a step: when its samples contradicted the twin on some SLO, the
+/// twin is off for this server or workload, and later steps are judged on
+/// their samples alone (said once).
+pub(super) fn note_contradiction(ctx: &Ctx<'_>, step: &StepResult) {
+    let contradicted = step
+        .decision
+        .as_ref()
+        .and_then(|d| d.twin_prior.as_ref())
+        .is_some_and(|p| {
+            p.slos
+                .iter()
+                .flatten()
+                .any(|s| s.backing == Backing::Contradicted)
+        });
+    if contradicted && !ctx.twin_contradicted.swap(true, Ordering::Relaxed) {
+        say(
+            ctx,
+            format!(
+                "kneecap sweep: the step at {} contradicted the twin's prediction; later steps are judged on their samples alone",
+                step.load
+            ),
+        );
     }
 }
 
