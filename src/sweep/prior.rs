@@ -5,8 +5,8 @@
 //! **The form.** The binomial test of a percentile SLO counts effective
 //! samples `n` and how many met the bound, `w`; its confidence that the SLO
 //! holds, `P(Bin(n, q) ≤ w − 1)`, is also the posterior probability that
-//! the share within the bound is at least `q` under a Beta prior with no
-//! weight. The twin runs the step's load in virtual time over each of its
+//! the share within the bound is at least `q` under a Beta(0, 1) prior
+//! (the posterior is Beta(w, n − w + 1)). The twin runs the step's load in virtual time over each of its
 //! parameter sets and seeds ([`crate::twin`]) and gives, per SLO, the lowest
 //! and highest share of requests over the bound. The prior is that share
 //! taken as `weight` more samples: for a pass, `weight` samples of which
@@ -22,9 +22,9 @@
 //! ([`EVEN_ODDS`]: a p99 with no miss needs 69 effective samples), so a
 //! handful of requests at a step's start never counts as agreement. Where
 //! the twin and the samples disagree, the samples are too few, or the
-//! twin's sets straddle the bound, the step is judged on its samples alone. The prior changes how
-//! soon a step may stop and how sure its verdict is stated, never which way
-//! the verdict goes. Evidence pooled across steps ([`super::pooled`]) stays
+//! twin's sets straddle the bound, the step is judged on its samples alone.
+//! The prior changes how soon a step may stop and how sure its verdict is
+//! stated, never which way the verdict goes. Evidence pooled across steps ([`super::pooled`]) stays
 //! the samples' alone, so the prior is counted once per step, not pooled.
 //!
 //! How much weight is honest is measured, not assumed:
@@ -39,6 +39,8 @@
 use super::confidence::{binomial_cdf, SloConfidence};
 use super::slo::{sample_sequence, Slo, SloOp, SloStat};
 use crate::metrics::RequestRecord;
+pub use crate::result::twin::Backing;
+use crate::result::twin::{SloPriorRow, StepPriorRow};
 use serde::{Deserialize, Serialize};
 
 /// How sure the step's own samples must be of the verdict the twin leans
@@ -66,9 +68,6 @@ pub struct StepPrior {
     /// Aligned with the sweep's SLOs.
     pub slos: Vec<Option<SloPrior>>,
 }
-
-pub use crate::result::twin::Backing;
-use crate::result::twin::{SloPriorRow, StepPriorRow};
 
 impl SloPrior {
     /// The twin's lean on an SLO bounding quantile `q`: `Some(true)` when
@@ -160,6 +159,8 @@ pub fn apply(
 pub fn row(prior: &StepPrior, slos: &[Slo], records: &[RequestRecord]) -> StepPriorRow {
     let alone: Vec<Option<SloConfidence>> = slos
         .iter()
+        // The level sets only the percentile's interval, not the
+        // confidences the backing reads.
         .map(|s| super::confidence::slo_confidence(s, records, 0.9))
         .collect();
     let held: Vec<bool> = slos

@@ -68,3 +68,26 @@ fn shares_rise_with_the_load_and_a_mean_slo_has_none() {
     assert_eq!(step_prior(&cfg, &[], 30.0, 1).unwrap().slos[1], None);
     assert!(step_prior(&cfg, &[], 0.0, 1).is_err());
 }
+
+#[test]
+fn the_clear_loads_are_the_nearest_where_every_set_is_clear() {
+    let cfg = slot_server(&["p99_ttft_ms<=300"]);
+    let three_slots = ModelParams {
+        max_num_seqs: 3,
+        ..cfg.params
+    };
+    let corners = [three_slots];
+    // An interval around the knee (about 35 req/s; 3 slots: about 26).
+    let (pass, fail) = clear_loads(&cfg, &corners, (30.0, 36.0)).unwrap();
+    let (pass, fail) = (pass.unwrap(), fail.unwrap());
+    let at = |load| step_prior(&cfg, &corners, load, 1).unwrap().slos[0].unwrap();
+    // Every set within half the allowed 1% at the pass end, and not yet one
+    // step of 6% higher (the search stops at the first clear load).
+    assert!(pass < 30.0 && at(pass).share_over_high <= 0.005, "{pass}");
+    assert!(at(pass * CLEAR_STEP).share_over_high > 0.005, "{pass}");
+    // Every set over twice the allowed 1% at the fail end, not one step lower.
+    assert!(fail >= 36.0 && at(fail).share_over_low >= 0.02, "{fail}");
+    if fail > 36.0 {
+        assert!(at(fail / CLEAR_STEP).share_over_low < 0.02, "{fail}");
+    }
+}

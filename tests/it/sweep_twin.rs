@@ -7,6 +7,7 @@ use crate::common;
 
 use common::cli::{run, short_steps, strings};
 use kneecap::sim::SimConfig;
+use kneecap::twin::ServerProfile;
 use serde_json::Value;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -116,22 +117,26 @@ async fn a_predicted_sweep_opens_at_the_interval_ends_and_sets_prediction_beside
 /// opens at the twin-clear loads outside the predicted interval, where the
 /// twin's least favourable parameter set passes with at most half the
 /// allowed share over the bound, or fails with at least twice it.
+///
+/// The twin is a committed profile (no misfit: a busy host cannot turn the
+/// prior off by flagging one) and the simulator runs its central values.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_adaptive_predicted_sweep_weighs_the_twin_at_each_step() {
+    let profile_path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/profile.json");
+    let profile =
+        ServerProfile::from_json(&std::fs::read_to_string(profile_path).unwrap()).unwrap();
+    assert!(profile.misfit().is_none());
+    let mut engine = SimConfig::from_preset("tiny").unwrap();
+    profile.apply(&mut engine);
     let dir = tempfile::tempdir().unwrap();
-    let sim = common::sim::logged(
-        SimConfig::from_preset("tiny").unwrap(),
-        dir.path().join("server_log.jsonl"),
-    )
-    .await;
+    let sim = common::sim::logged(engine, dir.path().join("server_log.jsonl")).await;
     let path = dir.path().join("sweep.json");
     let mut args = strings(&[
         "sweep",
         "--base-url",
         &sim.url,
-        "--predict",
-        "--twin-budget",
-        "10",
+        "--twin",
+        profile_path,
         "--adaptive",
         "--twin-prior-weight",
         "2000",
@@ -171,7 +176,10 @@ async fn an_adaptive_predicted_sweep_weighs_the_twin_at_each_step() {
         let prior = &s["decision"]["twin_prior"];
         assert_eq!(prior["weight"], 2000, "{s}");
         let slo = &prior["slos"][0];
-        assert!(f(&slo["share_over_low"]) <= f(&slo["share_over_high"]), "{slo}");
+        assert!(
+            f(&slo["share_over_low"]) <= f(&slo["share_over_high"]),
+            "{slo}"
+        );
         let backing = slo["backing"].as_str().unwrap();
         assert!(
             ["agrees", "contradicted", "too_few", "silent"].contains(&backing),

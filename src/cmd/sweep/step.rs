@@ -63,7 +63,9 @@ pub(crate) async fn run_step(
         let unit = crate::result::sweep::load_unit(cfg.run.sessions.is_some(), cfg.mode);
         live.begin(Some(index), Some(load), unit, Some(length));
     }
-    let trusted = !ctx.twin_contradicted.load(std::sync::atomic::Ordering::Relaxed);
+    let trusted = !ctx
+        .twin_contradicted
+        .load(std::sync::atomic::Ordering::Relaxed);
     let prior = match (&ctx.twin_prior, cfg.confidence) {
         (Some(model), Some(_)) if trusted => super::twin::step_prior(ctx, model, load).await,
         _ => None,

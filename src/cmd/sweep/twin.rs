@@ -8,7 +8,6 @@ use crate::cmd::clock;
 use crate::config::sweep::{TwinPlan, TwinSource};
 use crate::result::sweep::{StepResult, SweepResult};
 use crate::result::twin::Backing;
-use std::sync::atomic::Ordering;
 use crate::result::twin::TwinKnee;
 use crate::sim::virtual_time::VirtualLoad;
 use crate::sim::ModelParams;
@@ -22,6 +21,7 @@ use crate::workload::dataset::DatasetKind;
 use crate::workload::Prompt;
 use anyhow::Result;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 use tokio::sync::watch;
 
