@@ -73,7 +73,7 @@ const CLEAR_MOVES: usize = 12;
 /// least twice the allowed share ([`CLEAR_MARGIN`]). There the twin's
 /// prior leans clearly ([`crate::sweep::prior`]), so a step there can be
 /// decided early; at the interval's ends it is silent. `None` for an end
-/// not found within [`CLEAR_MOVES`] moves of [`CLEAR_STEP`].
+/// not found within 12 moves of 6% each.
 pub fn clear_loads(
     truth: &TruthConfig,
     corners: &[ModelParams],
