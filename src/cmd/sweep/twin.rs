@@ -119,17 +119,7 @@ async fn open_clear(ctx: &Ctx<'_>, model: &PriorModel, k: &mut TwinKnee) {
 /// twin is off for this server or workload, and later steps are judged on
 /// their samples alone (said once).
 pub(super) fn note_contradiction(ctx: &Ctx<'_>, step: &StepResult) {
-    let contradicted = step
-        .decision
-        .as_ref()
-        .and_then(|d| d.twin_prior.as_ref())
-        .is_some_and(|p| {
-            p.slos
-                .iter()
-                .flatten()
-                .any(|s| s.backing == Backing::Contradicted)
-        });
-    if contradicted && !ctx.twin_contradicted.swap(true, Ordering::Relaxed) {
+    if contradicts(step) && !ctx.twin_contradicted.swap(true, Ordering::Relaxed) {
         say(
             ctx,
             format!(
@@ -138,6 +128,19 @@ pub(super) fn note_contradiction(ctx: &Ctx<'_>, step: &StepResult) {
             ),
         );
     }
+}
+
+/// Whether a step's samples leaned against the twin on some SLO.
+fn contradicts(step: &StepResult) -> bool {
+    step.decision
+        .as_ref()
+        .and_then(|d| d.twin_prior.as_ref())
+        .is_some_and(|p| {
+            p.slos
+                .iter()
+                .flatten()
+                .any(|s| s.backing == Backing::Contradicted)
+        })
 }
 
 /// The twin's prior on a step at `load`, run off the runtime's threads;
@@ -383,6 +386,43 @@ mod tests {
         assert!((hi / lo - 1.1).abs() < 1e-9 && (lo * hi - 3.35 * 3.35).abs() < 1e-9);
         // A knee of 0 (every rate failed in the model) opens nowhere.
         assert_eq!(opening(0.0, (0.0, 0.0), 0.10), [0.0, 0.0]);
+    }
+
+    #[test]
+    fn a_step_contradicts_the_twin_only_when_one_slo_leaned_against_it() {
+        use crate::result::sweep::{Decision, DecisionRow};
+        use crate::result::twin::{SloPriorRow, StepPriorRow};
+        let slo = |backing| {
+            Some(SloPriorRow {
+                share_over_low: 0.0,
+                share_over_high: 0.001,
+                backing,
+            })
+        };
+        let step = |slos: Vec<Option<SloPriorRow>>| StepResult {
+            decision: Some(DecisionRow {
+                level: 0.9,
+                decision: Decision::Pass,
+                confidence: 0.95,
+                samples: 100,
+                effective_samples: 100,
+                ended_early: true,
+                twin_prior: Some(StepPriorRow { weight: 2000, slos }),
+            }),
+            ..StepResult::default()
+        };
+        assert!(contradicts(&step(vec![
+            slo(Backing::Agrees),
+            None,
+            slo(Backing::Contradicted)
+        ])));
+        for quiet in [Backing::Agrees, Backing::TooFew, Backing::Silent] {
+            assert!(!contradicts(&step(vec![slo(quiet), None])), "{quiet:?}");
+        }
+        assert!(
+            !contradicts(&StepResult::default()),
+            "no prior, nothing to contradict"
+        );
     }
 
     #[test]
