@@ -197,23 +197,11 @@ pub fn step_decision_with(
     tests: usize,
     prior: Option<&StepPrior>,
 ) -> (Decision, f64, Vec<Option<SloConfidence>>) {
-    let alone: Vec<Option<SloConfidence>> = slos
-        .iter()
-        .map(|s| confidence::slo_confidence(s, records, level))
+    let each: Vec<Option<SloConfidence>> = twin_prior::weigh(slos, records, level, prior)
+        .0
+        .into_iter()
+        .map(|c| c.map(|c| adjusted(c, tests)))
         .collect();
-    let each: Vec<Option<SloConfidence>> = match prior {
-        Some(p) => {
-            let held: Vec<bool> = slos
-                .iter()
-                .map(|s| super::slo::evaluate(s, records).pass)
-                .collect();
-            twin_prior::apply(&alone, Some(p), &held).0
-        }
-        None => alone,
-    }
-    .into_iter()
-    .map(|c| c.map(|c| adjusted(c, tests)))
-    .collect();
     let (decision, sure) = confidence::decide(&each, level);
     (decision, sure, each)
 }

@@ -47,7 +47,7 @@
 //! `W`, and failures that come together (a server refusing for a while)
 //! form a burst like any other excursion.
 
-use super::slo::{sample_sequence, Slo, SloMetric, SloOp};
+use super::slo::{sample_sequence, Slo, SloMetric};
 use crate::metrics::stats;
 use crate::metrics::RequestRecord;
 use serde::{Deserialize, Serialize};
@@ -200,13 +200,7 @@ pub fn slo_confidence(slo: &Slo, records: &[RequestRecord], level: f64) -> Optio
         return None;
     }
     let bound = slo.threshold_ms / 1000.0;
-    let over: Vec<bool> = values
-        .iter()
-        .map(|&v| !match slo.op {
-            SloOp::Le => v <= bound,
-            SloOp::Lt => v < bound,
-        })
-        .collect();
+    let over: Vec<bool> = values.iter().map(|&v| !slo.op.holds(v, bound)).collect();
     let mut sorted = values.clone();
     sorted.sort_by(f64::total_cmp);
     let top = over_own(&values, &sorted, q);

@@ -37,7 +37,7 @@
 //! first step whose samples contradict the twin.
 
 use super::confidence::{binomial_cdf, SloConfidence};
-use super::slo::{sample_sequence, Slo, SloOp, SloStat};
+use super::slo::{sample_sequence, Slo};
 use crate::metrics::RequestRecord;
 pub use crate::result::twin::Backing;
 use crate::result::twin::{SloPriorRow, StepPriorRow};
@@ -61,8 +61,6 @@ pub struct SloPrior {
 /// have no binomial test), and its weight in samples.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepPrior {
-    /// The load the twin ran (the step's).
-    pub load: f64,
     /// Samples the prediction counts as.
     pub weight: usize,
     /// Aligned with the sweep's SLOs.
@@ -154,27 +152,40 @@ pub fn apply(
         .unzip()
 }
 
-/// The row a step writes: the prior and, per SLO, whether the step's window
-/// (`records`, in due order) agreed with it.
-pub fn row(prior: &StepPrior, slos: &[Slo], records: &[RequestRecord]) -> StepPriorRow {
+/// The SLOs' confidences over `records` (in due order, one test each) with
+/// the prior added where the samples agree ([`apply`]), and what each SLO
+/// made of the prior: the one place a step's samples meet its prior.
+pub fn weigh(
+    slos: &[Slo],
+    records: &[RequestRecord],
+    level: f64,
+    prior: Option<&StepPrior>,
+) -> (Vec<Option<SloConfidence>>, Vec<Backing>) {
     let alone: Vec<Option<SloConfidence>> = slos
         .iter()
-        // The level sets only the percentile's interval, not the
-        // confidences the backing reads.
-        .map(|s| super::confidence::slo_confidence(s, records, 0.9))
+        .map(|s| super::confidence::slo_confidence(s, records, level))
         .collect();
+    if prior.is_none() {
+        let silent = vec![Backing::Silent; alone.len()];
+        return (alone, silent);
+    }
     let held: Vec<bool> = slos
         .iter()
         .map(|s| super::slo::evaluate(s, records).pass)
         .collect();
-    let (_, backing) = apply(&alone, Some(prior), &held);
+    apply(&alone, prior, &held)
+}
+
+/// The row a step writes: the prior and what each SLO made of it
+/// (`backing`, from [`weigh`]).
+pub fn row(prior: &StepPrior, backing: &[Backing]) -> StepPriorRow {
     StepPriorRow {
         weight: prior.weight,
         slos: prior
             .slos
             .iter()
             .zip(backing)
-            .map(|(p, backing)| {
+            .map(|(p, &backing)| {
                 p.map(|p| SloPriorRow {
                     share_over_low: p.share_over_low,
                     share_over_high: p.share_over_high,
@@ -189,18 +200,10 @@ pub fn row(prior: &StepPrior, slos: &[Slo], records: &[RequestRecord]) -> StepPr
 /// failed request misses every bound), the quantity a pass prior is made
 /// of; `None` for a mean SLO or without samples.
 pub fn share_over(slo: &Slo, records: &[RequestRecord]) -> Option<f64> {
-    if slo.stat == SloStat::Mean {
-        return None;
-    }
+    slo.quantile()?;
     let values = sample_sequence(slo, records);
     let bound = slo.threshold_ms / 1000.0;
-    let over = values
-        .iter()
-        .filter(|&&v| match slo.op {
-            SloOp::Le => v > bound,
-            SloOp::Lt => v >= bound,
-        })
-        .count();
+    let over = values.iter().filter(|&&v| !slo.op.holds(v, bound)).count();
     (!values.is_empty()).then(|| over as f64 / values.len() as f64)
 }
 

@@ -119,7 +119,6 @@ fn no_weight_or_no_prior_leaves_the_samples_alone() {
 fn apply_follows_each_slo_and_skips_means() {
     let each = vec![Some(p99(80, 0)), None, Some(p99(40, 2))];
     let step = StepPrior {
-        load: 3.0,
         weight: 600,
         slos: vec![Some(prior(0.0, 0.0)), None, Some(prior(0.0, 0.0))],
     };

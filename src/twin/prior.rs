@@ -52,7 +52,7 @@ pub fn step_prior(
             })
         })
         .collect();
-    Ok(StepPrior { load, weight, slos })
+    Ok(StepPrior { weight, slos })
 }
 
 /// How far past the allowed share a twin-clear load's least favourable
@@ -92,25 +92,30 @@ pub fn clear_loads(
             _ => false,
         })
     };
-    let mut pass = None;
-    let mut load = low;
-    for _ in 0..CLEAR_MOVES {
-        if load > 0.0 && clear_pass(&step_prior(truth, corners, load, 0)?) {
-            pass = Some(load);
-            break;
-        }
-        load /= CLEAR_STEP;
-    }
-    let mut fail = None;
-    let mut load = high;
-    for _ in 0..CLEAR_MOVES {
-        if load > 0.0 && clear_fail(&step_prior(truth, corners, load, 0)?) {
-            fail = Some(load);
-            break;
-        }
-        load *= CLEAR_STEP;
-    }
+    let pass = walk(low, 1.0 / CLEAR_STEP, |load| {
+        Ok(clear_pass(&step_prior(truth, corners, load, 0)?))
+    })?;
+    let fail = walk(high, CLEAR_STEP, |load| {
+        Ok(clear_fail(&step_prior(truth, corners, load, 0)?))
+    })?;
     Ok((pass, fail))
+}
+
+/// The first load from `start`, moving by the ratio `by` at most
+/// [`CLEAR_MOVES`] times, where `clear` holds.
+fn walk(
+    start: f64,
+    by: f64,
+    clear: impl Fn(f64) -> Result<bool, String>,
+) -> Result<Option<f64>, String> {
+    let mut load = start;
+    for _ in 0..CLEAR_MOVES {
+        if load > 0.0 && clear(load)? {
+            return Ok(Some(load));
+        }
+        load *= by;
+    }
+    Ok(None)
 }
 
 /// Each seed's share over each SLO's bound for one parameter set.

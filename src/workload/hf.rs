@@ -436,3 +436,7 @@ fn no_output_len(set: HfSet) -> anyhow::Result<u32> {
 #[cfg(test)]
 #[path = "hf_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "hf_edit_tests.rs"]
+mod edit_tests;

@@ -18,6 +18,7 @@ use crate::result::sweep::{StepPrompts, StepResult};
 use crate::result::PrefixCacheStats;
 use crate::schedule::{self, Arrival};
 use crate::sweep::adaptive::{step_decision_with, AdaptiveRule};
+use crate::sweep::confidence::DEFAULT_CONFIDENCE;
 use crate::sweep::knee::LoadUnit;
 use crate::sweep::prior::{self, StepPrior};
 use crate::sweep::rows::{due_times, goodput_slo, mean};
@@ -428,7 +429,10 @@ pub(crate) fn judge_records(cfg: &SweepConfig, load: f64, e: Evidence<'_>) -> Ju
             )
         }),
         ended_early: e.ended_early,
-        twin_prior: e.prior.map(|p| prior::row(p, &cfg.slos, &in_window)),
+        twin_prior: e.prior.map(|p| {
+            let level = cfg.confidence.unwrap_or(DEFAULT_CONFIDENCE);
+            prior::row(p, &prior::weigh(&cfg.slos, &in_window, level, Some(p)).1)
+        }),
         ..StepEvidence::default()
     };
     judge_step(evidence, cfg.max_error_rate)

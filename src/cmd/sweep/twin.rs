@@ -107,10 +107,9 @@ async fn open_clear(ctx: &Ctx<'_>, model: &PriorModel, k: &mut TwinKnee) {
         crate::twin::prior::clear_loads(&m.truth, &m.corners, interval)
     })
     .await;
-    match found {
-        Ok(Ok((Some(pass), Some(fail)))) => k.opening = vec![round_load(pass), round_load(fail)],
-        Ok(Ok(_)) => say(ctx, "kneecap sweep: the twin found no load where it clearly passes and one where it clearly fails; the search opens at the predicted interval".into()),
-        Ok(Err(e)) => say(ctx, format!("kneecap sweep: the twin's clear loads: {e}")),
+    match found.map_err(|e| e.to_string()).and_then(|r| r) {
+        Ok((Some(pass), Some(fail))) => k.opening = vec![round_load(pass), round_load(fail)],
+        Ok(_) => say(ctx, "kneecap sweep: the twin found no load where it clearly passes and one where it clearly fails; the search opens at the predicted interval".into()),
         Err(e) => say(ctx, format!("kneecap sweep: the twin's clear loads: {e}")),
     }
 }
@@ -151,12 +150,8 @@ pub(super) async fn step_prior(ctx: &Ctx<'_>, model: &PriorModel, load: f64) -> 
         crate::twin::prior::step_prior(&m.truth, &m.corners, load, m.weight)
     })
     .await;
-    match got {
-        Ok(Ok(p)) => Some(p),
-        Ok(Err(e)) => {
-            say(ctx, format!("kneecap sweep: no twin prior at {load}: {e}"));
-            None
-        }
+    match got.map_err(|e| e.to_string()).and_then(|r| r) {
+        Ok(p) => Some(p),
         Err(e) => {
             say(ctx, format!("kneecap sweep: no twin prior at {load}: {e}"));
             None
