@@ -14,4 +14,5 @@ mod reader;
 pub mod scrape;
 pub mod scrape_gpu;
 pub mod scrape_spec;
+pub mod server_info;
 pub mod sse;

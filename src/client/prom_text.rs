@@ -1,6 +1,7 @@
 //! One sample line of Prometheus' text format, read by every `/metrics`
 //! scraper of the client (queue gauges, speculative decoding, DCGM GPU
-//! gauges): the metric name and its value, labels skipped.
+//! gauges): the metric name and its value, labels skipped; and the labels
+//! of an info metric (vLLM's `vllm:cache_config_info`), which carry its data.
 
 /// One sample line of the Prometheus text format: `name{labels} value [ts]`.
 /// Comments and malformed lines give `None`. Hand-written because the
@@ -24,6 +25,43 @@ pub fn parse_sample_line(line: &str) -> Option<(&str, f64)> {
         _ => value.parse().ok()?,
     };
     Some((name, v))
+}
+
+/// The labels of one sample line named `name` (`name{k="v",...} 1`), in
+/// order, with their values unescaped; `None` for another name, a comment or
+/// a malformed block.
+pub fn parse_labels(line: &str, name: &str) -> Option<Vec<(String, String)>> {
+    let rest = line.trim().strip_prefix(name)?;
+    if !rest.starts_with('{') {
+        return rest.starts_with(char::is_whitespace).then(Vec::new);
+    }
+    let block = &rest[1..label_block_len(rest)? - 1];
+    let mut labels = Vec::new();
+    let mut chars = block.chars().peekable();
+    loop {
+        while chars.peek().is_some_and(|c| *c == ',' || c.is_whitespace()) {
+            chars.next();
+        }
+        if chars.peek().is_none() {
+            return Some(labels);
+        }
+        let key: String = chars.by_ref().take_while(|c| *c != '=').collect();
+        if chars.next() != Some('"') {
+            return None;
+        }
+        let mut value = String::new();
+        loop {
+            match chars.next()? {
+                '"' => break,
+                '\\' => match chars.next()? {
+                    'n' => value.push('\n'),
+                    c => value.push(c),
+                },
+                c => value.push(c),
+            }
+        }
+        labels.push((key.trim().to_string(), value));
+    }
 }
 
 /// Length of a `{...}` label block, honouring quotes and backslash escapes.
@@ -59,5 +97,27 @@ mod tests {
         );
         assert_eq!(parse_sample_line("# HELP x y"), None);
         assert_eq!(parse_sample_line("broken{a=\"1\" 3"), None);
+    }
+
+    #[test]
+    fn info_labels_are_read_in_order_and_unescaped() {
+        let line = r#"vllm:cache_config_info{block_size="128",note="a \"b\", c}",enable_prefix_caching="True"} 1.0"#;
+        let labels = parse_labels(line, "vllm:cache_config_info").unwrap();
+        let pairs: Vec<(&str, &str)> = labels
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(
+            pairs,
+            [
+                ("block_size", "128"),
+                ("note", "a \"b\", c}"),
+                ("enable_prefix_caching", "True")
+            ]
+        );
+        assert_eq!(parse_labels(line, "vllm:cache_config"), None);
+        assert_eq!(parse_labels("x_info 1", "x_info"), Some(vec![]));
+        assert_eq!(parse_labels("x_info{a=1} 1", "x_info"), None);
+        assert_eq!(parse_labels("# HELP x_info y", "x_info"), None);
     }
 }

@@ -136,6 +136,12 @@ impl Scraper {
         super::scrape_spec::parse_spec(&self.text().await?)
     }
 
+    /// What the server publishes about its cache ([`super::server_info`]),
+    /// or `None` when it publishes nothing of it.
+    pub async fn cache_config(&self) -> Option<super::server_info::CacheConfigInfo> {
+        super::server_info::parse_cache_config(&self.text().await?)
+    }
+
     /// The DCGM GPU gauges now ([`super::scrape_gpu`]), or `None` when the
     /// endpoint does not answer or has none of DCGM's names.
     pub async fn gpu(&self) -> Option<super::scrape_gpu::HostGpus> {

@@ -6,9 +6,11 @@
 use super::target::Server;
 use crate::client::http::{ClientConfig, HttpClient};
 use crate::client::openai::{self, BodyOptions};
+use crate::client::scrape::Scraper;
 use crate::config::{RunConfig, Target};
 use crate::engine::{self, LoadPlan, Releases};
 use crate::metrics::{refusal, RequestRecord};
+use crate::result::ServerInfo;
 use crate::workload::session::SessionSpec;
 use crate::workload::{dataset, tokenizer::TokenCounter, Prompt, RequestSpec};
 use anyhow::{bail, Context, Result};
@@ -36,7 +38,16 @@ pub struct Prepared {
     pub client: Arc<HttpClient>,
     pub specs: Arc<Vec<RequestSpec>>,
     pub tokenizer: Option<TokenCounter>,
+    /// vLLM's `model_id` key: `--model`, else the first listed model's
+    /// `root` (what the server loaded), as vLLM's client names it.
     pub model_id: String,
+    /// The name requests carry in `model` (the listing's `id`, or
+    /// `--served-model-name`/`--model`): what kneecap's own lines and a
+    /// sweep's workload call the model.
+    pub served_model: String,
+    /// What the server said about itself (`/v1/models`, vLLM's
+    /// `vllm:cache_config_info`); `None` when it said nothing.
+    pub server: Option<ServerInfo>,
     pub request_id_prefix: String,
     pub warmups_ok: Option<(usize, usize)>,
     /// `--save-detailed`: keep every ITL gap (no folding).
@@ -55,11 +66,12 @@ pub async fn prepare(cfg: &RunConfig, server: &Server) -> Result<Prepared> {
         eprintln!("kneecap: {note}");
     }
     let mut client = HttpClient::new(client_config(cfg, &server.base_url))?;
-    let (served, model_id) = resolve_model(&client, cfg, &server.base_url).await?;
+    let model = resolve_model(&client, cfg, &server.base_url).await?;
     client.set_body_options(BodyOptions {
-        model: served,
+        model: model.served.clone(),
         ..cfg.body.clone()
     });
+    let server_info = server_info(model.listed.as_ref(), &server.base_url).await;
     let client = Arc::new(client);
     let tokenizer = cfg
         .tokenizer
@@ -92,7 +104,9 @@ pub async fn prepare(cfg: &RunConfig, server: &Server) -> Result<Prepared> {
         client,
         specs: Arc::new(specs),
         tokenizer,
-        model_id,
+        model_id: model.model_id,
+        served_model: model.served,
+        server: server_info,
         request_id_prefix,
         warmups_ok,
         trace,
@@ -221,13 +235,18 @@ pub fn client_config(cfg: &RunConfig, base_url: &str) -> ClientConfig {
     }
 }
 
-/// `--model`, or the first entry of `GET /v1/models` (its `id` goes in bodies,
-/// its `root` names the model). The GET doubles as a reachability check.
-async fn resolve_model(
-    client: &HttpClient,
-    cfg: &RunConfig,
-    base_url: &str,
-) -> Result<(String, String)> {
+/// The model a run names: what goes in bodies, vLLM's `model_id`, and the
+/// listing entry they came from.
+struct Resolved {
+    served: String,
+    model_id: String,
+    listed: Option<openai::ModelEntry>,
+}
+
+/// `--model`, or the first entry of `GET /v1/models`: its `id` goes in
+/// bodies, its `root` is vLLM's `model_id` (as vLLM's client takes them).
+/// The GET doubles as a reachability check.
+async fn resolve_model(client: &HttpClient, cfg: &RunConfig, base_url: &str) -> Result<Resolved> {
     let probe = client.get("/v1/models").await;
     let body = match probe {
         Err(e) => match crate::client::net::handshake_failure(&e) {
@@ -237,12 +256,21 @@ async fn resolve_model(
         Ok((200, body)) => Some(body),
         Ok(_) => None,
     };
+    let listed = body.as_deref().and_then(|b| openai::parse_models(b).ok());
     if let Some(model) = &cfg.model {
         let served = cfg
             .served_model_name
             .clone()
             .unwrap_or_else(|| model.clone());
-        return Ok((served, model.clone()));
+        let entry = listed.and_then(|m| {
+            m.into_iter()
+                .find(|e| e.id == served || e.root.as_deref() == Some(model))
+        });
+        return Ok(Resolved {
+            served,
+            model_id: model.clone(),
+            listed: entry,
+        });
     }
     let body = body.with_context(|| {
         format!("GET {base_url}/v1/models did not answer 200; give the model name with --model")
@@ -254,9 +282,35 @@ async fn resolve_model(
         .into_iter()
         .next()
         .with_context(|| format!("GET {base_url}/v1/models listed no model; give --model"))?;
-    let root = first.root.clone().unwrap_or_else(|| first.id.clone());
-    let served = cfg.served_model_name.clone().unwrap_or(first.id);
-    Ok((served, root))
+    Ok(Resolved {
+        served: cfg
+            .served_model_name
+            .clone()
+            .unwrap_or_else(|| first.id.clone()),
+        model_id: first.root.clone().unwrap_or_else(|| first.id.clone()),
+        listed: Some(first),
+    })
+}
+
+/// What the server publishes about itself: the listing's root and context
+/// length, and vLLM's cache configuration from `{base_url}/metrics` (one
+/// scrape; a server without it gives none of those fields).
+async fn server_info(listed: Option<&openai::ModelEntry>, base_url: &str) -> Option<ServerInfo> {
+    let cache = match Scraper::new(&format!("{base_url}/metrics")) {
+        Ok(s) => s.cache_config().await,
+        Err(_) => None,
+    };
+    let info = ServerInfo {
+        source: cache.as_ref().map(|_| "vllm".to_string()),
+        model_root: listed.and_then(|m| m.root.clone()),
+        max_model_len: listed.and_then(|m| m.max_model_len),
+        kv_cache_tokens: cache.as_ref().and_then(|c| c.kv_cache_tokens),
+        block_size: cache.as_ref().and_then(|c| c.block_size),
+        num_blocks: cache.as_ref().and_then(|c| c.num_blocks),
+        prefix_caching: cache.as_ref().and_then(|c| c.prefix_caching),
+        kv_cache_bytes: cache.as_ref().and_then(|c| c.kv_cache_bytes),
+    };
+    (!info.is_empty()).then_some(info)
 }
 
 /// `--request-id-prefix`, or vLLM's `bench-<8 random hex>-`.

@@ -90,7 +90,7 @@ async fn run_against(
     let timestamps = p.trace.as_ref().map(|t| t.timestamps.as_slice());
     let global = releases(&cfg.load, p.specs.len(), timestamps)?;
     let (mut level, globals) = shard_level(cfg, &p, global)?;
-    announce(cfg, server, &p.model_id, &level.releases);
+    announce(cfg, server, &p.served_model, &level.releases);
     if let Some(live) = live.as_deref_mut() {
         watch_live(live, cfg, &mut level)?;
     }
@@ -140,7 +140,7 @@ async fn run_against(
         generator: Some(generator),
         merged: None,
     };
-    let header = run_header(cfg, server, p.model_id);
+    let header = run_header(cfg, server, p.model_id, p.server.clone());
     let mut result = RunResult::assemble(header, summary, out.records, outcome);
     result.kneecap.prefix_cache = prefix_cache;
     result.kneecap.spec_decode = spec_decode;
@@ -311,7 +311,7 @@ fn releases(load: &LoadConfig, n_specs: usize, trace: Option<&[f64]>) -> Result<
     })
 }
 
-fn announce(cfg: &RunConfig, server: &Server, model_id: &str, releases: &Releases) {
+fn announce(cfg: &RunConfig, server: &Server, model: &str, releases: &Releases) {
     let unit = if cfg.sessions.is_some() {
         "sessions"
     } else {
@@ -327,7 +327,7 @@ fn announce(cfg: &RunConfig, server: &Server, model_id: &str, releases: &Release
         ""
     };
     eprintln!(
-        "kneecap: {what} to {}{} model {model_id}, {}{sim}",
+        "kneecap: {what} to {}{} model {model}, {}{sim}",
         server.base_url,
         cfg.endpoint,
         describe_load(cfg)
@@ -355,7 +355,12 @@ fn summarize(out: &engine::EngineOutput, cfg: &RunConfig) -> Summary {
 }
 
 /// What this run was asked to do: vLLM's header and kneecap's identity.
-fn run_header(cfg: &RunConfig, server: &Server, model_id: String) -> RunHeader {
+fn run_header(
+    cfg: &RunConfig,
+    server: &Server,
+    model_id: String,
+    info: Option<crate::result::ServerInfo>,
+) -> RunHeader {
     RunHeader {
         backend: cfg.backend.name().into(),
         label: cfg.output.label.clone(),
@@ -380,6 +385,7 @@ fn run_header(cfg: &RunConfig, server: &Server, model_id: String) -> RunHeader {
         arrival: describe_load(cfg),
         seed: cfg.load.seed,
         duration_bound_s: cfg.load.duration.map(|d| d.as_secs_f64()),
+        server: info,
     }
 }
 

@@ -253,6 +253,7 @@ impl RunJson {
             arrival: k.arrival.clone(),
             seed: k.seed,
             duration_bound_s: k.duration_bound_s,
+            server: k.server.clone(),
         }
     }
 }

@@ -56,6 +56,8 @@ pub struct RunHeader {
     pub seed: u64,
     /// `--duration` bound, when the run was time-bounded.
     pub duration_bound_s: Option<f64>,
+    /// What the server said about itself (`kneecap.server`).
+    pub server: Option<super::ServerInfo>,
 }
 
 /// What kneecap adds beyond vLLM's keys, besides the load's identity (which

@@ -37,6 +37,10 @@ pub struct SweepResult {
     pub started_at: String,
     /// The workload the knee belongs to (a knee without it is meaningless).
     pub workload: Workload,
+    /// What the server said about itself when the sweep began: the model it
+    /// loaded, its context length, its KV cache (vLLM's info metric).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<super::ServerInfo>,
     /// The SLOs as given (`p99_ttft_ms<=500`, ...).
     pub slos: Vec<String>,
     pub max_error_rate: f64,

@@ -32,7 +32,7 @@ pub(super) fn new_result(ctx: &Ctx<'_>) -> SweepResult {
         workload: model::Workload {
             target: ctx.server.base_url.clone(),
             endpoint: cfg.run.endpoint.clone(),
-            model: ctx.prepared.model_id.clone(),
+            model: ctx.prepared.served_model.clone(),
             dataset: cfg.run.dataset_name.into(),
             mean_input_tokens: specs.iter().map(|s| s.prompt_len as f64).sum::<f64>() / n,
             mean_output_tokens: specs.iter().map(|s| s.output_len as f64).sum::<f64>() / n,
@@ -44,6 +44,7 @@ pub(super) fn new_result(ctx: &Ctx<'_>) -> SweepResult {
             step_min_requests: cfg.timing.min_requests,
             sessions: cfg.run.sessions.as_ref().map(session_shape),
         },
+        server: ctx.prepared.server.clone(),
         slos: cfg.slos.iter().map(|s| s.to_string()).collect(),
         max_error_rate: cfg.max_error_rate,
         mode: cfg.mode,

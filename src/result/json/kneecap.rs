@@ -28,6 +28,10 @@ pub struct KneecapJson {
     pub arrival: String,
     pub seed: u64,
     pub duration_bound_s: Option<f64>,
+    /// What the server said about itself: the model it loaded, its context
+    /// length, its KV cache (vLLM's `vllm:cache_config_info`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<crate::result::ServerInfo>,
     pub interrupted: bool,
     pub started_at: String,
     pub warmups_ok: Option<Warmups>,
@@ -196,6 +200,7 @@ impl KneecapJson {
             arrival: h.arrival.clone(),
             seed: h.seed,
             duration_bound_s: h.duration_bound_s,
+            server: h.server.clone(),
             interrupted: k.interrupted,
             started_at: k.started_at.clone(),
             warmups_ok: k.warmups_ok.map(|(ok, sent)| Warmups { ok, sent }),
