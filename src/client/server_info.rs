@@ -1,6 +1,8 @@
-//! What a server publishes about itself on `/metrics`: vLLM's
-//! `vllm:cache_config_info` (its KV cache in tokens and blocks, the block
-//! size, whether prefix caching is on). Pure parsing; the scraper fetches.
+//! What a server publishes about itself: vLLM's `vllm:cache_config_info` on
+//! `/metrics` (its KV cache in tokens and blocks, the block size, whether
+//! prefix caching is on) and, from a vLLM started with
+//! `VLLM_SERVER_DEV_MODE=1`, its scheduler limits in
+//! `GET /server_info?config_format=json`. Pure parsing; the callers fetch.
 
 use super::prom_text::parse_labels;
 
@@ -53,6 +55,51 @@ pub fn parse_cache_config(text: &str) -> Option<CacheConfigInfo> {
     })
 }
 
+/// vLLM's scheduler limits, as its dev-mode `/server_info` gives them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SchedulerLimits {
+    /// `max_num_seqs`: the running batch's limit.
+    pub max_num_seqs: Option<u32>,
+    /// `max_num_batched_tokens`: the token budget of one engine step.
+    pub max_num_batched_tokens: Option<u32>,
+    /// `enable_chunked_prefill`.
+    pub chunked_prefill: Option<bool>,
+}
+
+/// The path that answers with vLLM's whole configuration as JSON (served
+/// only with `VLLM_SERVER_DEV_MODE=1`).
+pub const SERVER_INFO_PATH: &str = "/server_info?config_format=json";
+
+/// The parts of `/server_info`'s answer read here; the rest is ignored.
+#[derive(serde::Deserialize)]
+struct ServerInfoBody {
+    vllm_config: VllmConfig,
+}
+
+#[derive(serde::Deserialize)]
+struct VllmConfig {
+    scheduler_config: SchedulerConfig,
+}
+
+#[derive(serde::Deserialize)]
+struct SchedulerConfig {
+    max_num_seqs: Option<u32>,
+    max_num_batched_tokens: Option<u32>,
+    enable_chunked_prefill: Option<bool>,
+}
+
+/// The scheduler limits in a `/server_info?config_format=json` body, or
+/// `None` when it is not that (another server's page, vLLM's text form).
+pub fn parse_scheduler_limits(body: &[u8]) -> Option<SchedulerLimits> {
+    let b: ServerInfoBody = serde_json::from_slice(body).ok()?;
+    let s = b.vllm_config.scheduler_config;
+    Some(SchedulerLimits {
+        max_num_seqs: s.max_num_seqs,
+        max_num_batched_tokens: s.max_num_batched_tokens,
+        chunked_prefill: s.enable_chunked_prefill,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -89,5 +136,23 @@ vllm:num_requests_running{engine=\"0\",model_name=\"smollm2\"} 0.0\n";
         assert_eq!((c.num_blocks, c.kv_cache_tokens), (None, None));
         assert_eq!(parse_cache_config("vllm:num_requests_running 1\n"), None);
         assert_eq!(parse_cache_config("llamacpp:requests_processing 0\n"), None);
+    }
+
+    #[test]
+    fn reads_the_scheduler_limits_of_a_dev_mode_vllm() {
+        // vLLM 0.32's answer, abridged to a few of its keys.
+        let body = br#"{"vllm_config":{"model_config":{"max_model_len":2048},"scheduler_config":{"runner_type":"generate","max_num_batched_tokens":2048,"max_num_seqs":128,"enable_chunked_prefill":true,"policy":"fcfs"}},"vllm_env":{},"system_env":{}}"#;
+        assert_eq!(
+            parse_scheduler_limits(body),
+            Some(SchedulerLimits {
+                max_num_seqs: Some(128),
+                max_num_batched_tokens: Some(2048),
+                chunked_prefill: Some(true),
+            })
+        );
+        // Without config_format=json vLLM sends its config as one string.
+        let text = br#"{"vllm_config":"model='x', max_num_seqs=128"}"#;
+        assert_eq!(parse_scheduler_limits(text), None);
+        assert_eq!(parse_scheduler_limits(b"Not Found"), None);
     }
 }

@@ -71,7 +71,7 @@ pub async fn prepare(cfg: &RunConfig, server: &Server) -> Result<Prepared> {
         model: model.served.clone(),
         ..cfg.body.clone()
     });
-    let server_info = server_info(model.listed.as_ref(), &server.base_url).await;
+    let server_info = server_info(&client, model.listed.as_ref(), &server.base_url).await;
     let client = Arc::new(client);
     let tokenizer = cfg
         .tokenizer
@@ -247,11 +247,14 @@ struct Resolved {
 /// bodies, its `root` is vLLM's `model_id` (as vLLM's client takes them).
 /// The GET doubles as a reachability check.
 async fn resolve_model(client: &HttpClient, cfg: &RunConfig, base_url: &str) -> Result<Resolved> {
-    let probe = client.get("/v1/models").await;
-    let body = match probe {
+    let body = match list_models(client, cfg.load.ready_check_timeout).await {
         Err(e) => match crate::client::net::handshake_failure(&e) {
             Some(line) => bail!("{line}"),
-            None => bail!("cannot reach the server at {base_url} ({e:#}); is it running? Check --base-url / --host / --port"),
+            None => bail!(
+                "cannot reach the server at {base_url} ({e:#}); is it running? Check --base-url / --host / --port \
+                 (a server still starting, as vLLM before its engine is ready, refuses connections: \
+                 --ready-check-timeout-sec N waits for it)"
+            ),
         },
         Ok((200, body)) => Some(body),
         Ok(_) => None,
@@ -292,23 +295,56 @@ async fn resolve_model(client: &HttpClient, cfg: &RunConfig, base_url: &str) -> 
     })
 }
 
+/// `GET /v1/models`; with `--ready-check-timeout-sec`, retried every 5 s
+/// while the connection fails (a server still starting does not listen yet)
+/// until the timeout.
+async fn list_models(client: &HttpClient, wait: Duration) -> Result<(u16, bytes::Bytes)> {
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        match client.get("/v1/models").await {
+            Err(e)
+                if crate::client::net::handshake_failure(&e).is_none()
+                    && tokio::time::Instant::now() + Duration::from_secs(5) <= deadline =>
+            {
+                tokio::time::sleep(Duration::from_secs(5)).await
+            }
+            answer => return answer,
+        }
+    }
+}
+
 /// What the server publishes about itself: the listing's root and context
-/// length, and vLLM's cache configuration from `{base_url}/metrics` (one
-/// scrape; a server without it gives none of those fields).
-async fn server_info(listed: Option<&openai::ModelEntry>, base_url: &str) -> Option<ServerInfo> {
+/// length, vLLM's cache configuration from `{base_url}/metrics` (one
+/// scrape) and a dev-mode vLLM's scheduler limits; a server without them
+/// gives none of those fields.
+async fn server_info(
+    client: &HttpClient,
+    listed: Option<&openai::ModelEntry>,
+    base_url: &str,
+) -> Option<ServerInfo> {
+    use crate::client::server_info::{parse_scheduler_limits, SERVER_INFO_PATH};
     let cache = match Scraper::new(&format!("{base_url}/metrics")) {
         Ok(s) => s.cache_config().await,
         Err(_) => None,
     };
+    let limits = match client.get(SERVER_INFO_PATH).await {
+        Ok((200, body)) => parse_scheduler_limits(&body),
+        _ => None,
+    };
+    let source = (cache.is_some() || limits.is_some()).then(|| "vllm".to_string());
+    let (c, l) = (cache.unwrap_or_default(), limits.unwrap_or_default());
     let info = ServerInfo {
-        source: cache.as_ref().map(|_| "vllm".to_string()),
+        source,
         model_root: listed.and_then(|m| m.root.clone()),
         max_model_len: listed.and_then(|m| m.max_model_len),
-        kv_cache_tokens: cache.as_ref().and_then(|c| c.kv_cache_tokens),
-        block_size: cache.as_ref().and_then(|c| c.block_size),
-        num_blocks: cache.as_ref().and_then(|c| c.num_blocks),
-        prefix_caching: cache.as_ref().and_then(|c| c.prefix_caching),
-        kv_cache_bytes: cache.as_ref().and_then(|c| c.kv_cache_bytes),
+        kv_cache_tokens: c.kv_cache_tokens,
+        block_size: c.block_size,
+        num_blocks: c.num_blocks,
+        prefix_caching: c.prefix_caching,
+        kv_cache_bytes: c.kv_cache_bytes,
+        max_num_seqs: l.max_num_seqs,
+        max_num_batched_tokens: l.max_num_batched_tokens,
+        chunked_prefill: l.chunked_prefill,
     };
     (!info.is_empty()).then_some(info)
 }
