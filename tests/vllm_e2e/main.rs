@@ -7,9 +7,9 @@
 //! Two servers, one test each (a vLLM start costs 1–3 minutes here):
 //! - the default engine (`max_num_seqs` 128, `max_num_batched_tokens`
 //!   2048, prefix caching on) in dev mode: a run against the server's own
-//!   counters and histograms, side by side with vLLM's own client
-//!   (`side_by_side`), its prefix cache and `--reset-prefix-cache` with the
-//!   step gauges (`cache`), and the refusals of bad input;
+//!   counters and histograms, its prefix cache and `--reset-prefix-cache`
+//!   with the step gauges (`cache`), the refusals of bad input, and the run
+//!   side by side with vLLM's own client (`side_by_side`, the longest part);
 //! - a small engine (8 sequences, 256 tokens a step) without dev mode
 //!   (`small`): a server that is not ready yet, a sweep that brackets its
 //!   knee, and the one line for a reset the server does not offer.
@@ -43,9 +43,9 @@ fn default_vllm_engine_in_dev_mode() {
     let server = VllmServer::start(true, &[]);
     let dir = tempfile::tempdir().unwrap();
     run_agrees_with_the_servers_own_counters(&server, dir.path());
-    side_by_side::kneecap_and_vllms_client_read_the_same_server(&server, dir.path());
     cache::prefix_cache_hits_and_resets(&server, dir.path());
     bad_input_gets_one_line_and_no_file(&server, dir.path());
+    side_by_side::kneecap_and_vllms_client_read_the_same_server(&server, dir.path());
 }
 
 #[test]
