@@ -30,7 +30,7 @@ use kneecap::sweep::knee::{knee, next_load, LoadUnit, SearchPlan, StepPoint};
 use kneecap::sweep::slo::Slo;
 use std::time::Duration;
 
-/// The true knee (virtual time, BENCHMARKS.md "Time to knee").
+/// The true knee (virtual time, docs/benchmarks/2026-12-02.md "Time to knee").
 const KNEE: f64 = 35.25;
 
 fn slot_server() -> ModelParams {

@@ -37,7 +37,7 @@
 //! How honest the result is, is measured rather than assumed:
 //! `examples/confidence_calibration.rs` runs the slot server of issue 14 in
 //! virtual time at its true knee and counts how often a step says "pass at
-//! 90%" there (BENCHMARKS.md "Is the stated confidence honest?").
+//! 90%" there (docs/benchmarks/2026-12-02.md "Is the stated confidence honest?").
 //!
 //! ITL gaps of one request are dependent too: their effective count is at
 //! most the number of requests.

@@ -31,7 +31,7 @@
 //! `examples/twin_prior_calibration.rs` draws hidden servers, gives each a
 //! twin (its profile as measured, and one whose costs are wrong by ±15% on
 //! purpose), and counts how often a step decided with the prior is wrong
-//! (BENCHMARKS.md "A twin's prior on a step's verdict"): never, with the
+//! (docs/benchmarks/2026-12-04.md "A twin's prior on a step's verdict"): never, with the
 //! twin as profiled; often, with the wrong one. So the prior is opt-in
 //! (`sweep --twin-prior-weight N`), and a sweep stops taking it after the
 //! first step whose samples contradict the twin.

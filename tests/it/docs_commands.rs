@@ -1,6 +1,9 @@
-//! Every `kneecap` command shown in the README and in docs/ still parses and
-//! converts to a valid config; the quick ones (against the built-in
-//! simulator, a few seconds each) also run and exit 0.
+//! Every `kneecap` command shown in the README, BENCHMARKS.md and docs/
+//! still parses and converts to a valid config; the quick ones (against the
+//! built-in simulator, a few seconds each) also run and exit 0. Every other
+//! command the README and BENCHMARKS.md show (a benchmark script, a sweep,
+//! a server) is named in [`NOT_RUN_IN_CI`] with why. The dated pages of
+//! docs/benchmarks/ are history, the commands as they were run: not checked.
 
 use clap::Parser;
 use kneecap::cli::{normalize_args, BenchCommand, Cli, Command};
@@ -22,7 +25,7 @@ struct DocCommand {
 
 fn doc_files() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = vec![root.join("README.md")];
+    let mut files = vec![root.join("README.md"), root.join("BENCHMARKS.md")];
     let mut docs: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
         .expect("docs/ is readable")
         .map(|e| e.expect("a docs entry").path())
@@ -33,10 +36,11 @@ fn doc_files() -> Vec<PathBuf> {
     files
 }
 
-/// The commands in a Markdown file's shell code blocks (```sh, ```bash,
+/// The command lines in a Markdown file's shell code blocks (```sh, ```bash,
 /// ```console or an untyped fence; ```text blocks are output), with `\`
-/// continuations joined and trailing `# comments` dropped.
-fn commands_in(path: &Path) -> Vec<DocCommand> {
+/// continuations joined, blank and `#` comment lines left out: where each
+/// starts (`FILE:LINE`), and the line.
+fn shell_lines(path: &Path) -> Vec<(String, String)> {
     let text = std::fs::read_to_string(path).expect("doc is readable");
     let name = path.file_name().unwrap().to_string_lossy().to_string();
     let mut out = Vec::new();
@@ -65,22 +69,35 @@ fn commands_in(path: &Path) -> Vec<DocCommand> {
             pending = Some((start, head.trim_end().to_string()));
             continue;
         }
-        let cmd = joined
-            .strip_prefix("cargo run --release -- ")
-            .or_else(|| joined.strip_prefix("kneecap "));
-        let Some(cmd) = cmd else { continue };
-        let words = shell_words(cmd);
-        if words
-            .first()
-            .is_some_and(|w| SUBCOMMANDS.contains(&w.as_str()))
-        {
-            out.push(DocCommand {
-                at: format!("{name}:{start}"),
-                words,
-            });
+        if !joined.is_empty() && !joined.starts_with('#') {
+            out.push((format!("{name}:{start}"), joined));
         }
     }
     out
+}
+
+/// A documented line as a `kneecap` command (`kneecap …` or `cargo run
+/// --release -- …` with a subcommand), trailing `# comments` dropped.
+fn as_command(at: &str, line: &str) -> Option<DocCommand> {
+    let cmd = line
+        .strip_prefix("cargo run --release -- ")
+        .or_else(|| line.strip_prefix("kneecap "))?;
+    let words = shell_words(cmd);
+    words
+        .first()
+        .is_some_and(|w| SUBCOMMANDS.contains(&w.as_str()))
+        .then(|| DocCommand {
+            at: at.to_string(),
+            words,
+        })
+}
+
+/// The `kneecap` commands in a Markdown file's shell code blocks.
+fn commands_in(path: &Path) -> Vec<DocCommand> {
+    shell_lines(path)
+        .iter()
+        .filter_map(|(at, line)| as_command(at, line))
+        .collect()
 }
 
 /// Split a command line as a POSIX shell would for these docs: single and
@@ -307,5 +324,117 @@ fn the_quick_documented_commands_run_against_the_simulator() {
         bad.is_empty(),
         "quick documented commands that failed:\n{}",
         bad.join("\n")
+    );
+}
+
+/// Commands the README and BENCHMARKS.md show that the quick test does not
+/// run, each with why. A line is named by the entry it starts with, after
+/// any leading `VAR=value` words. The `kneecap` ones still parse above.
+const NOT_RUN_IN_CI: &[(&str, &str)] = &[
+    ("cargo test", "the test suite itself"),
+    (
+        "cargo run --release -- sweep",
+        "too slow for CI: a sweep of the simulator, about 1.5 min",
+    ),
+    (
+        "kneecap sweep",
+        "too slow for CI: a sweep is minutes of real load, against a server",
+    ),
+    (
+        "kneecap bench serve",
+        "needs a server: vLLM's default target, 127.0.0.1:8000",
+    ),
+    ("kneecap run --base-url", "needs the server the line names"),
+    (
+        "kneecap sim",
+        "a server: it serves until stopped (`sim --explain` runs above)",
+    ),
+    (
+        "bench/peers.sh",
+        "too slow for CI: 7 min on an idle machine, and it needs the peers \
+         (vllm-bench, or the Python tools' virtualenvs)",
+    ),
+    (
+        "bench/sim_capacity.sh",
+        "a speed benchmark (tests never assert speed): 2,000 streams \
+         against the simulator, both on the same cores",
+    ),
+    (
+        "bench/dispatch.sh",
+        "a speed benchmark (tests never assert speed): 10 s at each of 3 \
+         rates, up to 5,000 req/s",
+    ),
+    (
+        "bench/time_to_knee.sh",
+        "too slow for CI: four methods of 259 to 927 s each, three of them \
+         other tools",
+    ),
+    (
+        "bench/twin_time_to_knee.py",
+        "too slow for CI: 25 min (3 seeds, two sweeps each)",
+    ),
+    (
+        "bench/twin_recovery.sh",
+        "too slow for CI: 16 min for 20 hidden parameter sets",
+    ),
+    (
+        "bench/vllm_side_by_side.sh",
+        "needs the real vLLM engine (scripts/vllm-server.sh); \
+         tests/vllm_e2e runs the same comparison in .ci/run",
+    ),
+    (
+        "bench/twin_speed.sh",
+        "a speed benchmark (tests never assert speed): old and new \
+         predictions timed side by side (issue 39)",
+    ),
+    (
+        "eval $(scripts/llama-server.sh env)",
+        "too slow for this test: builds llama.cpp's server unless cached \
+         (1,949 s under load) for the llama_e2e line; .ci/run runs both",
+    ),
+    (
+        "cargo test --test llama_e2e",
+        "too slow for this test: a real llama.cpp engine, 271 to 412 s; \
+         .ci/run runs it",
+    ),
+];
+
+/// A documented line's `VAR=value` words dropped, the rest rejoined.
+fn without_env(line: &str) -> String {
+    let is_env = |w: &String| {
+        w.split_once('=').is_some_and(|(name, _)| {
+            !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        })
+    };
+    let words = shell_words(line);
+    let rest: Vec<String> = words.into_iter().skip_while(is_env).collect();
+    rest.join(" ")
+}
+
+#[test]
+fn every_command_the_readme_and_benchmarks_show_runs_or_is_named_not_run() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut unnamed = Vec::new();
+    for file in ["README.md", "BENCHMARKS.md"] {
+        for (at, line) in shell_lines(&root.join(file)) {
+            if as_command(&at, &line).is_some_and(|c| quick(&c)) {
+                continue;
+            }
+            let bare = without_env(&line);
+            if !NOT_RUN_IN_CI
+                .iter()
+                .any(|(start, _)| bare.starts_with(start))
+            {
+                unnamed.push(format!("{at}: {line}"));
+            }
+        }
+    }
+    assert!(
+        unnamed.is_empty(),
+        "documented commands neither run by the quick test nor named in NOT_RUN_IN_CI:\n{}",
+        unnamed.join("\n")
     );
 }

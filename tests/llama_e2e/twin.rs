@@ -21,8 +21,8 @@
 //!
 //! The test compares one server at two times, a minute apart: on a machine
 //! shared with other busy processes the server's speed can drift between
-//! the profile and the sweep by more than the twin's own error (BENCHMARKS.md,
-//! "Twin against llama.cpp"). CI runs it on a machine of its own.
+//! the profile and the sweep by more than the twin's own error
+//! (docs/benchmarks/2026-12-03.md, "Twin against llama.cpp"). CI runs it on a machine of its own.
 
 use super::support::{f, kneecap, llama_env, tokenizer, LlamaServer, SERIAL};
 use serde_json::Value;
