@@ -253,3 +253,48 @@ fn a_context_per_slot_without_a_kv_gauge_gives_the_slots_context() {
         .iter()
         .any(|w| w.contains("KV capacity unknown")));
 }
+
+/// Issue 38's probes of vLLM 0.32 on CPU: a repeated top batch at the
+/// batch limit, a bent step and a bent KV gauge. Every fitted parameter
+/// comes out with a finite standard error below its value, or marked not
+/// identifiable with the reason (and a warning naming it).
+#[test]
+fn every_fitted_parameter_is_pinned_down_or_named_not_identifiable() {
+    let p = params(16, 10, 150, 200, 50_000, 1.0);
+    let mut obs = observations(&p, true, Duration::from_secs(20));
+    obs.decode = crate::twin::testing::vllm_levels();
+    obs.kv_points = crate::twin::testing::vllm_kv_points();
+    let prof = fit(&obs, header(Duration::from_secs(20)));
+    let q = &prof.params;
+    let named = [
+        ("step base", &q.step_base_ms),
+        ("prefill per token", &q.prefill_token_us),
+        ("prefill fixed", &q.prefill_fixed_ms),
+        ("decode per sequence", &q.decode_seq_us),
+        ("max num seqs", &q.max_num_seqs),
+        ("KV cache", &q.kv_cache_tokens),
+        ("token budget", &q.max_num_batched_tokens),
+        ("prefill interference", &q.prefill_interference),
+    ];
+    for (name, e) in named {
+        match e.status {
+            Status::Measured | Status::Misfit => assert!(
+                e.uncertainty.is_finite() && e.uncertainty < e.value.abs(),
+                "{name}: {e:?}"
+            ),
+            Status::NotIdentifiable => {
+                let note = e.note.as_deref().unwrap_or_default();
+                assert!(
+                    note.starts_with("not identifiable from these probes"),
+                    "{name}: {note}"
+                );
+                assert!(prof.warnings.iter().any(|w| w.starts_with(name)), "{name}");
+            }
+            _ => {}
+        }
+    }
+    assert!(q.decode_seq_us.uncertainty < 1e4, "{:?}", q.decode_seq_us);
+    assert_eq!(q.max_num_seqs.value, 128.0);
+    // It reads back.
+    assert_eq!(ServerProfile::from_json(&prof.to_json()), Ok(prof));
+}
