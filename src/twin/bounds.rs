@@ -12,7 +12,7 @@
 //! arithmetic leave what a `Duration` holds (issue 38: a decode cost of
 //! 1,504 µs ± 3.5e18 put one corner's arrivals past it and panicked).
 
-use super::profile::{Estimate, ServerProfile, Status, NAMES};
+use super::profile::{Estimate, ProfileParams, ServerProfile, Status, NAMES};
 
 /// A parameter's physical range and unit, in the profile's own units.
 struct Range {
@@ -146,9 +146,13 @@ pub fn identifiable(e: Estimate, floor: f64) -> Estimate {
         return e;
     }
     let size = if s.is_finite() {
-        format!("its standard error ({s:.3e}) is not smaller than its value ({v:.3e})")
+        format!(
+            "its standard error ({}) is not smaller than its value ({})",
+            num(s),
+            num(v)
+        )
     } else {
-        format!("its standard error is not finite (value {v:.3e})")
+        format!("its standard error is not finite (value {})", num(v))
     };
     let why = match &e.note {
         Some(n) => format!("not identifiable from these probes: {size}; {n}"),
@@ -158,6 +162,42 @@ pub fn identifiable(e: Estimate, floor: f64) -> Estimate {
         ),
     };
     e.not_identifiable(floor, why)
+}
+
+/// A number for a sentence: two decimals, or an exponent when very large
+/// or small.
+fn num(x: f64) -> String {
+    if x == 0.0 || (0.01..1e6).contains(&x.abs()) {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.2e}")
+    }
+}
+
+/// Every fitted parameter of `p` pinned down or marked not identifiable
+/// ([`identifiable`]); one warning for each so marked. The KV cache's floor
+/// is `kv_floor` (the most tokens the probes held) when known, else its own
+/// low end (a file read back); the others' are their physical minimum.
+pub fn pin_down(p: &mut ProfileParams, kv_floor: f64) -> Vec<String> {
+    let fields: [(&str, &mut Estimate, f64); 8] = [
+        ("step base", &mut p.step_base_ms, 0.0),
+        ("prefill per token", &mut p.prefill_token_us, 0.0),
+        ("prefill fixed", &mut p.prefill_fixed_ms, 0.0),
+        ("decode per sequence", &mut p.decode_seq_us, 0.0),
+        ("max num seqs", &mut p.max_num_seqs, 1.0),
+        ("KV cache", &mut p.kv_cache_tokens, kv_floor.max(1.0)),
+        ("token budget", &mut p.max_num_batched_tokens, 1.0),
+        ("prefill interference", &mut p.prefill_interference, 0.0),
+    ];
+    let mut warnings = Vec::new();
+    for (name, e, floor) in fields {
+        let was = e.status;
+        *e = identifiable(e.clone(), floor);
+        if e.status != was {
+            warnings.push(format!("{name}: {}", e.note.as_deref().unwrap_or_default()));
+        }
+    }
+    warnings
 }
 
 #[cfg(test)]

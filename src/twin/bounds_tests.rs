@@ -65,6 +65,10 @@ fn a_standard_error_not_below_the_value_is_not_identifiable() {
         "{note}"
     );
     assert!(note.contains("not linear"), "{note}");
+    assert!(
+        note.contains("(48.60) is not smaller than its value (28.00)"),
+        "{note}"
+    );
     assert_eq!((e.low, e.high), (0.0, Some(28.0 + 2.0 * 48.6)));
     assert!(e.uncertainty >= e.value);
     // Not finite: stored as finite numbers, with no upper end.

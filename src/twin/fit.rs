@@ -110,7 +110,7 @@ pub fn fit(obs: &Observations, header: Header) -> ServerProfile {
         prefill_interference: alpha,
         prefix_caching,
     };
-    pin_down(&mut params, obs.most_held_tokens, &mut warnings);
+    warnings.extend(bounds::pin_down(&mut params, obs.most_held_tokens));
     ServerProfile {
         schema_version: SCHEMA_VERSION,
         kneecap_version: header.kneecap_version,
@@ -123,30 +123,6 @@ pub fn fit(obs: &Observations, header: Header) -> ServerProfile {
         params,
         warnings,
         probes: header.probes,
-    }
-}
-
-/// Every fitted parameter with a finite standard error smaller than its
-/// value, or marked not identifiable from these probes with the reason
-/// ([`bounds::identifiable`]), each such one named in the warnings.
-fn pin_down(p: &mut ProfileParams, most_held: f64, warnings: &mut Vec<String>) {
-    let fields: [(&str, &mut Estimate, f64); 8] = [
-        ("step base", &mut p.step_base_ms, 0.0),
-        ("prefill per token", &mut p.prefill_token_us, 0.0),
-        ("prefill fixed", &mut p.prefill_fixed_ms, 0.0),
-        ("decode per sequence", &mut p.decode_seq_us, 0.0),
-        ("max num seqs", &mut p.max_num_seqs, 1.0),
-        ("KV cache", &mut p.kv_cache_tokens, most_held.max(1.0)),
-        ("token budget", &mut p.max_num_batched_tokens, 1.0),
-        ("prefill interference", &mut p.prefill_interference, 0.0),
-    ];
-    for (name, e, floor) in fields {
-        let was = e.status;
-        *e = bounds::identifiable(e.clone(), floor);
-        if e.status != was {
-            let why = e.note.as_deref().unwrap_or_default();
-            warnings.push(format!("{name}: {why}"));
-        }
     }
 }
 

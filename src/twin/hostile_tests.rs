@@ -54,6 +54,12 @@ fn one_clear_line(e: &str) {
 #[test]
 fn the_5e5ceb1_vllm_profile_predicts_a_wide_interval_without_panicking() {
     let p = ServerProfile::from_json(VLLM_5E5CEB1).unwrap();
+    // Read back, the three whose ± was not below the value are named.
+    let q = &p.params;
+    for e in [&q.decode_seq_us, &q.step_base_ms, &q.kv_cache_tokens] {
+        assert_eq!(e.status, Status::NotIdentifiable, "{e:?}");
+    }
+    assert_eq!(q.max_num_batched_tokens.status, Status::Measured);
     // 1,000 requests: enough arrivals that, at the slow corner's rate, they
     // ran past what a Duration holds before the ranges were clamped.
     let knee = predict_from(&p, (128, 32), 1_000).unwrap_or_else(|e| panic!("{e}"));

@@ -350,13 +350,7 @@ impl ServerProfile {
             widen: widest.clamp(MISFIT_MIN_WIDEN, MISFIT_MAX_WIDEN),
             reasons: flagged
                 .iter()
-                .map(|(name, e)| {
-                    let why = e.note.as_deref().unwrap_or("misfit");
-                    match e.status {
-                        Status::NotIdentifiable => format!("{name}: not identifiable: {why}"),
-                        _ => format!("{name}: {why}"),
-                    }
-                })
+                .map(|(name, e)| format!("{name}: {}", e.note.as_deref().unwrap_or("misfit")))
                 .collect(),
         })
     }
@@ -368,7 +362,8 @@ impl ServerProfile {
 
     /// Reads a profile; the error (one line) says what is wrong with the
     /// text, or which parameter is out of its physical range
-    /// ([`bounds::check`]).
+    /// ([`bounds::check`]). A fitted parameter the file gives a ± not below
+    /// its value is read as not identifiable ([`bounds::pin_down`]).
     pub fn from_json(text: &str) -> Result<Self, String> {
         #[derive(Deserialize)]
         struct Version {
@@ -385,9 +380,13 @@ impl ServerProfile {
             }
             None => return Err("not a kneecap profile: no schema_version".into()),
         }
-        let profile: Self =
+        let mut profile: Self =
             serde_json::from_str(text).map_err(|e| format!("invalid kneecap profile: {e}"))?;
         bounds::check(&profile)?;
+        // A file written before `not_identifiable` existed (or by hand) may
+        // call a parameter fitted whose ± is not below its value.
+        let kv_floor = profile.params.kv_cache_tokens.low;
+        bounds::pin_down(&mut profile.params, kv_floor);
         Ok(profile)
     }
 
