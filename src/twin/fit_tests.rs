@@ -298,3 +298,36 @@ fn every_fitted_parameter_is_pinned_down_or_named_not_identifiable() {
     // It reads back.
     assert_eq!(ServerProfile::from_json(&prof.to_json()), Ok(prof));
 }
+
+/// vLLM publishes its KV cache and prefix caching: the profile reports
+/// them, keeps the probes' reading in `how`, and warns when the probes
+/// are more than 25% off (issue 38: 93,184 reported, 17,516 probed).
+#[test]
+fn the_servers_own_cache_figures_are_reported_beside_the_probes() {
+    let p = params(16, 10, 150, 200, 50_000, 1.0);
+    let mut obs = observations(&p, true, Duration::from_secs(20));
+    obs.reported_kv_tokens = Some(93_184);
+    obs.reported_prefix_caching = Some(true);
+    let prof = fit(&obs, header(Duration::from_secs(20)));
+    let kv = &prof.params.kv_cache_tokens;
+    assert_eq!((kv.status, kv.value), (Status::Reported, 93_184.0));
+    assert!(kv.how.contains("the probes measured"), "{}", kv.how);
+    // The simulator has 50,000 tokens: the probes see that, 46% lower.
+    let w = prof
+        .warnings
+        .iter()
+        .find(|w| w.starts_with("KV cache: the server reports 93184"))
+        .unwrap_or_else(|| panic!("{:?}", prof.warnings));
+    assert!(w.contains("% lower"), "{w}");
+    let pc = &prof.params.prefix_caching;
+    assert_eq!(pc.enabled, Some(true));
+    assert!(pc.how.starts_with("enable_prefix_caching on"), "{}", pc.how);
+    // Reported at 52,000 (within 25% of the probes): no warning.
+    obs.reported_kv_tokens = Some(52_000);
+    let close = fit(&obs, header(Duration::from_secs(20)));
+    assert!(
+        !close.warnings.iter().any(|w| w.starts_with("KV cache")),
+        "{:?}",
+        close.warnings
+    );
+}

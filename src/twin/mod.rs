@@ -17,7 +17,9 @@
 //!   window and batch, tokens in flight against the KV gauge).
 //! - [`mod@line`]: least squares with standard errors and a lack-of-fit check.
 //! - [`prefill`], [`interference`], [`decode`], [`kv`]: one fit each.
-//! - [`fit`]: the fits in order, into a `ServerProfile`.
+//! - [`fit`]: the fits in order, into a `ServerProfile`; [`reported`] what
+//!   the server says of its KV cache and prefix caching beside what the
+//!   probes measured.
 //! - [`bounds`]: the parameters' physical ranges: a profile refused at load,
 //!   its ranges clamped into parameter sets, a fit not pinned down marked
 //!   not identifiable.
@@ -52,6 +54,7 @@ pub mod prefill;
 pub mod prior;
 pub mod profile;
 pub mod render;
+pub mod reported;
 pub mod table;
 
 #[cfg(test)]
