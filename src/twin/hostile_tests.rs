@@ -4,10 +4,12 @@
 //! an error line, never a panic. Small virtual-time loads: each case runs in
 //! milliseconds.
 
+use super::json::PredictJson;
 use super::knee::TruthConfig;
 use super::predict::{distinct_corners, predict, PredictConfig, Prediction};
 use super::profile::{Estimate, ServerProfile, Status};
 use super::testing::sample;
+use super::{html, render};
 use crate::sim::virtual_time::VirtualLoad;
 use proptest::prelude::*;
 
@@ -17,18 +19,20 @@ use proptest::prelude::*;
 const VLLM_5E5CEB1: &str = include_str!("../../tests/data/profile-5e5ceb1.json");
 
 /// A prediction from `p` as `kneecap predict` makes one (central values,
-/// distinct corners, misfit), on `n` requests of `input`/`output` tokens.
+/// distinct corners, misfit, what moves the knee when `moves`), on `n`
+/// requests of `input`/`output` tokens, rendered as the command prints it.
 fn predict_from(
     p: &ServerProfile,
     (input, output): (u32, u32),
     n: usize,
+    moves: bool,
 ) -> Result<Prediction, String> {
     let params = p.params();
     let corners = distinct_corners(&params, p.corners().into_iter().map(|c| c.params));
     for c in std::iter::once(&params).chain(&corners) {
         assert_eq!(c.validate(), Ok(()), "{c:?}");
     }
-    predict(&PredictConfig {
+    let cfg = PredictConfig {
         truth: TruthConfig {
             params,
             load: VirtualLoad::fixed(input, output, n / 4, n),
@@ -39,9 +43,15 @@ fn predict_from(
             precision: 0.2,
         },
         corners,
-        moves: false,
+        moves,
         misfit: p.misfit(),
-    })
+    };
+    let knee = predict(&cfg)?;
+    let mut out = PredictJson::new("test", "hostile", &cfg.truth, cfg.corners.len());
+    out.knee = Some(knee.clone());
+    assert!(render::knee_text(&out).starts_with("PREDICTED knee: "));
+    assert!(!html::render(&out).is_empty());
+    Ok(knee)
 }
 
 /// An error a user reads: one line, and no panic behind it (a search
@@ -62,7 +72,7 @@ fn the_5e5ceb1_vllm_profile_predicts_a_wide_interval_without_panicking() {
     assert_eq!(q.max_num_batched_tokens.status, Status::Measured);
     // 1,000 requests: enough arrivals that, at the slow corner's rate, they
     // ran past what a Duration holds before the ranges were clamped.
-    let knee = predict_from(&p, (128, 32), 1_000).unwrap_or_else(|e| panic!("{e}"));
+    let knee = predict_from(&p, (128, 32), 1_000, false).unwrap_or_else(|e| panic!("{e}"));
     assert!(knee.low_req_s <= knee.knee_req_s && knee.knee_req_s <= knee.high_req_s);
     assert!(knee.high_req_s.is_finite(), "{knee:?}");
     // The flagged parameters widen it, the misfit naming each.
@@ -156,14 +166,14 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     #[test]
-    fn no_profile_however_wrong_makes_predict_panic(p in hostile_profile()) {
+    fn no_profile_however_wrong_makes_predict_panic(p in hostile_profile(), moves in any::<bool>()) {
         match ServerProfile::from_json(&p.to_json()) {
             Err(e) => {
                 one_clear_line(&e);
                 prop_assert!(e.contains("params.") || e.contains("invalid"), "{}", e);
             }
             Ok(read) => {
-                if let Err(e) = predict_from(&read, (16, 8), 400) {
+                if let Err(e) = predict_from(&read, (16, 8), 400, moves) {
                     one_clear_line(&e);
                 }
             }
