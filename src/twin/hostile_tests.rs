@@ -180,3 +180,18 @@ proptest! {
         }
     }
 }
+
+/// The last guard (issue 38's panic site): a rate so small that the
+/// arrivals leave the simulator's clock is an error, not a panic in
+/// `arrival_times`.
+#[test]
+fn a_rate_too_small_for_the_virtual_clock_is_an_error() {
+    use crate::sim::virtual_time::{simulate, unit_gaps};
+    let params = sample().params();
+    let load = VirtualLoad::fixed(16, 8, 10, 40);
+    let gaps = unit_gaps(0, 1.0, load.gaps_needed()).unwrap();
+    let err = simulate(&params, &load, &gaps, 1e-300).unwrap_err();
+    one_clear_line(&err);
+    assert!(err.contains("too slow to simulate"), "{err}");
+    assert!(simulate(&params, &load, &gaps, 1.0).is_ok());
+}
