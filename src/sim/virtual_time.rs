@@ -335,6 +335,12 @@ fn check(params: &ModelParams, load: &VirtualLoad, gaps: &[f64], rate: f64) -> R
     if gaps.iter().any(|g| !(g.is_finite() && *g >= 0.0)) {
         return Err("unit gaps must be finite and non-negative".into());
     }
+    // Arrivals beyond ~30 million years of virtual time would overflow the
+    // engine's clock (issue 38: a rate that small panicked in arrival_times).
+    let span_s = gaps.iter().sum::<f64>() / rate;
+    if span_s > 1e15 {
+        return Err(format!("at {rate:.3e} req/s the arrivals span {span_s:.3e} s of virtual time, more than the simulator's clock holds: the engine is too slow to simulate"));
+    }
     Ok(())
 }
 

@@ -169,3 +169,19 @@ fn exact_levels_are_precise_and_three_noisy_ones_are_not() {
     assert!(!precise(&noisy));
     assert!(!precise(&noisy[..2]));
 }
+
+#[test]
+fn a_saturated_level_at_the_top_batch_is_a_repeat_not_a_zero_gap() {
+    let f = fit(&crate::twin::testing::vllm_levels(), (0.0, 0.0)).unwrap();
+    let seq = &f.decode_seq_us;
+    assert!(
+        seq.uncertainty.is_finite() && seq.uncertainty < seq.value,
+        "{seq:?}"
+    );
+    assert!(seq.high.unwrap() < 5_000.0, "{seq:?}");
+    // The level that offered 256 and ran 128 gives the batch limit.
+    assert_eq!(
+        (f.max_num_seqs.value, f.max_num_seqs.status),
+        (128.0, Status::Measured)
+    );
+}

@@ -4,12 +4,16 @@
 //! no single fit sees: a fixed cost the step base does not explain, and
 //! what could not be measured. Pure.
 
+use super::bounds;
 use super::decode::{self, DecodeFit};
 use super::interference::{self, InterferenceObs};
 use super::kv;
 use super::observe::{DecodeLevel, KvPoint};
 use super::prefill::{self, PrefillFit, TtftSample};
-use super::profile::{Estimate, ProbeSummary, ProfileParams, ServerProfile, SCHEMA_VERSION};
+use super::profile::{
+    Estimate, PrefixCaching, ProbeSummary, ProfileParams, ServerProfile, SCHEMA_VERSION,
+};
+use super::reported;
 
 /// vLLM's default `--max-num-batched-tokens`, assumed when no probe showed it.
 pub const ASSUMED_BUDGET: f64 = 2048.0;
@@ -35,6 +39,10 @@ pub struct Observations {
     pub slot_context: Option<u32>,
     /// The longest prompt + output a probe request asked for and got.
     pub longest_request: u32,
+    /// The KV cache the server reports (vLLM's `kv_cache_size_tokens`).
+    pub reported_kv_tokens: Option<u64>,
+    /// Whether the server reports prefix caching on.
+    pub reported_prefix_caching: Option<bool>,
 }
 
 /// What the profile says about where it came from.
@@ -80,23 +88,27 @@ pub fn fit(obs: &Observations, header: Header) -> ServerProfile {
         warnings.push(w);
     }
     let budget = budget(obs, pre.as_ref(), &alpha, c_p, c_p_sigma);
-    let kv_cache_tokens = match obs.slot_context {
-        Some(ctx) if obs.kv_points.is_empty() => kv::per_slot(ctx, &max_num_seqs),
-        _ => kv::fit(&obs.kv_points, obs.most_held_tokens, obs.kv_systematic),
-    };
-    if let Some(note) = &kv_cache_tokens.note {
-        warnings.push(note.clone());
-    }
-    let prefix_caching = match pre {
-        Some(_) => prefill::prefix_caching(&obs.prefill, c_p),
-        None => prefill::prefix_caching(&[], 0.0),
-    };
+    let (kv_cache_tokens, prefix_caching) =
+        cache(obs, pre.as_ref(), c_p, &max_num_seqs, &mut warnings);
     if prefix_caching.enabled.is_none() {
         warnings.push(format!(
             "prefix caching undecided ({}); the simulator keeps its default (on)",
             prefix_caching.how
         ));
     }
+    let mut params = ProfileParams {
+        step_base_ms,
+        prefill_token_us,
+        prefill_fixed_ms,
+        decode_seq_us,
+        max_num_seqs,
+        kv_cache_tokens,
+        max_num_batched_tokens: budget,
+        max_model_len: model_len(obs),
+        prefill_interference: alpha,
+        prefix_caching,
+    };
+    warnings.extend(bounds::pin_down(&mut params, obs.most_held_tokens));
     ServerProfile {
         schema_version: SCHEMA_VERSION,
         kneecap_version: header.kneecap_version,
@@ -106,21 +118,42 @@ pub fn fit(obs: &Observations, header: Header) -> ServerProfile {
         gauges: header.gauges,
         budget_s: header.budget_s,
         elapsed_s: header.elapsed_s,
-        params: ProfileParams {
-            step_base_ms,
-            prefill_token_us,
-            prefill_fixed_ms,
-            decode_seq_us,
-            max_num_seqs,
-            kv_cache_tokens,
-            max_num_batched_tokens: budget,
-            max_model_len: model_len(obs),
-            prefill_interference: alpha,
-            prefix_caching,
-        },
+        params,
         warnings,
         probes: header.probes,
     }
+}
+
+/// The KV cache and prefix caching: what the probes measured, or what the
+/// server reports beside it ([`reported`]), with their warnings.
+fn cache(
+    obs: &Observations,
+    pre: Option<&PrefillFit>,
+    c_p: f64,
+    max_num_seqs: &Estimate,
+    warnings: &mut Vec<String>,
+) -> (Estimate, PrefixCaching) {
+    let kv_probed = match obs.slot_context {
+        Some(ctx) if obs.kv_points.is_empty() => kv::per_slot(ctx, max_num_seqs),
+        _ => kv::fit(&obs.kv_points, obs.most_held_tokens, obs.kv_systematic),
+    };
+    let kv_probed = bounds::identifiable(kv_probed, obs.most_held_tokens.max(1.0));
+    let (kv_cache_tokens, kv_off) = reported::kv(kv_probed, obs.reported_kv_tokens);
+    let kv_note = kv_cache_tokens
+        .note
+        .as_ref()
+        .map(|n| match kv_cache_tokens.status {
+            super::Status::NotIdentifiable => format!("KV cache: {n}"),
+            _ => n.clone(),
+        });
+    warnings.extend(kv_off.or(kv_note));
+    let prefix_probed = match pre {
+        Some(_) => prefill::prefix_caching(&obs.prefill, c_p),
+        None => prefill::prefix_caching(&[], 0.0),
+    };
+    let (prefix_caching, prefix_off) = reported::prefix(prefix_probed, obs.reported_prefix_caching);
+    warnings.extend(prefix_off);
+    (kv_cache_tokens, prefix_caching)
 }
 
 fn decode_parts(

@@ -253,3 +253,81 @@ fn a_context_per_slot_without_a_kv_gauge_gives_the_slots_context() {
         .iter()
         .any(|w| w.contains("KV capacity unknown")));
 }
+
+/// Issue 38's probes of vLLM 0.32 on CPU: a repeated top batch at the
+/// batch limit, a bent step and a bent KV gauge. Every fitted parameter
+/// comes out with a finite standard error below its value, or marked not
+/// identifiable with the reason (and a warning naming it).
+#[test]
+fn every_fitted_parameter_is_pinned_down_or_named_not_identifiable() {
+    let p = params(16, 10, 150, 200, 50_000, 1.0);
+    let mut obs = observations(&p, true, Duration::from_secs(20));
+    obs.decode = crate::twin::testing::vllm_levels();
+    obs.kv_points = crate::twin::testing::vllm_kv_points();
+    let prof = fit(&obs, header(Duration::from_secs(20)));
+    let q = &prof.params;
+    let named = [
+        ("step base", &q.step_base_ms),
+        ("prefill per token", &q.prefill_token_us),
+        ("prefill fixed", &q.prefill_fixed_ms),
+        ("decode per sequence", &q.decode_seq_us),
+        ("max num seqs", &q.max_num_seqs),
+        ("KV cache", &q.kv_cache_tokens),
+        ("token budget", &q.max_num_batched_tokens),
+        ("prefill interference", &q.prefill_interference),
+    ];
+    for (name, e) in named {
+        match e.status {
+            Status::Measured | Status::Misfit => assert!(
+                e.uncertainty.is_finite() && e.uncertainty < e.value.abs(),
+                "{name}: {e:?}"
+            ),
+            Status::NotIdentifiable => {
+                let note = e.note.as_deref().unwrap_or_default();
+                assert!(
+                    note.starts_with("not identifiable from these probes"),
+                    "{name}: {note}"
+                );
+                assert!(prof.warnings.iter().any(|w| w.starts_with(name)), "{name}");
+            }
+            _ => {}
+        }
+    }
+    assert!(q.decode_seq_us.uncertainty < 1e4, "{:?}", q.decode_seq_us);
+    assert_eq!(q.max_num_seqs.value, 128.0);
+    // It reads back.
+    assert_eq!(ServerProfile::from_json(&prof.to_json()), Ok(prof));
+}
+
+/// vLLM publishes its KV cache and prefix caching: the profile reports
+/// them, keeps the probes' reading in `how`, and warns when the probes
+/// are more than 25% off (issue 38: 93,184 reported, 17,516 probed).
+#[test]
+fn the_servers_own_cache_figures_are_reported_beside_the_probes() {
+    let p = params(16, 10, 150, 200, 50_000, 1.0);
+    let mut obs = observations(&p, true, Duration::from_secs(20));
+    obs.reported_kv_tokens = Some(93_184);
+    obs.reported_prefix_caching = Some(true);
+    let prof = fit(&obs, header(Duration::from_secs(20)));
+    let kv = &prof.params.kv_cache_tokens;
+    assert_eq!((kv.status, kv.value), (Status::Reported, 93_184.0));
+    assert!(kv.how.contains("the probes measured"), "{}", kv.how);
+    // The simulator has 50,000 tokens: the probes see that, 46% lower.
+    let w = prof
+        .warnings
+        .iter()
+        .find(|w| w.starts_with("KV cache: the server reports 93184"))
+        .unwrap_or_else(|| panic!("{:?}", prof.warnings));
+    assert!(w.contains("% lower"), "{w}");
+    let pc = &prof.params.prefix_caching;
+    assert_eq!(pc.enabled, Some(true));
+    assert!(pc.how.starts_with("enable_prefix_caching on"), "{}", pc.how);
+    // Reported at 52,000 (within 25% of the probes): no warning.
+    obs.reported_kv_tokens = Some(52_000);
+    let close = fit(&obs, header(Duration::from_secs(20)));
+    assert!(
+        !close.warnings.iter().any(|w| w.starts_with("KV cache")),
+        "{:?}",
+        close.warnings
+    );
+}

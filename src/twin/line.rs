@@ -6,7 +6,8 @@
 //! `s² = RSS / (n − 2)`, so the standard errors `se(b) = s / √Sxx` and
 //! `se(a) = s·√(1/n + x̄²/Sxx)` grow with any scatter, noise or curvature.
 //!
-//! **Lack of fit.** When some `x` values repeat, the residuals split into
+//! **Lack of fit.** When some `x` values repeat (or lie within [`X_MERGE`]
+//! of the span of each other: one x measured twice), the residuals split into
 //! *pure error* (the spread of repeats about their own mean) and *lack of
 //! fit* (the spread of those means about the line). The line is called
 //! *not linear* when lack of fit is both significant (its mean square at
@@ -49,7 +50,8 @@ impl Line {
 }
 
 /// Fits `points` (x, y). `None` with fewer than 3 points or fewer than 2
-/// distinct `x`. `floor` is the smallest departure (in y's unit) that counts
+/// distinct `x` (x closer than [`X_MERGE`] of their span count as one).
+/// `floor` is the smallest departure (in y's unit) that counts
 /// as material, whatever its relative size (the measurement's resolution).
 pub fn fit(points: &[(f64, f64)], floor: f64) -> Option<Line> {
     let n = points.len();
@@ -57,7 +59,7 @@ pub fn fit(points: &[(f64, f64)], floor: f64) -> Option<Line> {
     let ys: Vec<f64> = points.iter().map(|p| p.1).collect();
     let (mx, my) = (mean(&xs), mean(&ys));
     let sxx: f64 = xs.iter().map(|x| (x - mx) * (x - mx)).sum();
-    if n < 3 || sxx <= 0.0 {
+    if n < 3 || sxx <= 0.0 || groups(points).len() < 2 {
         return None;
     }
     let sxy: f64 = points.iter().map(|(x, y)| (x - mx) * (y - my)).sum();
@@ -105,35 +107,70 @@ pub fn through_origin(points: &[(f64, f64)]) -> Option<Line> {
     })
 }
 
-/// Group means by x, ascending: (x, mean y, count).
-fn groups(points: &[(f64, f64)]) -> Vec<(f64, f64, usize)> {
+/// Points whose x lie within [`X_MERGE`] of the x span (or a billionth of
+/// their size) of a group's first x: one x, measured twice. A decode level
+/// repeated at the batch limit (256 streams offered, 128 ran, as at 128
+/// offered) gives two batches a rounding error apart; as two groups their
+/// gap would divide a noise difference into an absurd local slope.
+pub const X_MERGE: f64 = 0.005;
+
+/// A group of points at one x.
+struct Group {
+    /// Mean x and mean y of its points.
+    x: f64,
+    y: f64,
+    /// Points in it.
+    k: usize,
+    /// Sum of squares of its ys about their mean (pure error).
+    ss: f64,
+}
+
+/// How far apart two x may be and still count as one: [`X_MERGE`] of the
+/// span, or a billionth of the largest |x|.
+fn x_tolerance(points: &[(f64, f64)]) -> f64 {
+    let (lo, hi) = points
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| {
+            (lo.min(p.0), hi.max(p.0))
+        });
+    (X_MERGE * (hi - lo)).max(1e-9 * lo.abs().max(hi.abs()))
+}
+
+/// The points grouped by x (see [`X_MERGE`]), ascending.
+fn groups(points: &[(f64, f64)]) -> Vec<Group> {
+    let tol = x_tolerance(points);
     let mut sorted = points.to_vec();
     sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let mut out: Vec<(f64, Vec<f64>)> = Vec::new();
-    for (x, y) in sorted {
-        match out.last_mut() {
-            Some((gx, ys)) if *gx == x => ys.push(y),
-            _ => out.push((x, vec![y])),
+    let mut members: Vec<Vec<(f64, f64)>> = Vec::new();
+    for p in sorted {
+        match members.last_mut() {
+            Some(g) if p.0 - g[0].0 <= tol => g.push(p),
+            _ => members.push(vec![p]),
         }
     }
-    out.into_iter()
-        .map(|(x, ys)| (x, mean(&ys), ys.len()))
+    members
+        .into_iter()
+        .map(|g| {
+            let xs: Vec<f64> = g.iter().map(|p| p.0).collect();
+            let ys: Vec<f64> = g.iter().map(|p| p.1).collect();
+            let y = mean(&ys);
+            Group {
+                x: mean(&xs),
+                y,
+                k: g.len(),
+                ss: ys.iter().map(|v| (v - y).powi(2)).sum(),
+            }
+        })
         .collect()
 }
 
 /// The lack-of-fit test; widens `line` and says why when it fails.
 fn check_linear(line: &mut Line, points: &[(f64, f64)], floor: f64) {
     let g = groups(points);
-    let pure: f64 = points
-        .iter()
-        .map(|(x, y)| {
-            let m = g.iter().find(|gr| gr.0 == *x).map_or(*y, |gr| gr.1);
-            (y - m).powi(2)
-        })
-        .sum();
+    let pure: f64 = g.iter().map(|gr| gr.ss).sum();
     let lof: f64 = g
         .iter()
-        .map(|(x, m, k)| *k as f64 * (m - line.at(*x)).powi(2))
+        .map(|gr| gr.k as f64 * (gr.y - line.at(gr.x)).powi(2))
         .sum();
     let (df_pure, df_lof) = (points.len() - g.len(), g.len().saturating_sub(2));
     if df_lof == 0 {
@@ -143,16 +180,17 @@ fn check_linear(line: &mut Line, points: &[(f64, f64)], floor: f64) {
     let significant = df_pure == 0 || lof / df_lof as f64 > LACK_OF_FIT_F * (pure / df_pure as f64);
     let worst = g
         .iter()
-        .map(|(x, m, _)| (m - line.at(*x), m.abs()))
+        .map(|gr| (gr.y - line.at(gr.x), gr.y.abs()))
         .max_by(|a, b| a.0.abs().total_cmp(&b.0.abs()))
         .unwrap_or((0.0, 0.0));
     let material = worst.0.abs() > floor.max(MATERIAL * worst.1);
     if !(significant && material) {
         return;
     }
+    // Neighbouring groups are more than the x tolerance apart: no zero gap.
     let local: Vec<f64> = g
         .windows(2)
-        .map(|w| (w[1].1 - w[0].1) / (w[1].0 - w[0].0))
+        .map(|w| (w[1].y - w[0].y) / (w[1].x - w[0].x))
         .collect();
     let lo = local.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = local.iter().copied().fold(f64::NEG_INFINITY, f64::max);
@@ -242,6 +280,45 @@ mod tests {
         assert!((l.se_slope - (rss / 2.0 / 9.0).sqrt()).abs() < 1e-12);
         assert_eq!(through_origin(&[(1.0, 1.0)]), None);
         assert_eq!(through_origin(&[(0.0, 1.0), (0.0, 2.0)]), None);
+    }
+
+    /// The decode levels of issue 38 (vLLM 0.32 on CPU): batches 1 … 128,
+    /// then 128 again (256 streams offered, 128 ran), the two top batches a
+    /// rounding error apart; the step flat at small batches (the weights'
+    /// read) and compute-bound at large ones, so the line misfits.
+    fn vllm_decode_levels() -> Vec<(f64, f64)> {
+        let step = |d: f64| 0.030f64.max(0.0015 * d);
+        let mut pts: Vec<(f64, f64)> = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0]
+            .iter()
+            .map(|&d| (d, step(d)))
+            .collect();
+        pts.push((128.0 * (1.0 + 4.0 * f64::EPSILON), step(128.0) + 0.004));
+        pts
+    }
+
+    #[test]
+    fn a_repeated_top_batch_is_one_batch_not_a_zero_gap() {
+        let l = fit(&vllm_decode_levels(), 1e-4).unwrap();
+        assert!(l.not_linear.is_some(), "{l:?}");
+        // Every local slope is between 0 and 1.5 ms per sequence: no
+        // division by the top batches' rounding-error gap.
+        assert!(l.se_slope.is_finite() && l.se_slope < 1e-3, "{l:?}");
+        assert!(l.se_slope < l.slope, "{l:?}");
+        let why = l.not_linear.unwrap();
+        assert!(why.contains("from 0.0000 to 0.0015"), "{why}");
+    }
+
+    #[test]
+    fn xs_a_rounding_error_apart_are_one_x() {
+        let pts = [(128.0, 1.0), (128.0 + 1e-12, 2.0), (128.0 - 1e-12, 3.0)];
+        assert_eq!(fit(&pts, 0.0), None);
+        // Near x are repeats: their spread is pure error, not lack of fit.
+        let near: Vec<(f64, f64)> = [0.0, 100.0, 200.0, 300.0]
+            .iter()
+            .flat_map(|&x| [(x, 1.0 + x), (x + 0.1, 1.0 + x + 2.0)])
+            .collect();
+        let l = fit(&near, 0.0).unwrap();
+        assert_eq!(l.not_linear, None, "{l:?}");
     }
 
     #[test]

@@ -17,7 +17,12 @@
 //!   window and batch, tokens in flight against the KV gauge).
 //! - [`mod@line`]: least squares with standard errors and a lack-of-fit check.
 //! - [`prefill`], [`interference`], [`decode`], [`kv`]: one fit each.
-//! - [`fit`]: the fits in order, into a `ServerProfile`.
+//! - [`fit`]: the fits in order, into a `ServerProfile`; [`reported`] what
+//!   the server says of its KV cache and prefix caching beside what the
+//!   probes measured.
+//! - [`bounds`]: the parameters' physical ranges: a profile refused at load,
+//!   its ranges clamped into parameter sets, a fit not pinned down marked
+//!   not identifiable.
 //! - [`table`]: the profile's console table.
 //! - [`knee`]: the virtual-time knee search (bisection on λ per seed).
 //! - [`predict`]: the knee with its interval over the parameter corners, and
@@ -30,6 +35,7 @@
 //! Floor 5 (docs/ARCHITECTURE.md): it may use `sweep`, `report`, `sim`,
 //! `workload` and `metrics`; only `cmd` uses it.
 
+pub mod bounds;
 pub mod decode;
 pub mod explain;
 pub mod fit;
@@ -48,8 +54,11 @@ pub mod prefill;
 pub mod prior;
 pub mod profile;
 pub mod render;
+pub mod reported;
 pub mod table;
 
+#[cfg(test)]
+mod hostile_tests;
 #[cfg(test)]
 pub(crate) mod testing;
 

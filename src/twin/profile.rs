@@ -12,13 +12,18 @@
 //! the parameter sets at the ends of the ranges, for an interval on any
 //! prediction.
 
+use super::bounds;
 use super::predict::Misfit;
 use crate::sim::{ModelParams, SimConfig};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
-/// The JSON layout's version; [`ServerProfile::from_json`] refuses others.
-pub const SCHEMA_VERSION: u32 = 1;
+/// The JSON layout's version. 2 added [`Status::NotIdentifiable`];
+/// [`ServerProfile::from_json`] reads it and every earlier one back to
+/// [`FIRST_SCHEMA_VERSION`], and refuses others.
+pub const SCHEMA_VERSION: u32 = 2;
+/// The oldest layout still read (version 1 has no `not_identifiable`).
+pub const FIRST_SCHEMA_VERSION: u32 = 1;
 
 /// How an [`Estimate`] was obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,6 +40,11 @@ pub enum Status {
     Reported,
     /// Not measurable here; `value` is an assumption (`how` says which).
     Assumed,
+    /// Fitted, but the probes do not pin it down: its standard error is not
+    /// smaller than its value (or not finite). `note` says why; the range
+    /// runs from the physical floor up, and `uncertainty` is at least the
+    /// value.
+    NotIdentifiable,
 }
 
 /// One measured parameter.
@@ -80,6 +90,27 @@ impl Estimate {
         self.low = (self.value - 2.0 * sigma).max(floor);
         self.high = self.high.map(|_| self.value + 2.0 * sigma);
         self.status = Status::Misfit;
+        self.note = Some(why.into());
+        self
+    }
+
+    /// The same estimate marked [`Status::NotIdentifiable`]: `why` is
+    /// recorded, the range opens down to `floor`, and a standard error that
+    /// is not finite is stored as the value (a file holds only numbers).
+    pub fn not_identifiable(mut self, floor: f64, why: impl Into<String>) -> Self {
+        if !self.value.is_finite() {
+            self.value = floor;
+        }
+        let sigma = self.uncertainty.abs();
+        self.uncertainty = if sigma.is_finite() {
+            sigma.max(self.value.abs())
+        } else {
+            self.value.abs()
+        };
+        self.low = floor.min(self.value);
+        let high = self.value + 2.0 * sigma;
+        self.high = self.high.and(high.is_finite().then_some(high));
+        self.status = Status::NotIdentifiable;
         self.note = Some(why.into());
         self
     }
@@ -226,7 +257,7 @@ pub const UNBOUNDED_COUNT: f64 = 1.0e9;
 
 /// Which way each parameter moves capacity: `true` when a larger value
 /// means more capacity.
-const NAMES: [(&str, bool); 7] = [
+pub(crate) const NAMES: [(&str, bool); 7] = [
     ("step_base_ms", false),
     ("prefill_token_us", false),
     ("decode_seq_us", false),
@@ -306,7 +337,7 @@ impl ServerProfile {
         ];
         let flagged: Vec<_> = named
             .iter()
-            .filter(|(_, e)| e.status == Status::Misfit)
+            .filter(|(_, e)| matches!(e.status, Status::Misfit | Status::NotIdentifiable))
             .collect();
         if flagged.is_empty() {
             return None;
@@ -314,7 +345,7 @@ impl ServerProfile {
         let widest = flagged
             .iter()
             .map(|(_, e)| 2.0 * e.uncertainty / e.value.abs().max(f64::MIN_POSITIVE))
-            .fold(0.0, f64::max);
+            .fold(0.0, |a: f64, b| if b.is_nan() { a } else { a.max(b) });
         Some(Misfit {
             widen: widest.clamp(MISFIT_MIN_WIDEN, MISFIT_MAX_WIDEN),
             reasons: flagged
@@ -329,7 +360,10 @@ impl ServerProfile {
         serde_json::to_string_pretty(self).unwrap_or_default()
     }
 
-    /// Reads a profile; the error says what is wrong with the text.
+    /// Reads a profile; the error (one line) says what is wrong with the
+    /// text, or which parameter is out of its physical range
+    /// ([`bounds::check`]). A fitted parameter the file gives a ± not below
+    /// its value is read as not identifiable ([`bounds::pin_down`]).
     pub fn from_json(text: &str) -> Result<Self, String> {
         #[derive(Deserialize)]
         struct Version {
@@ -338,19 +372,26 @@ impl ServerProfile {
         let v: Version =
             serde_json::from_str(text).map_err(|e| format!("not a kneecap profile JSON: {e}"))?;
         match v.schema_version {
-            Some(SCHEMA_VERSION) => {}
+            Some(n) if (FIRST_SCHEMA_VERSION..=SCHEMA_VERSION).contains(&n) => {}
             Some(other) => {
                 return Err(format!(
-                    "profile schema_version {other} is not {SCHEMA_VERSION}; profile the server again with this kneecap"
+                    "profile schema_version {other} is not {FIRST_SCHEMA_VERSION}..={SCHEMA_VERSION}; profile the server again with this kneecap"
                 ))
             }
             None => return Err("not a kneecap profile: no schema_version".into()),
         }
-        serde_json::from_str(text).map_err(|e| format!("invalid kneecap profile: {e}"))
+        let mut profile: Self =
+            serde_json::from_str(text).map_err(|e| format!("invalid kneecap profile: {e}"))?;
+        bounds::check(&profile)?;
+        // A file written before `not_identifiable` existed (or by hand) may
+        // call a parameter fitted whose ± is not below its value.
+        let kv_floor = profile.params.kv_cache_tokens.low;
+        bounds::pin_down(&mut profile.params, kv_floor);
+        Ok(profile)
     }
 
     /// The seven estimates in [`NAMES`] order.
-    fn estimates(&self) -> [&Estimate; 7] {
+    pub(crate) fn estimates(&self) -> [&Estimate; 7] {
         let p = &self.params;
         [
             &p.step_base_ms,
@@ -363,11 +404,13 @@ impl ServerProfile {
         ]
     }
 
-    /// A parameter set with each of the seven values chosen by `pick`.
+    /// A parameter set with each of the seven values chosen by `pick`, held
+    /// inside its physical range ([`bounds::clamp`]): whatever the file
+    /// says, the set is valid and the simulator's arithmetic stays finite.
     fn at(&self, pick: impl Fn(usize, &Estimate) -> f64) -> ModelParams {
         let e = self.estimates();
-        let v: Vec<f64> = (0..7).map(|i| pick(i, e[i])).collect();
-        let max_model_len = count(self.params.max_model_len.value).max(2);
+        let v: Vec<f64> = (0..7).map(|i| bounds::clamp(i, pick(i, e[i]))).collect();
+        let max_model_len = count(bounds::clamp_model_len(self.params.max_model_len.value)).max(2);
         ModelParams {
             step_base: micros(v[0] * 1e3).max(Duration::from_micros(1)),
             per_prefill_token: micros(v[1]),

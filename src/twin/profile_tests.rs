@@ -8,7 +8,7 @@ use crate::twin::testing::sample;
 fn the_json_round_trips_and_names_its_version() {
     let p = sample();
     let text = p.to_json();
-    assert!(text.contains("\"schema_version\": 1"), "{text}");
+    assert!(text.contains("\"schema_version\": 2"), "{text}");
     assert_eq!(ServerProfile::from_json(&text).unwrap(), p);
 }
 
@@ -16,7 +16,7 @@ fn the_json_round_trips_and_names_its_version() {
 fn other_versions_and_other_files_are_refused_with_a_reason() {
     let text = sample()
         .to_json()
-        .replace("\"schema_version\": 1", "\"schema_version\": 9");
+        .replace("\"schema_version\": 2", "\"schema_version\": 9");
     let err = ServerProfile::from_json(&text).unwrap_err();
     assert!(
         err.contains("schema_version 9") && err.contains("again"),

@@ -11,6 +11,7 @@ fn status(s: Status) -> &'static str {
         Status::LowerBound => "at least",
         Status::Reported => "reported",
         Status::Assumed => "assumed",
+        Status::NotIdentifiable => "NOT IDENTIFIABLE",
     }
 }
 
@@ -31,6 +32,7 @@ fn num(x: f64) -> String {
 fn row(out: &mut String, name: &str, unit: &str, e: &Estimate) {
     let plus = match e.status {
         Status::Measured | Status::Misfit => format!("± {}", num(e.uncertainty)),
+        Status::NotIdentifiable => format!("± ≥ {}", num(e.value)),
         _ => String::new(),
     };
     let _ = writeln!(

@@ -1,7 +1,7 @@
 //! Test fixtures for the twin: a complete profile with known values, and
 //! the engine model run on fake time behind a zero-latency client.
 
-use super::observe::GaugeSample;
+use super::observe::{DecodeLevel, GaugeSample, KvPoint};
 use super::profile::{
     Estimate, PrefixCaching, ProbeSummary, ProfileParams, ServerProfile, SCHEMA_VERSION,
 };
@@ -256,4 +256,52 @@ impl<'a> FakeClient<'a> {
         }
         self.run
     }
+}
+
+/// Issue 38's decode levels on vLLM 0.32 (CPU): 1 … 128 streams, then 256
+/// offered of which 128 ran (the batch limit), so the top two levels sit at
+/// one batch, their streaming counts a rounding error apart; the step flat
+/// at small batches (the weights' read), compute-bound at large ones.
+pub fn vllm_levels() -> Vec<DecodeLevel> {
+    let step = |d: f64| 0.030f64.max(0.0015 * d);
+    let level = |k: usize, d: f64, gap: f64| DecodeLevel {
+        concurrency: k,
+        output_tokens: 32,
+        start_s: 1.0,
+        window_s: 10.0,
+        streaming: d,
+        gaps: 500,
+        mean_gap_s: gap,
+        median_gap_s: gap,
+        prefill_tokens_per_s: 0.0,
+        running_mean: Some(d.min(128.0)),
+        running_max: Some(d.min(128.0)),
+        preemptions: Some(0.0),
+        kv_usage_max: Some(0.3),
+        failed: 0,
+    };
+    let mut ls: Vec<DecodeLevel> = [1, 2, 4, 8, 16, 32, 64, 128]
+        .iter()
+        .map(|&k| level(k, k as f64, step(k as f64)))
+        .collect();
+    let top = 128.0 * (1.0 + 4.0 * f64::EPSILON);
+    ls.push(level(256, top, step(128.0) + 0.004));
+    ls
+}
+
+/// KV readings at those levels (8-token prompts, 32-token outputs): usage
+/// with an offset and a bend, the top two levels at one token count.
+pub fn vllm_kv_points() -> Vec<KvPoint> {
+    vllm_levels()
+        .iter()
+        .map(|l| {
+            let tokens = l.streaming * 24.0;
+            let usage = 0.01 + tokens / 93_184.0 * (1.0 + 0.3 * (tokens / 3072.0).sqrt());
+            KvPoint {
+                tokens,
+                scheduled: tokens + l.streaming,
+                usage,
+            }
+        })
+        .collect()
 }

@@ -22,6 +22,7 @@ mod kernel_stamps;
 mod live_cli;
 mod pooling_sim;
 mod predict_cli;
+mod predict_robust;
 mod profile_predict;
 mod proto_props;
 mod random_mm;
