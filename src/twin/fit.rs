@@ -43,6 +43,10 @@ pub struct Observations {
     pub reported_kv_tokens: Option<u64>,
     /// Whether the server reports prefix caching on.
     pub reported_prefix_caching: Option<bool>,
+    /// The batch limit the server reports (a dev-mode vLLM's `max_num_seqs`).
+    pub reported_max_num_seqs: Option<u64>,
+    /// The token budget it reports (`max_num_batched_tokens`).
+    pub reported_token_budget: Option<u64>,
 }
 
 /// What the profile says about where it came from.
@@ -83,11 +87,20 @@ pub fn fit(obs: &Observations, header: Header) -> ServerProfile {
     );
     let dec = decode::fit(&obs.decode, ac);
     let (step_base_ms, decode_seq_us, max_num_seqs) = decode_parts(dec, &mut warnings);
+    let (max_num_seqs, seqs_off) = reported::figure(
+        reported::MAX_NUM_SEQS,
+        max_num_seqs,
+        obs.reported_max_num_seqs,
+    );
+    warnings.extend(seqs_off);
     let (prefill_token_us, prefill_fixed_ms) = prefill_parts(pre.as_ref(), &mut warnings);
     if let Some(w) = fixed_cost_gap(&prefill_fixed_ms, &step_base_ms) {
         warnings.push(w);
     }
     let budget = budget(obs, pre.as_ref(), &alpha, c_p, c_p_sigma);
+    let (budget, budget_off) =
+        reported::figure(reported::TOKEN_BUDGET, budget, obs.reported_token_budget);
+    warnings.extend(budget_off);
     let (kv_cache_tokens, prefix_caching) =
         cache(obs, pre.as_ref(), c_p, &max_num_seqs, &mut warnings);
     if prefix_caching.enabled.is_none() {

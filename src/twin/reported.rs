@@ -1,6 +1,7 @@
 //! What the server says about itself beside what the probes measured
 //! (issue 38, item 2): vLLM publishes its KV cache and whether it caches
-//! prefixes (`vllm:cache_config_info`). The profile takes the server's
+//! prefixes (`vllm:cache_config_info`) and, in dev mode, its scheduler's
+//! batch limit and token budget (`/server_info`). The profile takes the server's
 //! figure as `reported`, keeps what the probes saw in `how`, and warns when
 //! the two disagree by more than [`DISAGREE`]. Pure: the command layer
 //! reads the metric and passes the values.
@@ -10,22 +11,63 @@ use super::profile::{Estimate, PrefixCaching, Status};
 /// A probe this far (relative) from the server's own figure disagrees.
 pub const DISAGREE: f64 = 0.25;
 
-/// Where the figures come from.
+/// Where the cache figures come from.
 const SOURCE: &str = "vllm:cache_config_info";
+
+/// One figure a server can report about itself: its parameter's name in
+/// the warnings, the server's key, where the key is read, and the unit.
+#[derive(Debug, Clone, Copy)]
+pub struct Figure {
+    pub name: &'static str,
+    pub key: &'static str,
+    pub source: &'static str,
+    pub unit: &'static str,
+}
+
+/// vLLM's KV cache in `vllm:cache_config_info`.
+pub const KV_CACHE: Figure = Figure {
+    name: "KV cache",
+    key: "kv_cache_size_tokens",
+    source: SOURCE,
+    unit: "tokens",
+};
+
+/// vLLM's running-batch limit, in a dev-mode server's `/server_info`.
+pub const MAX_NUM_SEQS: Figure = Figure {
+    name: "batch limit",
+    key: "max_num_seqs",
+    source: "/server_info",
+    unit: "sequences",
+};
+
+/// vLLM's token budget of one engine step, in a dev-mode `/server_info`.
+pub const TOKEN_BUDGET: Figure = Figure {
+    name: "token budget per step",
+    key: "max_num_batched_tokens",
+    source: "/server_info",
+    unit: "tokens",
+};
 
 /// The KV cache: the server's `kv_cache_size_tokens` when it reports one
 /// (with the probes' estimate in `how`), else the probes' estimate; and a
 /// warning when the probes disagree.
 pub fn kv(probed: Estimate, reported: Option<u64>) -> (Estimate, Option<String>) {
+    figure(KV_CACHE, probed, reported)
+}
+
+/// A figure the server reports, taken over the probes' estimate of it (kept
+/// in `how`); a warning when the probes measured it more than [`DISAGREE`]
+/// away (a lower bound: only when it lies above the server's figure).
+pub fn figure(f: Figure, probed: Estimate, reported: Option<u64>) -> (Estimate, Option<String>) {
     let Some(r) = reported.filter(|&r| r > 0).map(|r| r as f64) else {
         return (probed, None);
     };
-    let (v, s) = (probed.value, probed.uncertainty);
+    let (v, s, unit) = (probed.value, probed.uncertainty, f.unit);
     let seen = match probed.status {
-        Status::Measured | Status::Misfit => format!("{v:.0} ± {s:.0} tokens"),
-        Status::LowerBound => format!("at least {v:.0} tokens"),
-        Status::NotIdentifiable => format!("{v:.0} tokens, not identifiable"),
-        Status::Reported | Status::Assumed => format!("{v:.0} tokens"),
+        Status::Measured | Status::Misfit => format!("{v:.0} ± {s:.0} {unit}"),
+        Status::LowerBound => format!("at least {v:.0} {unit}"),
+        Status::NotIdentifiable => format!("{v:.0} {unit}, not identifiable"),
+        Status::Reported | Status::Assumed => format!("{v:.0} {unit}"),
     };
     let off = match probed.status {
         Status::Measured | Status::Misfit => (v - r).abs() / r > DISAGREE,
@@ -34,11 +76,14 @@ pub fn kv(probed: Estimate, reported: Option<u64>) -> (Estimate, Option<String>)
     };
     let mut e = Estimate::reported(
         r,
-        format!("kv_cache_size_tokens in {SOURCE}; the probes measured {seen}"),
+        format!("{} in {}; the probes measured {seen}", f.key, f.source),
     );
     let warning = off.then(|| {
         format!(
-            "KV cache: the server reports {r:.0} tokens ({SOURCE}) but the probes measured {seen}, {:.0}% {}: the profile uses the server's figure; the usage gauge against the tokens in flight did not describe this server's cache",
+            "{}: the server reports {r:.0} {unit} ({} in {}) but the probes measured {seen}, {:.0}% {}: the profile uses the server's figure",
+            f.name,
+            f.key,
+            f.source,
             100.0 * (v - r).abs() / r,
             if v < r { "lower" } else { "higher" },
         )
@@ -124,5 +169,26 @@ mod tests {
         let (p, w) = prefix(probed.clone(), Some(false));
         assert_eq!((p.enabled, w), (Some(false), None));
         assert_eq!(prefix(probed.clone(), None), (probed, None));
+    }
+
+    #[test]
+    fn the_servers_scheduler_limits_are_reported_and_a_far_budget_is_flagged() {
+        // Issue 38: the probes read a token budget of 99.9 ± 15 where the
+        // server's max_num_batched_tokens is 2048.
+        let probed = Estimate::fitted(99.9, 15.0, 0.0, "chunk sizes");
+        let (e, w) = figure(TOKEN_BUDGET, probed, Some(2048));
+        assert_eq!((e.status, e.value), (Status::Reported, 2048.0));
+        assert!(
+            e.how.contains("max_num_batched_tokens in /server_info"),
+            "{}",
+            e.how
+        );
+        assert!(w
+            .unwrap()
+            .starts_with("token budget per step: the server reports 2048 tokens"));
+        // The batch limit measured right: reported, no warning.
+        let seen = Estimate::fitted(128.0, 1.0, 0.0, "running gauge");
+        let (e, w) = figure(MAX_NUM_SEQS, seen, Some(128));
+        assert_eq!((e.value, w), (128.0, None));
     }
 }

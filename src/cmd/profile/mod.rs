@@ -96,7 +96,8 @@ async fn profile(
     let (listed, slot_context) = model_lengths(&prepared).await;
     let max_len = listed.or(slot_context).unwrap_or(ASSUMED_MAX_LEN);
     let model = prepared.model_id.clone();
-    // What the server says of its cache, read before probing; still probed.
+    // What the server says of its cache and scheduler, read before probing;
+    // still probed.
     let info = prepared.server.clone().unwrap_or_default();
     let mut probe = Probe {
         cfg: &run,
@@ -112,6 +113,8 @@ async fn profile(
     let mut obs = observe(&mut probe, cfg.budget, max_len, lengths, server.simulated).await?;
     obs.reported_kv_tokens = info.kv_cache_tokens;
     obs.reported_prefix_caching = info.prefix_caching;
+    obs.reported_max_num_seqs = info.max_num_seqs.map(u64::from);
+    obs.reported_token_budget = info.max_num_batched_tokens.map(u64::from);
     let header = Header {
         kneecap_version: env!("CARGO_PKG_VERSION").into(),
         base_url: server.base_url.clone(),
