@@ -69,7 +69,7 @@ const MODEL_LEN: Range = Range {
     unit: "tokens",
 };
 
-/// Parameter `i` (in [`NAMES`] order) held inside its physical range; NaN
+/// Parameter `i` (in the order of `NAMES`) held inside its physical range; NaN
 /// goes to the low end.
 pub fn clamp(i: usize, v: f64) -> f64 {
     let r = &RANGES[i];
