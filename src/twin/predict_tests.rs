@@ -145,8 +145,8 @@ fn more_slots_raise_a_slot_bound_knee_and_fewer_lower_it() {
     assert!(m.minus_25.knee.unwrap() < 0.85 * p.knee_req_s, "{m:?}");
     assert!(m.plus_25.knee.unwrap() > 1.15 * p.knee_req_s, "{m:?}");
     assert!(
-        p.runs > 3 * 6,
-        "three searches of at least six runs: {}",
+        p.runs >= 3 * 2,
+        "three searches (the central one and ±25%), each at least a pass and a fail: {}",
         p.runs
     );
 }
