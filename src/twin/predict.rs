@@ -1,7 +1,8 @@
 //! A predicted knee ([`Prediction`]): the knee search ([`super::knee`]) run
 //! on the central parameters and on every corner of their uncertainty (a
 //! server profile's parameter sets at the ends of each parameter's range).
-//! The interval spans the central search's seeds and every corner's knee.
+//! The interval spans the central search's seeds and every corner's knee,
+//! up to the rate each search found to fail above its knee.
 //! The binding resource comes from the central search's median seed, and
 //! "what moves it" from two more searches, at ±25% of the binding parameter;
 //! when compute binds, six: ±25% of each compute parameter, and the one that
@@ -56,7 +57,9 @@ pub struct Prediction {
     pub knee_req_s: f64,
     /// The interval's low end: the lowest seed or corner knee.
     pub low_req_s: f64,
-    /// The interval's high end: the highest seed or corner knee.
+    /// The interval's high end: where the highest seed or corner knee's
+    /// search found the rate above it to fail (the knee lies below that,
+    /// within the search's precision).
     pub high_req_s: f64,
     /// How the central search ended (a knee, or beyond its bracket).
     pub kind: KneeKind,
@@ -155,16 +158,22 @@ pub fn predict_from(
     };
     let mut runs = runs_of(&central) + side.as_ref().map_or(0, |(_, t)| runs_of(t));
     let mut corner_knees = Vec::with_capacity(cfg.corners.len());
+    let mut high = central
+        .seeds
+        .iter()
+        .map(fails_at)
+        .fold(central.max, f64::max);
     for (i, corner) in corners.into_iter().enumerate() {
         let corner = corner.map_err(|e| format!("corner {} of the parameters: {e}", i + 1))?;
         runs += runs_of(&corner);
         corner_knees.push(corner.median * near.scale);
+        high = high.max(fails_at(median_seed(&corner)) * near.scale);
     }
     let (explained, n) = explain_truth(&cfg.truth, &central, cfg.moves, &near);
     runs += n;
     let widen = cfg.misfit.as_ref().map_or(0.0, |m| m.widen.clamp(0.0, 1.0));
     let low = corner_knees.iter().fold(central.min, |a, &b| a.min(b)) * (1.0 - widen);
-    let high = corner_knees.iter().fold(central.max, |a, &b| a.max(b)) * (1.0 + widen);
+    let high = high * (1.0 + widen);
     let next = Hint::from_truth(&central, median_seed(&central).seed, HINT_STEP);
     let p = Prediction {
         knee_req_s: central.median,
@@ -301,6 +310,12 @@ pub fn replicas(target: f64, p: &Prediction) -> Replicas {
         low: n(p.high_req_s),
         high: n(p.low_req_s),
     }
+}
+
+/// The lowest rate a seed's search found to fail (its knee when none
+/// did): the knee lies below it, at or above the knee.
+fn fails_at(s: &SeedKnee) -> f64 {
+    s.fails_at.unwrap_or(s.knee)
 }
 
 fn runs_of(t: &Truth) -> usize {
