@@ -2,9 +2,13 @@
 //! output length × the share of each prompt that is one shared prefix. Each
 //! cell is a [`Prediction`] (its binding resource included, what moves it
 //! not); a cell the model cannot run (a shape longer than `max_model_len`)
-//! carries its error instead of stopping the grid. Pure.
+//! carries its error instead of stopping the grid. Each cell's search
+//! starts from the knee of the cell before it, scaled by the ratio of their
+//! computed capacities (a knee sits at a similar share of μ from one shape
+//! to the next), so only the first cell searches cold. Pure.
 
-use super::predict::{predict, PredictConfig, Prediction, Replicas};
+use super::knee::{service_rate, Hint};
+use super::predict::{predict_from, PredictConfig, Prediction, Replicas};
 use crate::sim::virtual_time::VirtualLoad;
 use serde::{Deserialize, Serialize};
 
@@ -75,21 +79,36 @@ pub fn cell_config(base: &PredictConfig, input: u32, output: u32, share: f64) ->
 
 /// Predicts every cell of `spec` (see [`GridSpec::shapes`] for the order).
 pub fn predict_grid(base: &PredictConfig, spec: &GridSpec) -> Vec<GridCell> {
+    let mut last: Option<(Hint, f64)> = None;
     spec.shapes()
         .into_iter()
         .map(|(input, output, share)| {
-            let found = predict(&cell_config(base, input, output, share));
+            let cfg = cell_config(base, input, output, share);
+            let mu = service_rate(&cfg.truth);
+            let hint = last.map(|(h, was)| Hint {
+                rate: h.rate * mu / was,
+                step: NEIGHBOUR_STEP,
+                slope: h.slope,
+                fails_at: None,
+            });
+            let found = predict_from(&cfg, hint.filter(|h| h.rate.is_finite()));
+            if let Ok((_, Some(h))) = &found {
+                last = Some((*h, mu));
+            }
             GridCell {
                 input_len: input,
                 output_len: output,
                 prefix_share: share,
                 error: found.as_ref().err().cloned(),
-                prediction: found.ok(),
+                prediction: found.ok().map(|(p, _)| p),
                 replicas: None,
             }
         })
         .collect()
 }
+
+/// The first step out from a neighbouring cell's scaled knee.
+const NEIGHBOUR_STEP: f64 = 0.1;
 
 #[cfg(test)]
 mod tests {

@@ -1,9 +1,12 @@
 //! The simulator's true knee: the highest arrival rate whose virtual-time run
-//! ([`crate::sim::virtual_time`]) meets every SLO, found by bisection on λ,
-//! per seed. The SLOs are judged by the sweep's own code
-//! ([`crate::sweep::slo::evaluate`]) over `RequestRecord`s built from the
-//! virtual timings, so the statistic is the one a sweep computes. Pure: no
-//! clock, seeded randomness.
+//! ([`crate::sim::virtual_time`]) meets every SLO, found per seed by a
+//! bracketing search on λ ([`search`]) to the configured precision. The SLOs
+//! are judged by the sweep's own code ([`crate::sweep::slo::evaluate`]) over
+//! `RequestRecord`s built from the virtual timings, so the statistic is the
+//! one a sweep computes. The search starts from a [`Hint`] (an earlier
+//! search's knee: another seed's, the central parameters' for a corner) or,
+//! without one, from a coarse search on short runs; the seeds run in
+//! parallel ([`par_map`]). Pure: no clock, seeded randomness.
 
 use crate::metrics::RequestRecord;
 use crate::sim::blocks::BLOCK_TOKENS;
@@ -15,6 +18,8 @@ use crate::sweep::slo::{evaluate, Slo, SloMetric, SloOutcome};
 use crate::workload::random::{input_len_range, output_len_range, RandomParams};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+pub use search::par_map;
+use search::{backlog_margin, locate, slo_margin, slope_near, Probe, Start};
 use serde::{Deserialize, Serialize};
 
 /// What to search.
@@ -61,7 +66,8 @@ pub struct SeedKnee {
     pub kind: KneeKind,
     /// The lowest rate found to fail (req/s), when one did.
     pub fails_at: Option<f64>,
-    /// Virtual-time runs the search took.
+    /// Virtual-time runs the search took (the coarse search's short runs
+    /// not counted).
     pub runs: usize,
     /// The SLOs at the knee rate (at the lowest rate when none passed).
     pub at_knee: Vec<SloOutcome>,
@@ -74,6 +80,10 @@ pub struct SeedKnee {
     /// Whether the server kept up at the failing rate (else it fell behind).
     #[serde(skip)]
     pub fail_kept_up: bool,
+    /// How fast the worst margin rises with ln λ near the knee (a later
+    /// search's [`Hint`]).
+    #[serde(skip)]
+    pub slope: Option<f64>,
 }
 
 /// The search's result over all seeds.
@@ -93,6 +103,44 @@ pub struct Truth {
     pub max: f64,
 }
 
+/// Where an earlier search found the knee, for a search of a nearby
+/// question (another seed, a corner of the parameters, ±25% of one).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Hint {
+    /// The rate to run first.
+    pub rate: f64,
+    /// The first step out when that run leaves one side unknown (a share).
+    pub step: f64,
+    /// d margin / d ln λ near that knee.
+    pub slope: Option<f64>,
+    /// The lowest rate that search found to fail, when it is worth a run
+    /// (within a few steps of `rate`).
+    pub fails_at: Option<f64>,
+}
+
+impl Hint {
+    /// A search's own seed's knee as the hint for `seed`'s search, or the
+    /// median seed's when `seed` was not searched; `None` without a knee.
+    pub fn from_truth(t: &Truth, seed: u64, step: f64) -> Option<Hint> {
+        let own = t.seeds.iter().find(|s| s.seed == seed);
+        let k = own.unwrap_or_else(|| median_seed(t));
+        (k.kind == KneeKind::Knee).then_some(Hint {
+            rate: k.knee,
+            step,
+            slope: k.slope.or_else(|| median_seed(t).slope),
+            fails_at: k.fails_at,
+        })
+    }
+}
+
+/// The seed whose knee is the median.
+pub fn median_seed(t: &Truth) -> &SeedKnee {
+    t.seeds
+        .iter()
+        .find(|s| s.knee == t.median)
+        .unwrap_or(&t.seeds[0])
+}
+
 /// The verdict of one virtual-time run.
 #[derive(Debug, Clone)]
 struct Verdict {
@@ -100,10 +148,78 @@ struct Verdict {
     kept_up: bool,
     outcomes: Vec<SloOutcome>,
     usage: Usage,
+    /// The worst criterion's margin ([`search::Probe::margin`]).
+    margin: f64,
 }
 
-/// Finds the true knee for every seed (seeds run on their own threads).
+/// The first step out of a hinted search: seeds and corners move a knee by
+/// a few percent.
+pub const HINT_STEP: f64 = 0.03;
+
+/// The coarse search's runs are this share of the full ones ([`coarse`]).
+const COARSE_SHARE: usize = 10;
+/// The fewest measured requests of a coarse run.
+pub const COARSE_MIN: usize = 500;
+/// Without a hint a search starts at this share of μ, stepping out by
+/// [`COLD_STEP`].
+const COLD_GUESS: f64 = 0.8;
+const COLD_STEP: f64 = 0.15;
+
+/// Finds the true knee for every seed (seeds run in parallel), starting
+/// from the first seed's knee on short runs ([`coarse`]).
 pub fn true_knee(cfg: &TruthConfig) -> Result<Truth, String> {
+    check_config(cfg)?;
+    let hint = match coarse(cfg) {
+        Some(c) => {
+            let t = true_knee_from(&c, |_| None)?;
+            let h = Hint::from_truth(&t, c.seeds[0], HINT_STEP);
+            h.map(|h| Hint {
+                fails_at: None,
+                ..h
+            })
+        }
+        None => None,
+    };
+    true_knee_from(cfg, |_| hint)
+}
+
+/// The same search on runs a tenth as long (at least [`COARSE_MIN`]
+/// requests, the warm-up in proportion), the first seed only: where a
+/// search starts, and where a prediction measures how far its corners and
+/// moves shift the knee. `None` when the runs are that short already.
+pub fn coarse(cfg: &TruthConfig) -> Option<TruthConfig> {
+    let requests = (cfg.load.requests / COARSE_SHARE).max(COARSE_MIN);
+    if requests * 2 > cfg.load.requests || cfg.seeds.is_empty() {
+        return None;
+    }
+    Some(TruthConfig {
+        load: VirtualLoad {
+            requests,
+            warmup: cfg.load.warmup * requests / cfg.load.requests,
+            ..cfg.load.clone()
+        },
+        seeds: cfg.seeds[..1].to_vec(),
+        ..cfg.clone()
+    })
+}
+
+/// Finds the true knee for every seed, each seed's search starting from
+/// `hint(seed)` (or, for `None`, from 0.8 μ with wide steps).
+pub fn true_knee_from(
+    cfg: &TruthConfig,
+    hint: impl Fn(u64) -> Option<Hint> + Sync,
+) -> Result<Truth, String> {
+    check_config(cfg)?;
+    let mu = service_rate(cfg);
+    let bracket = (mu / 100.0, mu * 1.5);
+    let results = par_map(&cfg.seeds, |&seed| {
+        search_seed(cfg, seed, bracket, start(mu, hint(seed)))
+    });
+    let seeds = results.into_iter().collect::<Result<Vec<_>, _>>()?;
+    Ok(summarise(mu, bracket, seeds))
+}
+
+fn check_config(cfg: &TruthConfig) -> Result<(), String> {
     if cfg.slos.is_empty() || cfg.seeds.is_empty() {
         return Err("the knee needs at least one SLO and one seed".into());
     }
@@ -113,89 +229,105 @@ pub fn true_knee(cfg: &TruthConfig) -> Result<Truth, String> {
             cfg.precision
         ));
     }
+    Ok(())
+}
+
+fn start(mu: f64, hint: Option<Hint>) -> Start {
+    match hint {
+        Some(h) => Start {
+            guess: h.rate,
+            step: h.step,
+            slope: h.slope,
+            other: h.fails_at,
+        },
+        None => Start {
+            guess: COLD_GUESS * mu,
+            step: COLD_STEP,
+            slope: None,
+            other: None,
+        },
+    }
+}
+
+/// One seed's search of `cfg`, from `hint` (as [`true_knee_from`] runs it).
+pub fn seed_knee(cfg: &TruthConfig, seed: u64, hint: Option<Hint>) -> Result<SeedKnee, String> {
+    check_config(cfg)?;
     let mu = service_rate(cfg);
-    let bracket = (mu / 100.0, mu * 1.5);
-    let results: Vec<Result<SeedKnee, String>> = std::thread::scope(|s| {
-        let handles: Vec<_> = cfg
-            .seeds
-            .iter()
-            .map(|&seed| s.spawn(move || search_seed(cfg, seed, bracket)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err("a search thread panicked".into()))
-            })
-            .collect()
-    });
-    let seeds = results.into_iter().collect::<Result<Vec<_>, _>>()?;
+    search_seed(cfg, seed, (mu / 100.0, mu * 1.5), start(mu, hint))
+}
+
+/// The search's result from its seeds' searches ([`seed_knee`]), in order.
+pub fn truth_of(cfg: &TruthConfig, seeds: Vec<SeedKnee>) -> Truth {
+    let mu = service_rate(cfg);
+    summarise(mu, (mu / 100.0, mu * 1.5), seeds)
+}
+
+fn summarise(mu: f64, bracket: (f64, f64), seeds: Vec<SeedKnee>) -> Truth {
     let mut knees: Vec<f64> = seeds.iter().map(|s| s.knee).collect();
     knees.sort_by(f64::total_cmp);
-    Ok(Truth {
+    Truth {
         mu,
         bracket,
         median: knees[knees.len() / 2],
         min: knees[0],
         max: knees[knees.len() - 1],
         seeds,
-    })
+    }
 }
 
-/// Bisection on λ for one seed's arrival gaps: keeps a passing `lo` and a
-/// failing `hi` and halves the bracket until it is within the precision.
+/// One seed's search ([`search::locate`]) between `lowest` and `highest`.
 fn search_seed(
     cfg: &TruthConfig,
     seed: u64,
     (lowest, highest): (f64, f64),
+    start: Start,
 ) -> Result<SeedKnee, String> {
     let load = load_for_seed(cfg, seed)?;
     let gaps = unit_gaps(seed, cfg.burstiness, load.gaps_needed())?;
-    let judge = |rate: f64| judge(cfg, &load, &gaps, rate);
+    let run = |rate: f64| {
+        let v = judge(cfg, &load, &gaps, rate)?;
+        let probe = Probe {
+            rate,
+            pass: v.pass,
+            margin: v.margin,
+        };
+        Ok((probe, v))
+    };
+    let found = locate((lowest, highest), start, cfg.precision, run)?;
     let mut result = SeedKnee {
         seed,
         knee: 0.0,
         kind: KneeKind::Knee,
         fails_at: None,
-        runs: 2,
+        runs: found.runs,
         at_knee: Vec::new(),
         usage: Usage::default(),
         at_fail: Vec::new(),
         fail_kept_up: true,
+        slope: None,
     };
-    let low = judge(lowest)?;
-    if !low.pass {
-        result.kind = KneeKind::BelowLowest;
-        result.fails_at = Some(lowest);
-        result.fail_kept_up = low.kept_up;
-        result.at_fail = low.outcomes.clone();
-        (result.at_knee, result.usage) = (low.outcomes, low.usage);
-        return Ok(result);
+    if let Some((p, v)) = found.fail {
+        result.fails_at = Some(p.rate);
+        result.fail_kept_up = v.kept_up;
+        result.at_fail = v.outcomes.clone();
+        (result.at_knee, result.usage) = (v.outcomes, v.usage);
     }
-    let high = judge(highest)?;
-    if high.pass {
-        result.kind = KneeKind::AboveHighest;
-        result.knee = highest;
-        (result.at_knee, result.usage) = (high.outcomes, high.usage);
-        return Ok(result);
-    }
-    let (mut lo, mut hi, mut at_lo, mut at_hi) = (lowest, highest, low, high);
-    while hi - lo > cfg.precision * lo {
-        let mid = (lo + hi) / 2.0;
-        let v = judge(mid)?;
-        result.runs += 1;
-        if v.pass {
-            (lo, at_lo) = (mid, v);
-        } else {
-            (hi, at_hi) = (mid, v);
+    match found.pass {
+        Some((p, v)) => {
+            result.knee = p.rate;
+            (result.at_knee, result.usage) = (v.outcomes, v.usage);
+            if result.fails_at.is_none() {
+                result.kind = KneeKind::AboveHighest;
+            }
         }
+        None => result.kind = KneeKind::BelowLowest,
     }
-    result.knee = lo;
-    result.fails_at = Some(hi);
-    (result.at_knee, result.usage) = (at_lo.outcomes, at_lo.usage);
-    (result.at_fail, result.fail_kept_up) = (at_hi.outcomes, at_hi.kept_up);
+    result.slope = slope_near(&found.probes, result.knee.max(lowest), SLOPE_WINDOW);
     Ok(result)
 }
+
+/// Probes within this share of the knee give its slope.
+const SLOPE_WINDOW: f64 = 0.1;
 
 /// Salt of the lengths' random stream (apart from the arrival gaps').
 const LENGTHS_SALT: u64 = 0x6c65_6e67_7468_7321; // "lengths!"
@@ -235,7 +367,7 @@ pub(crate) fn load_for_seed(cfg: &TruthConfig, seed: u64) -> Result<VirtualLoad,
 
 /// The computed capacity μ the search is bracketed from: the mean shape,
 /// with the shared prefix served by the cache when it is on.
-fn service_rate(cfg: &TruthConfig) -> f64 {
+pub fn service_rate(cfg: &TruthConfig) -> f64 {
     let l = &cfg.load;
     let prompt = l.shared_prefix.saturating_add(l.input_len);
     let hit = if l.prefix_caching && prompt > 0 {
@@ -260,11 +392,23 @@ fn judge(
     let records = records(&run);
     let outcomes: Vec<SloOutcome> = cfg.slos.iter().map(|s| evaluate(s, &records)).collect();
     let kept_up = keeps_up(&run);
+    let pass = kept_up && outcomes.iter().all(|o| o.pass);
+    let worst = outcomes
+        .iter()
+        .map(slo_margin)
+        .fold(backlog_margin(&run), f64::max);
+    // The verdict decides; the margin only steers, so its sign follows it.
+    let margin = if pass {
+        worst.min(0.0)
+    } else {
+        worst.max(f64::MIN_POSITIVE)
+    };
     Ok(Verdict {
-        pass: kept_up && outcomes.iter().all(|o| o.pass),
+        pass,
         kept_up,
         outcomes,
         usage: run.usage,
+        margin,
     })
 }
 
@@ -309,6 +453,9 @@ pub fn records(run: &VirtualRun) -> Vec<RequestRecord> {
 pub fn needs_token_times(slos: &[Slo]) -> bool {
     slos.iter().any(|s| s.metric == SloMetric::Itl)
 }
+
+#[path = "knee_search.rs"]
+pub mod search;
 
 #[cfg(test)]
 #[path = "knee_tests.rs"]

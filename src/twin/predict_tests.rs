@@ -145,8 +145,8 @@ fn more_slots_raise_a_slot_bound_knee_and_fewer_lower_it() {
     assert!(m.minus_25.knee.unwrap() < 0.85 * p.knee_req_s, "{m:?}");
     assert!(m.plus_25.knee.unwrap() > 1.15 * p.knee_req_s, "{m:?}");
     assert!(
-        p.runs > 3 * 6,
-        "three searches of at least six runs: {}",
+        p.runs >= 3 * 2,
+        "three searches (the central one and ±25%), each at least a pass and a fail: {}",
         p.runs
     );
 }
@@ -169,16 +169,20 @@ fn corners_widen_the_interval_around_the_central_knee() {
     .unwrap();
     assert_eq!(wide.knee_req_s, exact.knee_req_s);
     assert_eq!(wide.corner_knees_req_s.len(), 2);
-    // Faster steps serve more: the 4 ms corner is the interval's high end.
-    assert_eq!(wide.high_req_s, wide.corner_knees_req_s[0]);
+    // Faster steps serve more: the 4 ms corner is the interval's high end
+    // (up to the rate its search found to fail, within the precision).
+    let fast = wide.corner_knees_req_s[0];
+    assert!(
+        wide.high_req_s > fast && wide.high_req_s <= fast * (1.0 + 0.01),
+        "{wide:?}"
+    );
     assert_eq!(wide.low_req_s, wide.corner_knees_req_s[1]);
     assert!(wide.high_req_s > 1.15 * exact.knee_req_s, "{wide:?}");
     assert!(wide.low_req_s < 0.9 * exact.knee_req_s, "{wide:?}");
-    // One seed and no corners: the interval is the knee itself.
-    assert_eq!(
-        (exact.low_req_s, exact.high_req_s),
-        (exact.knee_req_s, exact.knee_req_s)
-    );
+    // One seed and no corners: the interval is the knee's own bracket.
+    assert_eq!(exact.low_req_s, exact.knee_req_s);
+    let bracket = exact.high_req_s / exact.knee_req_s - 1.0;
+    assert!(bracket > 0.0 && bracket <= 0.01, "{exact:?}");
 }
 
 #[test]
