@@ -6,88 +6,17 @@
 //! not identifiable ([`identifiable`]). Pure: no file is read here (the
 //! command layer passes the parsed profile).
 //!
-//! The ranges are generous on purpose: a minute per engine step, a second
-//! per prompt token, ten seconds per decoding sequence. They exist so that
-//! no profile, however wrong, can make the virtual-time simulator's
-//! arithmetic leave what a `Duration` holds (issue 38: a decode cost of
-//! 1,504 µs ± 3.5e18 put one corner's arrivals past it and panicked).
+//! Reading a profile file is here too ([`ServerProfile::from_json`]): a
+//! profile is read only through these checks. The ranges themselves are
+//! [`super::ranges`] (issue 38: a decode cost of 1,504 µs ± 3.5e18 put one
+//! corner's arrivals past what a `Duration` holds and panicked).
 
-use super::profile::{Estimate, ProfileParams, ServerProfile, Status, NAMES};
-
-/// A parameter's physical range and unit, in the profile's own units.
-struct Range {
-    min: f64,
-    max: f64,
-    unit: &'static str,
-}
-
-const COUNT_MAX: f64 = u32::MAX as f64;
-
-/// The ranges, in [`NAMES`] order.
-const RANGES: [Range; 7] = [
-    Range {
-        min: 0.0,
-        max: 60_000.0,
-        unit: "ms per engine step",
-    },
-    Range {
-        min: 0.0,
-        max: 1e6,
-        unit: "µs per prompt token",
-    },
-    Range {
-        min: 0.0,
-        max: 1e7,
-        unit: "µs per decoding sequence",
-    },
-    Range {
-        min: 1.0,
-        max: COUNT_MAX,
-        unit: "sequences",
-    },
-    Range {
-        min: 1.0,
-        max: COUNT_MAX,
-        unit: "tokens",
-    },
-    Range {
-        min: 1.0,
-        max: COUNT_MAX,
-        unit: "tokens per step",
-    },
-    Range {
-        min: 0.0,
-        max: 1.0,
-        unit: "a share",
-    },
-];
-
-/// `max_model_len`'s range (a request holds at least a prompt and a token).
-const MODEL_LEN: Range = Range {
-    min: 2.0,
-    max: COUNT_MAX,
-    unit: "tokens",
+use super::profile::{
+    Estimate, ProfileParams, ServerProfile, Status, FIRST_SCHEMA_VERSION, NAMES, SCHEMA_VERSION,
 };
-
-/// Parameter `i` (in the order of `NAMES`) held inside its physical range; NaN
-/// goes to the low end.
-pub fn clamp(i: usize, v: f64) -> f64 {
-    let r = &RANGES[i];
-    if v.is_nan() {
-        r.min
-    } else {
-        v.clamp(r.min, r.max)
-    }
-}
-
-/// `max_model_len` held inside its range.
-pub fn clamp_model_len(v: f64) -> f64 {
-    if v.is_nan() {
-        MODEL_LEN.min
-    } else {
-        v.clamp(MODEL_LEN.min, MODEL_LEN.max)
-    }
-}
+pub use super::ranges::{clamp, clamp_model_len};
+use super::ranges::{Range, MODEL_LEN, RANGES};
+use serde::Deserialize;
 
 /// Refuses a profile whose numbers cannot describe a server: any number
 /// not finite, a negative uncertainty, or a central value outside its
@@ -198,6 +127,38 @@ pub fn pin_down(p: &mut ProfileParams, kv_floor: f64) -> Vec<String> {
         }
     }
     warnings
+}
+
+impl ServerProfile {
+    /// Reads a profile; the error (one line) says what is wrong with the
+    /// text, or which parameter is out of its physical range
+    /// ([`check`]). A fitted parameter the file gives a ± not below
+    /// its value is read as not identifiable ([`pin_down`]).
+    pub fn from_json(text: &str) -> Result<Self, String> {
+        #[derive(Deserialize)]
+        struct Version {
+            schema_version: Option<u32>,
+        }
+        let v: Version =
+            serde_json::from_str(text).map_err(|e| format!("not a kneecap profile JSON: {e}"))?;
+        match v.schema_version {
+            Some(n) if (FIRST_SCHEMA_VERSION..=SCHEMA_VERSION).contains(&n) => {}
+            Some(other) => {
+                return Err(format!(
+                    "profile schema_version {other} is not {FIRST_SCHEMA_VERSION}..={SCHEMA_VERSION}; profile the server again with this kneecap"
+                ))
+            }
+            None => return Err("not a kneecap profile: no schema_version".into()),
+        }
+        let mut profile: Self =
+            serde_json::from_str(text).map_err(|e| format!("invalid kneecap profile: {e}"))?;
+        check(&profile)?;
+        // A file written before `not_identifiable` existed (or by hand) may
+        // call a parameter fitted whose ± is not below its value.
+        let kv_floor = profile.params.kv_cache_tokens.low;
+        pin_down(&mut profile.params, kv_floor);
+        Ok(profile)
+    }
 }
 
 #[cfg(test)]

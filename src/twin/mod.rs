@@ -53,6 +53,7 @@ pub mod predict;
 pub mod prefill;
 pub mod prior;
 pub mod profile;
+pub mod ranges;
 pub mod render;
 pub mod reported;
 pub mod table;

@@ -1,7 +1,8 @@
 //! `ServerProfile`: the simulator's parameters as `kneecap profile` measured
 //! them on a server, each with its uncertainty and how it was measured; the
 //! versioned JSON file `profile -o` writes and `sim --profile` / `predict`
-//! read. Pure data and conversions.
+//! read (through [`ServerProfile::from_json`], which `super::bounds` holds:
+//! a file is read only through its checks). Pure data and conversions.
 //!
 //! Every parameter is an [`Estimate`]: a central `value`, a standard
 //! uncertainty (1σ, already widened when the model did not explain the
@@ -12,8 +13,8 @@
 //! the parameter sets at the ends of the ranges, for an interval on any
 //! prediction.
 
-use super::bounds;
 use super::predict::Misfit;
+use super::ranges;
 use crate::sim::{ModelParams, SimConfig};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -360,36 +361,6 @@ impl ServerProfile {
         serde_json::to_string_pretty(self).unwrap_or_default()
     }
 
-    /// Reads a profile; the error (one line) says what is wrong with the
-    /// text, or which parameter is out of its physical range
-    /// ([`bounds::check`]). A fitted parameter the file gives a ± not below
-    /// its value is read as not identifiable ([`bounds::pin_down`]).
-    pub fn from_json(text: &str) -> Result<Self, String> {
-        #[derive(Deserialize)]
-        struct Version {
-            schema_version: Option<u32>,
-        }
-        let v: Version =
-            serde_json::from_str(text).map_err(|e| format!("not a kneecap profile JSON: {e}"))?;
-        match v.schema_version {
-            Some(n) if (FIRST_SCHEMA_VERSION..=SCHEMA_VERSION).contains(&n) => {}
-            Some(other) => {
-                return Err(format!(
-                    "profile schema_version {other} is not {FIRST_SCHEMA_VERSION}..={SCHEMA_VERSION}; profile the server again with this kneecap"
-                ))
-            }
-            None => return Err("not a kneecap profile: no schema_version".into()),
-        }
-        let mut profile: Self =
-            serde_json::from_str(text).map_err(|e| format!("invalid kneecap profile: {e}"))?;
-        bounds::check(&profile)?;
-        // A file written before `not_identifiable` existed (or by hand) may
-        // call a parameter fitted whose ± is not below its value.
-        let kv_floor = profile.params.kv_cache_tokens.low;
-        bounds::pin_down(&mut profile.params, kv_floor);
-        Ok(profile)
-    }
-
     /// The seven estimates in [`NAMES`] order.
     pub(crate) fn estimates(&self) -> [&Estimate; 7] {
         let p = &self.params;
@@ -405,12 +376,12 @@ impl ServerProfile {
     }
 
     /// A parameter set with each of the seven values chosen by `pick`, held
-    /// inside its physical range ([`bounds::clamp`]): whatever the file
+    /// inside its physical range ([`ranges::clamp`]): whatever the file
     /// says, the set is valid and the simulator's arithmetic stays finite.
     fn at(&self, pick: impl Fn(usize, &Estimate) -> f64) -> ModelParams {
         let e = self.estimates();
-        let v: Vec<f64> = (0..7).map(|i| bounds::clamp(i, pick(i, e[i]))).collect();
-        let max_model_len = count(bounds::clamp_model_len(self.params.max_model_len.value)).max(2);
+        let v: Vec<f64> = (0..7).map(|i| ranges::clamp(i, pick(i, e[i]))).collect();
+        let max_model_len = count(ranges::clamp_model_len(self.params.max_model_len.value)).max(2);
         ModelParams {
             step_base: micros(v[0] * 1e3).max(Duration::from_micros(1)),
             per_prefill_token: micros(v[1]),
