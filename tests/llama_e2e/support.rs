@@ -2,33 +2,23 @@
 //! environment, a `llama-server` started on a free loopback port (killed on
 //! drop), a plain HTTP GET, and `kneecap` run with a timeout.
 
-use assert_cmd::Command;
-use serde_json::Value;
+#[path = "../engine_e2e/mod.rs"]
+mod common;
+pub use common::{f, kneecap, tokenizer, SERIAL};
+
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-/// The tests time a CPU-bound server: one at a time.
-pub static SERIAL: Mutex<()> = Mutex::new(());
 
 /// The binary and model paths, or `None` (with a skip line) when unset.
 pub fn llama_env(test: &str) -> Option<(PathBuf, PathBuf)> {
-    match (
-        std::env::var_os("KNEECAP_LLAMA_SERVER"),
-        std::env::var_os("KNEECAP_LLAMA_MODEL"),
-    ) {
-        (Some(s), Some(m)) => Some((s.into(), m.into())),
-        _ => {
-            eprintln!(
-                "skipping {test}: set KNEECAP_LLAMA_SERVER and KNEECAP_LLAMA_MODEL \
-                 (eval \"$(scripts/llama-server.sh env)\")"
-            );
-            None
-        }
-    }
+    common::engine_paths(
+        test,
+        ["KNEECAP_LLAMA_SERVER", "KNEECAP_LLAMA_MODEL"],
+        "scripts/llama-server.sh",
+    )
 }
 
 /// A running llama-server; killed on drop.
@@ -115,26 +105,4 @@ fn get(port: u16, path: &str) -> Option<String> {
     s.read_to_string(&mut text).ok()?;
     text.starts_with("HTTP/1.1 200")
         .then(|| text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()))?
-}
-
-pub fn tokenizer() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/smollm2-135m-tokenizer.json")
-        .to_string_lossy()
-        .into_owned()
-}
-
-/// Run kneecap with `args`; its output.
-pub fn kneecap(args: &[&str], timeout: Duration) -> std::process::Output {
-    Command::cargo_bin("kneecap")
-        .unwrap()
-        .timeout(timeout)
-        .env_remove("OPENAI_API_KEY")
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-pub fn f(v: &Value) -> f64 {
-    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }

@@ -4,35 +4,26 @@
 //! own counters and histograms read from its `/metrics`, and `kneecap` or
 //! vLLM's own client run with a timeout.
 
-use assert_cmd::Command;
+#[path = "../engine_e2e/mod.rs"]
+mod common;
+pub use common::{f, kneecap, tokenizer, SERIAL};
+
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-/// The tests time a CPU-bound server: one at a time.
-pub static SERIAL: Mutex<()> = Mutex::new(());
 
 /// vLLM's CLI and the model directory (`scripts/vllm-server.sh env`), or
 /// `None` with a skip line when unset.
 pub fn vllm_env(test: &str) -> Option<(PathBuf, PathBuf)> {
-    match (
-        std::env::var_os("KNEECAP_VLLM"),
-        std::env::var_os("KNEECAP_VLLM_MODEL"),
-    ) {
-        (Some(v), Some(m)) => Some((v.into(), m.into())),
-        _ => {
-            eprintln!(
-                "skipping {test}: set KNEECAP_VLLM and KNEECAP_VLLM_MODEL \
-                 (eval \"$(scripts/vllm-server.sh env)\")"
-            );
-            None
-        }
-    }
+    common::engine_paths(
+        test,
+        ["KNEECAP_VLLM", "KNEECAP_VLLM_MODEL"],
+        "scripts/vllm-server.sh",
+    )
 }
 
 /// A running `vllm serve`; its process group is stopped on drop.
@@ -184,25 +175,6 @@ impl Metrics {
     }
 }
 
-/// The SmolLM2 tokenizer kneecap's tests carry (the model directory's).
-pub fn tokenizer() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/smollm2-135m-tokenizer.json")
-        .to_string_lossy()
-        .into_owned()
-}
-
-/// Run kneecap with `args`; its output.
-pub fn kneecap(args: &[&str], timeout: Duration) -> std::process::Output {
-    Command::cargo_bin("kneecap")
-        .unwrap()
-        .timeout(timeout)
-        .env_remove("OPENAI_API_KEY")
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 /// kneecap's arguments from one line (no argument holds a space).
 pub fn kneecap_line(line: &str, timeout: Duration) -> std::process::Output {
     let args: Vec<&str> = line.split_whitespace().collect();
@@ -212,10 +184,6 @@ pub fn kneecap_line(line: &str, timeout: Duration) -> std::process::Output {
 pub fn json(path: &Path) -> Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap()
-}
-
-pub fn f(v: &Value) -> f64 {
-    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
 
 pub fn text(out: &std::process::Output) -> (String, String) {
