@@ -22,6 +22,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PAIRS="${1:-3}"
 GRID_PAIRS="${2:-1}"
+# A run still going after CAP_S seconds is stopped and reported as such.
+CAP_S="${CAP_S:-900}"
 OLD="${OLD:-5e5ceb1}"
 OLD_DIR="${OLD_DIR:-target/twin-speed-old}"
 TD="${CARGO_TARGET_DIR:-target}"
@@ -54,7 +56,12 @@ one_run() {
   local side="$1" bin="$2" what="$3"
   shift 3
   local out="$DIR/$what-$side.json" t="$DIR/time"
-  /usr/bin/time -f '%e %U %S' -o "$t" "$bin" "$@" -o "$out" >/dev/null 2>&1
+  rm -f "$out"
+  if ! /usr/bin/time -f '%e %U %S' -o "$t" timeout "$CAP_S" "$bin" "$@" -o "$out" >/dev/null 2>&1 &&
+    [ ! -s "$out" ]; then
+    echo ">$CAP_S - stopped-unfinished-at-CAP_S"
+    return
+  fi
   local knees
   if [ "$what" = grid ]; then
     knees=$(jq -r '[.grid[] | .prediction.knee_req_s // "-" | tostring | .[0:6]] | join(",")' "$out")

@@ -55,6 +55,9 @@ pub use super::events::{BatchStep, Counters, Event, EventKind};
 pub use super::params::ModelParams;
 use super::prefix::PrefixCache;
 use super::spec::SpecDecode;
+#[path = "model_decode_run.rs"]
+mod decode_run;
+pub use decode_run::DecodeRun;
 
 /// One request inside the engine.
 #[derive(Debug, Clone)]

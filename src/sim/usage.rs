@@ -111,10 +111,26 @@ impl UsageMeter {
 
     /// One batch step ran (`out`) with the engine in `state`.
     pub fn batch_step(&mut self, params: &ModelParams, out: &BatchStep, state: BatchState) {
-        if out.start < self.from {
+        self.batch_steps(params, out, state, 1);
+    }
+
+    /// `repeat` identical batch steps ran, `out` the last of them (a decode
+    /// run, [`super::model::DecodeRun`]), `state.kv_usage` their mean.
+    pub fn batch_steps(
+        &mut self,
+        params: &ModelParams,
+        out: &BatchStep,
+        state: BatchState,
+        repeat: u32,
+    ) {
+        let first_start = out
+            .start
+            .saturating_sub(out.duration * repeat.saturating_sub(1));
+        if first_start < self.from {
             return;
         }
-        let dt = out.duration.as_secs_f64();
+        let n = f64::from(repeat);
+        let dt = out.duration.as_secs_f64() * n;
         self.window += dt;
         self.busy += dt;
         self.running += dt * state.running as f64;
@@ -135,7 +151,7 @@ impl UsageMeter {
         if full {
             self.budget_full += dt;
         }
-        let secs = |d: Duration| d.as_secs_f64();
+        let secs = |d: Duration| d.as_secs_f64() * n;
         self.base += secs(params.step_base);
         // The prompt tokens' whole compute, also the part a step below full
         // interference runs beside its decoders (the prefill lane's work).

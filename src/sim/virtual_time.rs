@@ -30,7 +30,7 @@ use rand_distr::{Distribution, Exp1, Gamma};
 
 use super::blocks::splitmix64;
 use super::blocks::BLOCK_TOKENS;
-use super::model::{BatchStep, Engine, EventKind, ModelParams};
+use super::model::{BatchStep, DecodeRun, Engine, EventKind, ModelParams};
 use super::usage::{BatchState, Usage, UsageMeter};
 
 /// The shape of a virtual-time load (the rate and the gaps are passed apart).
@@ -219,6 +219,23 @@ pub fn simulate(
             engine.submit_blocks(id as u64, input, prefix.clone(), output, arrivals[id]);
             tracks.push(Track::default());
         }
+        if !load.token_times {
+            let next = arrivals.get(tracks.len()).copied();
+            if let Some(run) = decode_run(&mut engine, clock, next) {
+                let (out, kv_mean) = (&run.0.last, run.1);
+                let done = record_batch_step(out, &mut tracks, false, &measured);
+                left -= done.measured_finished;
+                let state = BatchState {
+                    running: engine.n_running() as u64 + done.finished,
+                    waiting: engine.n_waiting() as u64,
+                    kv_usage: kv_mean,
+                    preemptions: 0,
+                };
+                meter.batch_steps(params, out, state, run.0.steps);
+                clock = out.end();
+                continue;
+            }
+        }
         let out = engine
             .step(clock)
             .ok_or_else(|| "the engine model stalled with work queued".to_string())?;
@@ -241,6 +258,23 @@ pub fn simulate(
         preemptions: counters.n_preemptions,
         usage: meter.usage(),
     })
+}
+
+/// The engine's identical decode steps from `clock` on, taken at once
+/// ([`Engine::decode_run`]) when no token's own time is needed, with the
+/// mean KV usage at their ends (it grows by one token a sequence a step).
+fn decode_run(
+    engine: &mut Engine,
+    clock: Duration,
+    next: Option<Duration>,
+) -> Option<(DecodeRun, f64)> {
+    let before = engine.kv_usage();
+    let per_step = engine.n_running() as f64 / f64::from(engine.params().kv_cache_tokens.max(1));
+    let run = engine.decode_run(clock, next)?;
+    let k = f64::from(run.steps);
+    // Steps 1..k-1 end before anything finishes; the k-th after.
+    let sum = (k - 1.0) * before + per_step * (k - 1.0) * k / 2.0 + engine.kv_usage();
+    Some((run, sum / k))
 }
 
 /// The hashes of a shared prefix's full KV blocks: the same for every
@@ -378,3 +412,7 @@ fn collect(
 #[cfg(test)]
 #[path = "virtual_time_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "virtual_time_fast_tests.rs"]
+mod fast_tests;
