@@ -319,8 +319,10 @@ impl ServerProfile {
     }
 
     /// The departure from the model the fits flagged, if any: each
-    /// [`Status::Misfit`] parameter's reason, and how far a prediction's
-    /// interval must widen beyond the corners: the largest relative half
+    /// [`Status::Misfit`] or [`Status::NotIdentifiable`] parameter the
+    /// simulator uses (not the TTFT intercept, which it never reads) with
+    /// its reason, and how far a prediction's interval must widen beyond
+    /// the corners: the largest relative half
     /// range (2σ / value) of a flagged parameter, at least
     /// [`MISFIT_MIN_WIDEN`] and at most [`MISFIT_MAX_WIDEN`]. A bad fit never
     /// leaves a tight interval.
@@ -329,7 +331,6 @@ impl ServerProfile {
         let named = [
             ("step base", &p.step_base_ms),
             ("prefill per token", &p.prefill_token_us),
-            ("prefill fixed", &p.prefill_fixed_ms),
             ("decode per sequence", &p.decode_seq_us),
             ("max num seqs", &p.max_num_seqs),
             ("KV cache", &p.kv_cache_tokens),

@@ -123,3 +123,20 @@ fn a_misfit_widens_predictions_by_its_relative_range_within_bounds() {
     assert_eq!(m.widen, MISFIT_MAX_WIDEN);
     assert_eq!(m.reasons.len(), 2);
 }
+
+#[test]
+fn a_loose_ttft_intercept_does_not_widen_predictions() {
+    // The simulator never reads the TTFT intercept (vLLM on CPU: 47 ± 50 ms,
+    // not identifiable), so it flags nothing a prediction depends on.
+    let mut p = sample();
+    p.params.prefill_fixed_ms =
+        Estimate::fitted(47.0, 50.0, 0.0, "intercept").not_identifiable(0.0, "loose");
+    assert_eq!(p.misfit(), None);
+    p.params.prefill_interference =
+        Estimate::fitted(1.0, 3.5, 0.0, "interference").not_identifiable(0.0, "two prompts");
+    let m = p.misfit().unwrap();
+    assert_eq!(
+        m.reasons,
+        vec!["prefill interference: two prompts".to_string()]
+    );
+}

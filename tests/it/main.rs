@@ -23,6 +23,7 @@ mod live_cli;
 mod pooling_sim;
 mod predict_cli;
 mod predict_robust;
+mod profile_fresh;
 mod profile_predict;
 mod proto_props;
 mod random_mm;

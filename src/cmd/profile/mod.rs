@@ -105,7 +105,10 @@ async fn profile(
         scraper: Scraper::new(&metrics_url).ok(),
         deadline: started + cfg.budget,
         interrupt,
-        seed: 0,
+        // A fresh start for every profile: prompts an earlier profile (or
+        // run) sent could be served from the server's prefix cache, and a
+        // cached prompt's TTFT is not its prefill cost.
+        seed: u64::from(rand::Rng::random::<u32>(&mut rand::rng())) << 20,
         summaries: Vec::new(),
         gauges: None,
     };
