@@ -51,6 +51,15 @@ pub struct PredictArgs {
     /// Replicas needed to serve this rate (req/s) within the SLO.
     #[arg(long, value_name = "REQ_S")]
     pub target_rate: Option<f64>,
+    /// Also predict the latency at these loads (req/s), e.g. 2,4,6: TTFT,
+    /// TPOT and E2E at each, beside what a measured sweep step shows.
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        conflicts_with = "grid"
+    )]
+    pub at_rates: Vec<f64>,
     /// Write the prediction as JSON (versioned, `predicted: true`).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,

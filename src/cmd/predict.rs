@@ -6,6 +6,7 @@ use super::args::predict::{predict_options, PredictOptions};
 use super::clock;
 use crate::cli::predict::PredictArgs;
 use crate::report::save::write_atomic;
+use crate::twin::at_load::at_loads;
 use crate::twin::grid::predict_grid;
 use crate::twin::json::PredictJson;
 use crate::twin::predict::{predict, replicas};
@@ -65,6 +66,8 @@ fn run(o: &PredictOptions) -> Result<PredictJson> {
             let p = predict(cfg).map_err(|e| anyhow::anyhow!("kneecap predict: {e}"))?;
             out.target = o.target_rate.map(|r| replicas(r, &p));
             out.knee = Some(p);
+            out.at_rates = at_loads(&cfg.truth, &o.at_rates)
+                .map_err(|e| anyhow::anyhow!("kneecap predict: {e}"))?;
         }
         Some(spec) => {
             let mut cells = predict_grid(cfg, spec);

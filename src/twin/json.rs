@@ -45,6 +45,9 @@ pub struct PredictJson {
     /// Replicas for `--target-rate` (without `--grid`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<Replicas>,
+    /// The latency at each `--at-rates` load (without `--grid`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub at_rates: Vec<super::at_load::AtLoad>,
     /// The knee over the grid's shapes (`--grid`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grid: Option<Vec<GridCell>>,
@@ -166,6 +169,7 @@ impl PredictJson {
             },
             knee: None,
             target: None,
+            at_rates: Vec::new(),
             grid: None,
             cpu_s: 0.0,
             wall_s: 0.0,

@@ -35,6 +35,7 @@
 //! Floor 5 (docs/ARCHITECTURE.md): it may use `sweep`, `report`, `sim`,
 //! `workload` and `metrics`; only `cmd` uses it.
 
+pub mod at_load;
 pub mod bounds;
 pub mod decode;
 pub mod explain;

@@ -3,6 +3,7 @@
 //! a target rate and what the prediction cost; or the grid as a table. Every
 //! headline says PREDICTED. Pure: a result in, text out.
 
+use super::at_load::AtLoad;
 use super::json::{PredictJson, SIMULATED};
 use super::knee::KneeKind;
 use super::predict::{Misfit, Prediction, Replicas};
@@ -96,6 +97,35 @@ fn misfit_words(m: &Misfit) -> String {
     )
 }
 
+/// `--at-rates`: one line per load, the model's latencies in ms.
+fn at_rates_text(at: &[AtLoad]) -> String {
+    let mut s = String::new();
+    if at.is_empty() {
+        return s;
+    }
+    let _ = writeln!(
+        s,
+        "  PREDICTED latency (ms) at  TTFT p50   TTFT p99   TPOT mean  E2E mean"
+    );
+    for a in at {
+        let _ = writeln!(
+            s,
+            "    {:>9.2} req/s {:>10.1} {:>10.1} {:>10.1} {:>9.1}{}",
+            a.rate_req_s,
+            a.ttft_ms.p50,
+            a.ttft_ms.p99,
+            a.tpot_ms.mean,
+            a.e2el_ms.mean,
+            if a.steady {
+                ""
+            } else {
+                "  (overloaded: the queue grows)"
+            }
+        );
+    }
+    s
+}
+
 fn replicas_words(r: &Replicas) -> String {
     let n = |x: Option<u64>| x.map_or("unbounded".to_string(), |n| n.to_string());
     let over = if r.low == r.high {
@@ -143,6 +173,7 @@ pub fn knee_text(j: &PredictJson) -> String {
     if let Some(r) = &j.target {
         let _ = writeln!(s, "  {}", replicas_words(r));
     }
+    s.push_str(&at_rates_text(&j.at_rates));
     let _ = writeln!(s, "  {}", cost_words(j, p.runs));
     s
 }

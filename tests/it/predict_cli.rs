@@ -37,6 +37,8 @@ fn the_predicted_knee_is_the_simulators_true_knee_and_explains_itself() {
         "2",
         "--target-rate",
         "100",
+        "--at-rates",
+        "5,1000",
         "-o",
         json,
     ]);
@@ -60,6 +62,8 @@ fn the_predicted_knee_is_the_simulators_true_knee_and_explains_itself() {
         "{text}"
     );
     assert!(text.contains(" CPU s ("), "{text}");
+    assert!(text.contains("  PREDICTED latency (ms) at "), "{text}");
+    assert!(text.contains("(overloaded: the queue grows)"), "{text}");
 
     let p: Value = serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
     assert_eq!(p["kind"], "kneecap-predict");
@@ -69,6 +73,19 @@ fn the_predicted_knee_is_the_simulators_true_knee_and_explains_itself() {
     );
     let knee = &p["knee"];
     assert_eq!(knee["explain"]["binds"], "batch_slots");
+    // The latency at a light load and far past the knee.
+    let at = p["at_rates"].as_array().unwrap();
+    assert_eq!(at.len(), 2, "{at:?}");
+    assert_eq!(
+        (at[0]["steady"].as_bool(), at[1]["steady"].as_bool()),
+        (Some(true), Some(false))
+    );
+    let ttft = |i: usize, q: &str| at[i]["ttft_ms"][q].as_f64().unwrap();
+    assert!(
+        ttft(0, "p50") > 0.0 && ttft(0, "p50") <= ttft(0, "p99"),
+        "{at:?}"
+    );
+    assert!(ttft(1, "p99") > 10.0 * ttft(0, "p99"), "{at:?}");
     let predicted = knee["knee_req_s"].as_f64().unwrap();
     let replicas = p["target"]["replicas"].as_u64().unwrap();
     assert_eq!(replicas, (100.0 / predicted).ceil() as u64);
@@ -176,6 +193,10 @@ fn a_bad_flag_is_a_usage_error_naming_it() {
             "--seeds",
         ),
         (&["predict", "--slo", "nonsense"][..], "--slo"),
+        (
+            &["predict", "--slo", "ttft:1", "--at-rates", "2,-1"][..],
+            "--at-rates",
+        ),
         (
             &["predict", "--slo", "ttft:1", "--random-input-len", "5000"][..],
             "--max-model-len",

@@ -29,6 +29,8 @@ pub struct PredictOptions {
     pub grid: Option<GridSpec>,
     /// `--target-rate`.
     pub target_rate: Option<f64>,
+    /// `--at-rates`.
+    pub at_rates: Vec<f64>,
     /// `-o FILE`.
     pub output: Option<PathBuf>,
     /// `--html FILE`.
@@ -54,6 +56,9 @@ pub fn predict_options(a: &PredictArgs) -> Result<PredictOptions> {
         if !(r.is_finite() && r > 0.0) {
             bail!("--target-rate must be a positive number of req/s, got {r}");
         }
+    }
+    if let Some(r) = a.at_rates.iter().find(|r| !(r.is_finite() && **r > 0.0)) {
+        bail!("--at-rates must list positive numbers of req/s (e.g. 2,4,6), got {r}");
     }
     let load = VirtualLoad {
         token_times: needs_token_times(&slos),
@@ -87,6 +92,7 @@ pub fn predict_options(a: &PredictArgs) -> Result<PredictOptions> {
         },
         grid,
         target_rate: a.target_rate,
+        at_rates: a.at_rates.clone(),
         output: a.output.clone(),
         html: a.html.clone(),
     })
