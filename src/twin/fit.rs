@@ -63,8 +63,46 @@ pub struct Header {
 }
 
 /// Fits every parameter; what could not be measured is assumed, bounded
-/// and said so in the profile's warnings.
+/// and said so in the profile's warnings. When the server reports a token
+/// budget shorter than the longest lone prompt, the prompt ran as several
+/// prefill steps, each with the step's fixed cost: the prefill line is
+/// fitted again on the TTFTs less those extra steps' base ([`unchunked`]).
 pub fn fit(obs: &Observations, header: Header) -> ServerProfile {
+    let first = fit_once(obs, header.clone());
+    let Some((adjusted, budget)) = unchunked(obs, &first) else {
+        return first;
+    };
+    let mut p = fit_once(&adjusted, header);
+    let base = p.params.step_base_ms.value;
+    p.params.prefill_token_us.how += &format!(
+        ", each TTFT less {base:.1} ms (the step base) for every prefill step past the first of a prompt longer than the token budget ({budget})"
+    );
+    p
+}
+
+/// The observations with each lone prompt's TTFT less the base of the
+/// extra prefill steps a reported token budget `B` split it into
+/// (`ceil(n / B) - 1` of them), and `B`; `None` when no prompt was longer,
+/// the budget is only probed, or the step base is not measured. Against
+/// vLLM with `--max-num-batched-tokens 256` the plain line read 658 µs a
+/// prompt token, 256 tokens a step each paying a 50 ms base.
+fn unchunked(obs: &Observations, first: &ServerProfile) -> Option<(Observations, u32)> {
+    let budget = u32::try_from(obs.reported_token_budget?).ok()?.max(1);
+    let base = &first.params.step_base_ms;
+    let base_s = base.value / 1e3;
+    let measured = matches!(base.status, super::Status::Measured) && base_s > 0.0;
+    if !measured || obs.prefill.iter().all(|s| s.prompt_tokens <= budget) {
+        return None;
+    }
+    let mut o = obs.clone();
+    for s in &mut o.prefill {
+        let extra = s.prompt_tokens.div_ceil(budget).saturating_sub(1);
+        s.ttft_s -= f64::from(extra) * base_s;
+    }
+    Some((o, budget))
+}
+
+fn fit_once(obs: &Observations, header: Header) -> ServerProfile {
     let mut warnings = Vec::new();
     let pre = prefill::fit(&obs.prefill);
     let (c_p, c_p_sigma) = pre.as_ref().map_or((0.0, 0.0), |p| {

@@ -331,3 +331,31 @@ fn the_servers_own_cache_figures_are_reported_beside_the_probes() {
         close.warnings
     );
 }
+
+#[test]
+fn prompts_longer_than_a_reported_token_budget_pay_a_step_base_per_chunk() {
+    // 256 tokens a step: a 2,000-token prompt runs as 8 steps of 30 ms base.
+    let p = ModelParams {
+        max_num_batched_tokens: 256,
+        ..params(8, 30, 200, 300, 40_000, 1.0)
+    };
+    let mut obs = observations(&p, true, Duration::from_secs(30));
+    let plain = fit(&obs, header(Duration::from_secs(30)));
+    // Read as one line, the chunks' bases land in the cost per token.
+    assert!(
+        plain.params.prefill_token_us.value > 1.3 * 200.0,
+        "{:?}",
+        plain.params.prefill_token_us
+    );
+    obs.reported_token_budget = Some(256);
+    let prof = fit(&obs, header(Duration::from_secs(30)));
+    close(&prof.params.prefill_token_us, 200.0, 0.05, "prefill");
+    assert!(
+        prof.params
+            .prefill_token_us
+            .how
+            .contains("token budget (256)"),
+        "{}",
+        prof.params.prefill_token_us.how
+    );
+}
