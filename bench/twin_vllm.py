@@ -177,6 +177,18 @@ def err(pred, meas):
 
 
 def table(results):
+    within, errs_all = 0, [[], [], []]
+    for r in results:
+        lo, hi = r["bracket"]
+        if lo and hi and abs(r["predicted"] / math.sqrt(lo * hi) - 1) <= 0.15:
+            within += 1
+        for a in r["at"]:
+            for i, (k, q, m) in enumerate((("ttft_ms", "p50", "ttft_p50"), ("ttft_ms", "p99", "ttft_p99"), ("e2el_ms", "mean", "e2e_mean"))):
+                errs_all[i].append(err(a["predicted"][k][q], a["measured"][m]))
+    med = lambda v: sorted(v)[len(v) // 2] if len(v) % 2 else sum(sorted(v)[len(v) // 2 - 1: len(v) // 2 + 1]) / 2
+    print(f"knee within ±15% of the bracket's middle: {within} of {len(results)}; median absolute error over "
+          f"{len(errs_all[0])} loads: TTFT p50 {med(errs_all[0]):.0f}%, TTFT p99 {med(errs_all[1]):.0f}%, E2E mean {med(errs_all[2]):.0f}%")
+    print()
     print("| config | shape | predicted knee (interval) | measured bracket | within ±15% of its middle | loads | TTFT p50 err | TTFT p99 err | E2E mean err |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in results:
