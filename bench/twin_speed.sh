@@ -57,7 +57,7 @@ one_run() {
   shift 3
   local out="$DIR/$what-$side.json" t="$DIR/time"
   rm -f "$out"
-  if ! /usr/bin/time -f '%e %U %S' -o "$t" timeout "$CAP_S" "$bin" "$@" -o "$out" >/dev/null 2>&1 &&
+  if ! /usr/bin/time -f '%e %U %S' -o "$t" timeout -k 5 "$CAP_S" "$bin" "$@" -o "$out" >/dev/null 2>&1 &&
     [ ! -s "$out" ]; then
     echo ">$CAP_S - stopped-unfinished-at-CAP_S"
     return

@@ -383,6 +383,11 @@ const NOT_RUN_IN_CI: &[(&str, &str)] = &[
          tests/vllm_e2e runs the same comparison in .ci/run",
     ),
     (
+        "bench/twin_vllm.sh",
+        "too slow for CI and needs the real vLLM engine: two servers, 80 min \
+         of one-step sweeps; tests/vllm_e2e checks one held-out knee in .ci/run",
+    ),
+    (
         "bench/twin_speed.sh",
         "a speed benchmark (tests never assert speed): old and new \
          predictions timed side by side (issue 39)",

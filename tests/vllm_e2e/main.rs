@@ -9,7 +9,9 @@
 //!   2048, prefix caching on) in dev mode: a run against the server's own
 //!   counters and histograms, its prefix cache and `--reset-prefix-cache`
 //!   with the step gauges (`cache`), the refusals of bad input, and the run
-//!   side by side with vLLM's own client (`side_by_side`, the longest part);
+//!   side by side with vLLM's own client (`side_by_side`), and the twin:
+//!   a profile, the knee it predicts for a held-out shape, and a sweep that
+//!   must bracket that knee within ±25% (`twin`);
 //! - a small engine (8 sequences, 256 tokens a step) without dev mode
 //!   (`small`): a server that is not ready yet, a sweep that brackets its
 //!   knee, and the one line for a reset the server does not offer.
@@ -18,6 +20,7 @@ mod cache;
 mod side_by_side;
 mod small;
 mod support;
+mod twin;
 
 use serde_json::Value;
 use std::path::Path;
@@ -46,6 +49,7 @@ fn default_vllm_engine_in_dev_mode() {
     cache::prefix_cache_hits_and_resets(&server, dir.path());
     bad_input_gets_one_line_and_no_file(&server, dir.path());
     side_by_side::kneecap_and_vllms_client_read_the_same_server(&server, dir.path());
+    twin::a_profile_predicts_a_held_out_knee_within_25_percent(&server, dir.path());
 }
 
 #[test]
