@@ -66,7 +66,7 @@ pub struct Header {
 /// and said so in the profile's warnings. When the server reports a token
 /// budget shorter than the longest lone prompt, the prompt ran as several
 /// prefill steps, each with the step's fixed cost: the prefill line is
-/// fitted again on the TTFTs less those extra steps' base ([`unchunked`]).
+/// fitted again on the TTFTs less those extra steps' base.
 pub fn fit(obs: &Observations, header: Header) -> ServerProfile {
     let first = fit_once(obs, header.clone());
     let Some((adjusted, budget)) = unchunked(obs, &first) else {
