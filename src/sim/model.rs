@@ -57,7 +57,10 @@ use super::prefix::PrefixCache;
 use super::spec::SpecDecode;
 #[path = "model_decode_run.rs"]
 mod decode_run;
+#[path = "model_speculate.rs"]
+mod speculate;
 pub use decode_run::DecodeRun;
+use speculate::speculate;
 
 /// One request inside the engine.
 #[derive(Debug, Clone)]
@@ -440,50 +443,36 @@ impl Engine {
             if !seq.pooling {
                 self.counters.generation_tokens += u64::from(emitted);
             }
-            let last = seq.generated >= seq.target_tokens;
-            events.push(Event {
-                id: seq.id,
-                kind: EventKind::Token {
-                    index: seq.generated,
-                    last,
-                },
-            });
-            if last {
-                self.counters.n_finished += 1;
-                finished.push(self.running.remove(i));
-            } else {
-                i += 1;
-            }
+            i = self.report_token(i, events, &mut finished);
         }
         for seq in finished {
             self.free_seq(&seq);
         }
     }
-}
 
-/// A decoding sequence's draft, verified ([`super::spec`]): counts it,
-/// reports it, and gives the tokens it emits and the KV slots of its
-/// rejected drafts (and of tokens past its target), which it gives back.
-fn speculate(
-    (spec, seed): (SpecDecode, u64),
-    seq: &mut Seq,
-    counters: &mut super::spec::SpecCounters,
-    events: &mut Vec<Event>,
-) -> (u32, u32) {
-    let drafts = seq.batch_tokens - 1;
-    if drafts == 0 {
-        return (1, 0);
+    /// Reports running sequence `i`'s newest token; a finished sequence
+    /// leaves the batch for `finished` (the caller frees it). Returns the
+    /// next index to visit.
+    fn report_token(
+        &mut self,
+        i: usize,
+        events: &mut Vec<Event>,
+        finished: &mut Vec<Seq>,
+    ) -> usize {
+        let seq = &self.running[i];
+        let last = seq.generated >= seq.target_tokens;
+        let index = seq.generated;
+        events.push(Event {
+            id: seq.id,
+            kind: EventKind::Token { index, last },
+        });
+        if !last {
+            return i + 1;
+        }
+        self.counters.n_finished += 1;
+        finished.push(self.running.remove(i));
+        i
     }
-    let accepted = spec.accepted(seed, seq.id, seq.generated, drafts);
-    counters.observe(drafts, accepted);
-    events.push(Event {
-        id: seq.id,
-        kind: EventKind::Drafted { drafts, accepted },
-    });
-    let emitted = (1 + accepted).min(seq.target_tokens - seq.generated);
-    let rollback = seq.batch_tokens - emitted;
-    seq.computed -= rollback;
-    (emitted, rollback)
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@
 //! and one [`BatchStep`] (the last) reports each sequence's last token.
 //! Speculative decoding draws per step, so it never takes this path.
 
-use super::{BatchStep, Engine, Event, EventKind};
+use super::{BatchStep, Engine};
 use std::time::Duration;
 
 /// `k` identical decode steps taken at once.
@@ -89,20 +89,7 @@ impl Engine {
             seq.computed += k;
             seq.batch_tokens = 1;
             seq.batch_decodes = true;
-            let last = seq.generated >= seq.target_tokens;
-            events.push(Event {
-                id: seq.id,
-                kind: EventKind::Token {
-                    index: seq.generated,
-                    last,
-                },
-            });
-            if last {
-                self.counters.n_finished += 1;
-                finished.push(self.running.remove(i));
-            } else {
-                i += 1;
-            }
+            i = self.report_token(i, &mut events, &mut finished);
         }
         for seq in finished {
             self.free_seq(&seq);

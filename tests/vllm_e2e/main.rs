@@ -204,13 +204,7 @@ fn vllm_keys_and_model(server: &VllmServer, run: &Value) {
 /// `kneecap.server` against the server's own log and vLLM's CPU defaults.
 fn server_block(server: &VllmServer, block: &Value) {
     eprintln!("kneecap.server: {block}");
-    let log = server.log_text();
-    let logged: u64 = log
-        .lines()
-        .find_map(|l| l.split("KV cache size: ").nth(1))
-        .and_then(|rest| rest.split(" tokens").next())
-        .map(|n| n.replace(',', "").parse().unwrap())
-        .expect("the engine logs its KV cache size");
+    let logged = server.logged_kv_tokens();
     assert_eq!(block["source"], "vllm");
     assert_eq!(
         block["kv_cache_tokens"].as_u64(),

@@ -85,6 +85,16 @@ impl VllmServer {
         tail.into_iter().rev().collect::<Vec<_>>().join("\n")
     }
 
+    /// The KV cache the engine logged at its start ("KV cache size: N tokens").
+    pub fn logged_kv_tokens(&self) -> u64 {
+        self.log_text()
+            .lines()
+            .find_map(|l| l.split("KV cache size: ").nth(1))
+            .and_then(|rest| rest.split(" tokens").next())
+            .and_then(|n| n.replace(',', "").parse().ok())
+            .expect("the engine logs its KV cache size")
+    }
+
     /// The whole log (the engine prints its KV cache size there).
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()

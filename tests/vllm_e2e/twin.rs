@@ -106,20 +106,10 @@ fn profile(server: &VllmServer, dir: &Path) -> Value {
             "{name}: {e}, the server's {want}"
         );
     };
-    reported("kv_cache_tokens", logged_kv_tokens(server));
+    reported("kv_cache_tokens", server.logged_kv_tokens() as f64);
     reported("max_num_batched_tokens", 2048.0);
     reported("max_num_seqs", 128.0);
     prof
-}
-
-/// The KV cache the engine logged at its start ("KV cache size: N tokens").
-fn logged_kv_tokens(server: &VllmServer) -> f64 {
-    let log = server.log_text();
-    log.lines()
-        .find_map(|l| l.split("KV cache size: ").nth(1))
-        .and_then(|rest| rest.split(" tokens").next())
-        .and_then(|n| n.replace(',', "").parse().ok())
-        .expect("the engine logs its KV cache size")
 }
 
 /// `predict --profile` for the shape; the prediction's `knee`.
