@@ -2,7 +2,9 @@
 //! on the central parameters and on every corner of their uncertainty (a
 //! server profile's parameter sets at the ends of each parameter's range).
 //! The interval spans the central search's seeds and every corner's knee,
-//! up to the rate each search found to fail above its knee.
+//! up to the rate each search found to fail above its knee; a corner's knee
+//! is one seed's, so it carries chance as a seed does: the interval reaches
+//! half the central seeds' spread beyond the corners.
 //! The binding resource comes from the central search's median seed, and
 //! "what moves it" from two more searches, at ±25% of the binding parameter;
 //! when compute binds, six: ±25% of each compute parameter, and the one that
@@ -55,11 +57,13 @@ pub struct Misfit {
 pub struct Prediction {
     /// The central parameters' knee (the median over seeds).
     pub knee_req_s: f64,
-    /// The interval's low end: the lowest seed or corner knee.
+    /// The interval's low end: the lowest seed knee, or the lowest corner
+    /// knee less half the seeds' spread (a corner's knee is one seed's).
     pub low_req_s: f64,
     /// The interval's high end: where the highest seed or corner knee's
     /// search found the rate above it to fail (the knee lies below that,
-    /// within the search's precision).
+    /// within the search's precision), a corner's plus half the seeds'
+    /// spread.
     pub high_req_s: f64,
     /// How the central search ended (a knee, or beyond its bracket).
     pub kind: KneeKind,
@@ -163,16 +167,20 @@ pub fn predict_from(
         .iter()
         .map(fails_at)
         .fold(central.max, f64::max);
+    let mut low = central.min;
+    let chance = seed_chance(&central);
     for (i, corner) in corners.into_iter().enumerate() {
         let corner = corner.map_err(|e| format!("corner {} of the parameters: {e}", i + 1))?;
         runs += runs_of(&corner);
-        corner_knees.push(corner.median * near.scale);
-        high = high.max(fails_at(median_seed(&corner)) * near.scale);
+        let knee = corner.median * near.scale;
+        corner_knees.push(knee);
+        low = low.min(knee - chance);
+        high = high.max(fails_at(median_seed(&corner)) * near.scale + chance);
     }
     let (explained, n) = explain_truth(&cfg.truth, &central, cfg.moves, &near);
     runs += n;
     let widen = cfg.misfit.as_ref().map_or(0.0, |m| m.widen.clamp(0.0, 1.0));
-    let low = corner_knees.iter().fold(central.min, |a, &b| a.min(b)) * (1.0 - widen);
+    let low = low.max(0.0) * (1.0 - widen);
     let high = high * (1.0 + widen);
     let next = Hint::from_truth(&central, median_seed(&central).seed, HINT_STEP);
     let p = Prediction {
@@ -314,6 +322,13 @@ pub fn replicas(target: f64, p: &Prediction) -> Replicas {
 
 /// The lowest rate a seed's search found to fail (its knee when none
 /// did): the knee lies below it, at or above the knee.
+/// How far chance alone moves one seed's knee: half the central seeds'
+/// spread. A corner's knee is one seed's (on the short runs, scaled), so
+/// the interval reaches this far beyond the corners' knees; 0 with one seed.
+fn seed_chance(t: &Truth) -> f64 {
+    ((t.max - t.min) / 2.0).max(0.0)
+}
+
 fn fails_at(s: &SeedKnee) -> f64 {
     s.fails_at.unwrap_or(s.knee)
 }

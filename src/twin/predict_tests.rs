@@ -186,6 +186,38 @@ fn corners_widen_the_interval_around_the_central_knee() {
 }
 
 #[test]
+fn a_corners_knee_carries_the_seeds_chance_into_the_interval() {
+    // Three seeds: their knees spread; each corner's knee is one seed's, so
+    // the interval reaches half that spread beyond the corners.
+    let cfg = TruthConfig {
+        seeds: vec![0, 1, 2],
+        ..slots()
+    };
+    let corner = |step_ms| ModelParams {
+        step_base: Duration::from_millis(step_ms),
+        ..cfg.params.clone()
+    };
+    let p = predict(&PredictConfig {
+        truth: cfg.clone(),
+        corners: vec![corner(4), corner(6)],
+        moves: false,
+        misfit: None,
+    })
+    .unwrap();
+    let (lo, hi) = p.seed_spread_req_s;
+    assert!(hi > lo, "the seeds must spread for this test: {p:?}");
+    let half = (hi - lo) / 2.0;
+    let slow = p.corner_knees_req_s[1];
+    assert!(slow < lo, "{p:?}");
+    assert!((p.low_req_s - (slow - half)).abs() < 1e-9, "{p:?}");
+    let fast = p.corner_knees_req_s[0];
+    assert!(
+        p.high_req_s > fast + half && p.high_req_s <= fast * 1.01 + half,
+        "{p:?}"
+    );
+}
+
+#[test]
 fn a_flagged_misfit_widens_the_interval_beyond_the_corners() {
     let cfg = slots();
     let exact = predicted(cfg.clone(), false);
