@@ -32,6 +32,11 @@ pub struct Steadiness {
     pub in_flight_end: f64,
     /// Records due before w1 and not finished by w1.
     pub backlog_at_end: usize,
+    /// Where the judged window opened (s from t0) when the warm-up was
+    /// shorter than the time in the system; absent when it is the window's
+    /// start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judged_from_s: Option<f64>,
     /// True when no threshold was crossed.
     pub steady: bool,
     /// Why the step is not steady (empty when steady).

@@ -22,6 +22,12 @@
 //! - **trend**: least-squares slope of the in-flight count sampled at
 //!   [`TREND_POINTS`] midpoints of the window; growth = slope·T.
 //! - **backlog**: records due before `w1` that had not finished by `w1`.
+//!
+//! A window found unsteady whose warm-up was shorter than W is judged again
+//! from where the load had filled the system ([`filled_from`]); when that
+//! part is steady, the fill alone made the whole look unsteady, and the step
+//! is judged on that part (recorded as `judged_from_s`). An overload stays
+//! unsteady on any part, and keeps its whole window's reasons.
 use crate::metrics::stats::request::was_sent;
 use crate::metrics::{ErrorKind, RequestRecord};
 use serde::{Deserialize, Serialize};
@@ -102,14 +108,41 @@ pub fn assess(
     thresholds: &SteadyThresholds,
 ) -> Steadiness {
     let (w0, w1) = (window.0.as_secs_f64(), window.1.as_secs_f64());
-    let span = w1 - w0;
-    if span <= 0.0 {
+    if w1 - w0 <= 0.0 {
         return Steadiness {
             reasons: vec!["empty measurement window".to_string()],
             ..Steadiness::default()
         };
     }
     let visits: Vec<(f64, f64)> = records.iter().filter_map(visit).collect();
+    let whole = judge(records, &visits, (w0, w1), thresholds);
+    if whole.steady {
+        return whole;
+    }
+    match filled_from(&visits, (w0, w1)) {
+        Some(from) => {
+            let filled = judge(records, &visits, (from, w1), thresholds);
+            if filled.steady {
+                Steadiness {
+                    judged_from_s: Some(from),
+                    ..filled
+                }
+            } else {
+                whole
+            }
+        }
+        None => whole,
+    }
+}
+
+/// The flows over `[w0, w1)` and the thresholds' verdict on them.
+fn judge(
+    records: &[RequestRecord],
+    visits: &[(f64, f64)],
+    (w0, w1): (f64, f64),
+    thresholds: &SteadyThresholds,
+) -> Steadiness {
+    let span = w1 - w0;
     let inside = |t: f64| t >= w0 && t < w1;
     let due = records
         .iter()
@@ -127,13 +160,13 @@ pub fn assess(
     } else {
         finished as f64 / due as f64
     };
-    s.mean_in_flight = mean_in_flight(&visits, w0, w1);
-    let (arrival_rate, w) = arrivals_and_mean_visit(&visits, w0, w1);
+    s.mean_in_flight = mean_in_flight(visits, w0, w1);
+    let (arrival_rate, w) = arrivals_and_mean_visit(visits, w0, w1);
     s.mean_time_in_system_s = w;
     s.sent_rate = arrival_rate;
     s.littles_gap = (s.mean_in_flight > 0.0)
         .then(|| (s.mean_in_flight - arrival_rate * w).abs() / s.mean_in_flight);
-    let (slope, start, end) = in_flight_trend(&visits, w0, w1);
+    let (slope, start, end) = in_flight_trend(visits, w0, w1);
     (s.in_flight_slope_per_s, s.in_flight_start, s.in_flight_end) = (slope, start, end);
     s.reasons = unsteady_reasons(&s, due, span, thresholds);
     s.steady = s.reasons.is_empty();
@@ -179,6 +212,22 @@ pub fn combine(parts: &[Steadiness], span_s: f64, thresholds: &SteadyThresholds)
     s.steady = s.reasons.is_empty();
     s
 }
+
+/// Where the load had filled the system, when the warm-up was shorter than
+/// a request's time in it: a request finishes about W after it is due, so
+/// until W after the load started (t0) the finishes count only the arrivals
+/// since the start, fewer than the window's, and the number in flight is
+/// still climbing to its level. `None` when the warm-up covered W, or when
+/// the rest of the window would be under half of it.
+fn filled_from(visits: &[(f64, f64)], (w0, w1): (f64, f64)) -> Option<f64> {
+    let (_, w) = arrivals_and_mean_visit(visits, w0, w1);
+    let span = w1 - w0;
+    // t0 is when the load started; a fill within 5% of the window is noise.
+    (w - w0 > FILL_MATERIAL * span && w1 - w >= span / 2.0).then_some(w)
+}
+
+/// The share of the window a fill must take to move the judged window.
+const FILL_MATERIAL: f64 = 0.05;
 
 fn backlog(records: &[RequestRecord], w1: f64) -> usize {
     records

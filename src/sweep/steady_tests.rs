@@ -282,3 +282,50 @@ fn combined_shards_get_the_single_process_verdict_on_their_union() {
         }
     }
 }
+
+/// Every `gap_ms` for `n` requests, each in the system `visit_ms` with no
+/// queue (a server with room for all of them).
+fn judge_whole(records: &[RequestRecord], window: (f64, f64)) -> Steadiness {
+    let visits: Vec<(f64, f64)> = records.iter().filter_map(visit).collect();
+    judge(records, &visits, window, &SteadyThresholds::default())
+}
+
+fn no_queue(n: u64, gap_ms: u64, visit_ms: u64) -> Vec<RequestRecord> {
+    (0..n)
+        .map(|i| served(i * gap_ms, i * gap_ms + visit_ms))
+        .collect()
+}
+
+#[test]
+fn a_warm_up_shorter_than_the_time_in_system_is_judged_once_the_load_filled() {
+    // 10 req/s, 10 s each, window 3..43 s: until 10 s nothing has finished,
+    // so over the whole window finishes are 33 s worth of arrivals for 40 s
+    // of offered load (82%), and the in-flight count climbs 30 → 100.
+    let records = no_queue(600, 100, 10_000);
+    let whole = SteadyThresholds::default();
+    let s = assess(&records, secs(3, 43), &whole);
+    assert!(s.steady, "{:?}", s.reasons);
+    assert!(!judge_whole(&records, (3.0, 43.0)).steady);
+    let from = s.judged_from_s.expect("judged from where the load filled");
+    assert!(close(from, 10.0, 0.01), "{from}");
+    assert!(close(s.throughput_ratio, 1.0, 0.02), "{s:?}");
+    assert!(close(s.mean_in_flight, 100.0, 0.5), "{s:?}");
+    // With a warm-up that covers the visit, the whole window is judged.
+    let s = assess(&records, secs(12, 52), &whole);
+    assert!(s.steady && s.judged_from_s.is_none(), "{s:?}");
+    // A window too short to leave half of it after the fill: judged whole,
+    // and the fill shows (the verdict the warm-up leaves to the user).
+    let s = assess(&records, secs(3, 15), &whole);
+    assert!(s.judged_from_s.is_none() && !s.steady, "{s:?}");
+}
+
+#[test]
+fn an_overload_judged_after_the_fill_is_still_not_steady() {
+    // Every 100 ms, served one at a time in 120 ms: the queue grows without
+    // bound; W over the window is long, so the judged window opens late,
+    // and the shortfall and the growth still show there.
+    let records = fifo(600, 100, 120);
+    let s = assess(&records, secs(3, 43), &SteadyThresholds::default());
+    assert!(!s.steady, "{s:?}");
+    assert!(s.throughput_ratio < 0.9, "{s:?}");
+}
