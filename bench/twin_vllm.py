@@ -15,6 +15,9 @@ each workload shape, none of them used by the profile's probes:
 The verdict of a step is the sweep's own (SLO and steady state).
 
 usage: bench/twin_vllm.py OUT_DIR [CONFIG...]   (configs: default, small)
+       bench/twin_vllm.py --table OUT_DIR/results.json   (the table again)
+       bench/twin_vllm.py --repredict OUT_DIR [PROFILE_DIR]   (the same
+         measured steps, predicted again from PROFILE_DIR/profile-CONFIG.json)
 env:   KNEECAP (default target/release/kneecap), PROFILE_S (120),
        STEP_S (40: measured seconds per step), SHAPES (all; e.g. 128/32,512/16)
 Writes OUT_DIR/results.json and prints the table as Markdown.
@@ -203,8 +206,31 @@ def table(results):
         print(f"| {r['config']} | {r['shape']} | {r['predicted']:.3g} ({r['interval'][0]:.3g}–{r['interval'][1]:.3g}) | {br} | {within} | {loads} | {cell(errs[0])} | {cell(errs[1])} | {cell(errs[2])} |")
 
 
+def repredict(old_dir, profile_dir):
+    """The same measured steps, predicted again: from PROFILE_DIR's
+    profile-CONFIG.json (a new profile of the same server configuration),
+    else the run's own. For a model change, without measuring again."""
+    results = json.load(open(os.path.join(old_dir, "results.json")))
+    for r in results:
+        profile = os.path.join(profile_dir, f"profile-{r['config']}.json")
+        copy = os.path.join(profile_dir, f"repredict-{r['config']}.json")
+        with open(profile) as src, open(copy, "w") as dst:
+            dst.write(src.read())
+        p = predict(copy, r["shape"])
+        r["predicted"] = p["knee"]["knee_req_s"]
+        r["interval"] = [p["knee"]["low_req_s"], p["knee"]["high_req_s"]]
+        r["predict_wall_s"] = p["_wall_s"]
+        rates = [a["measured"]["rate"] for a in r["at"]]
+        if rates:
+            at = predict(copy, r["shape"], rates)["at_rates"]
+            r["at"] = [{"measured": a["measured"], "predicted": q} for a, q in zip(r["at"], at)]
+    table(results)
+
+
 if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "--table":
         table(json.load(open(sys.argv[2])))
+    elif len(sys.argv) > 2 and sys.argv[1] == "--repredict":
+        repredict(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else sys.argv[2])
     else:
         main()

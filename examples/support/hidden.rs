@@ -80,6 +80,7 @@ impl Hidden {
             per_prefill_token: Duration::from_secs_f64(self.prefill_us / 1e6),
             per_decode_seq: Duration::from_secs_f64(self.decode_us / 1e6),
             prefill_interference: self.interference,
+            block_tokens: kneecap::sim::blocks::BLOCK_TOKENS,
             ..kneecap::sim::preset::tiny()
         }
     }

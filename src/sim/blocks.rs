@@ -20,6 +20,19 @@
 /// Tokens per KV block (vLLM's default `--block-size`).
 pub const BLOCK_TOKENS: u32 = 16;
 
+/// The hashes of a prompt's full blocks of `block_tokens` (a multiple of
+/// [`BLOCK_TOKENS`]) from those of its [`BLOCK_TOKENS`]-token blocks: the
+/// chain hash at the end of every k-th one, which covers every token up to
+/// there, so two prompts share a long block exactly when they share its
+/// tokens and every token before them.
+pub fn coarser_blocks(blocks: Vec<u64>, block_tokens: u32) -> Vec<u64> {
+    let k = (block_tokens / BLOCK_TOKENS).max(1) as usize;
+    if k == 1 {
+        return blocks;
+    }
+    blocks.into_iter().skip(k - 1).step_by(k).collect()
+}
+
 /// Where the chain starts (an arbitrary constant: "kvblocks" in ASCII).
 const CHAIN_SEED: u64 = 0x6b76_626c_6f63_6b73;
 

@@ -150,6 +150,7 @@ mod tests {
             per_prefill_token: Duration::from_micros(10),
             per_decode_seq: Duration::from_micros(100),
             prefill_interference: 1.0,
+            block_tokens: crate::sim::blocks::BLOCK_TOKENS,
         }
     }
 

@@ -48,8 +48,8 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use super::blocks::coarser_blocks;
 pub use super::blocks::sampled_output_len;
-use super::blocks::BLOCK_TOKENS;
 use super::budget::BatchBudget;
 pub use super::events::{BatchStep, Counters, Event, EventKind};
 pub use super::params::ModelParams;
@@ -94,9 +94,10 @@ impl Seq {
         self.computed < self.prefill_target
     }
 
-    /// Computed tokens this sequence holds outside the prefix cache.
-    fn private_tokens(&self) -> u64 {
-        u64::from(self.computed).saturating_sub(u64::from(self.held * BLOCK_TOKENS))
+    /// Computed tokens this sequence holds outside the prefix cache, with
+    /// `block` tokens per cached block.
+    fn private_tokens(&self, block: u32) -> u64 {
+        u64::from(self.computed).saturating_sub(u64::from(self.held * block))
     }
 }
 
@@ -159,8 +160,9 @@ impl Engine {
         self.submit_blocks(id, prompt_tokens, Vec::new(), output_tokens, now);
     }
 
-    /// [`Engine::submit`] with the hashes of the prompt's full KV blocks
-    /// ([`super::blocks`]), which the prefix cache matches.
+    /// [`Engine::submit`] with the hashes of the prompt's full
+    /// [`BLOCK_TOKENS`](super::blocks::BLOCK_TOKENS)-token blocks ([`super::blocks`]), which the prefix
+    /// cache matches (in blocks of `block_tokens`).
     pub fn submit_blocks(
         &mut self,
         id: u64,
@@ -173,6 +175,7 @@ impl Engine {
         if !self.prefix_caching {
             blocks.clear();
         }
+        let blocks = coarser_blocks(blocks, self.params.block_tokens);
         let prompt_tokens = prompt_tokens.max(1);
         self.waiting.push_back(Seq {
             id,
@@ -227,7 +230,7 @@ impl Engine {
 
     /// KV-cache tokens in use.
     pub fn kv_used(&self) -> u64 {
-        self.kv_private + self.cache.referenced() * u64::from(BLOCK_TOKENS)
+        self.kv_private + self.cache.referenced() * u64::from(self.params.block_tokens)
     }
 
     /// Fraction (0..=1) of the KV cache in use.
@@ -304,13 +307,13 @@ impl Engine {
 
     /// Evicts cached blocks nobody holds until they fit in the free KV.
     fn evict_to_fit(&mut self) {
-        let block = u64::from(BLOCK_TOKENS);
+        let block = u64::from(self.params.block_tokens);
         while self.cache.evictable() * block > self.kv_free() && self.cache.evict_lru() {}
     }
 
     /// Lets go of a sequence's KV: its own tokens and its cached blocks.
     fn free_seq(&mut self, seq: &Seq) {
-        self.kv_private -= seq.private_tokens();
+        self.kv_private -= seq.private_tokens(self.params.block_tokens);
         self.cache.release(&seq.blocks[..seq.held as usize]);
     }
 
@@ -375,11 +378,12 @@ impl Engine {
             };
             // At least one token is computed, so the lookup stops a block short
             // of a fully cached prompt.
-            let max_hit = ((head.prefill_target - 1) / BLOCK_TOKENS) as usize;
+            let block = self.params.block_tokens;
+            let max_hit = ((head.prefill_target - 1) / block) as usize;
             let hit = self.cache.lookup(&head.blocks, max_hit);
-            let cached = hit.blocks as u32 * BLOCK_TOKENS;
+            let cached = hit.blocks as u32 * block;
             let tokens = budget.grant(head.prefill_target - cached, false);
-            let need = u64::from(tokens) + hit.revived as u64 * u64::from(BLOCK_TOKENS);
+            let need = u64::from(tokens) + hit.revived as u64 * u64::from(block);
             if self.kv_free() < need {
                 break;
             }
@@ -425,7 +429,7 @@ impl Engine {
                 let held = seq.held as usize;
                 let owned = seq.blocks.len() - held;
                 self.cache.acquire(&seq.blocks[held..]);
-                self.kv_private -= (owned as u64) * u64::from(BLOCK_TOKENS);
+                self.kv_private -= (owned as u64) * u64::from(self.params.block_tokens);
                 seq.held = seq.blocks.len() as u32;
                 if seq.generated == 0 {
                     self.counters.prompt_tokens += u64::from(seq.prompt_tokens);

@@ -16,6 +16,7 @@ fn params(alpha: f64) -> ModelParams {
         per_prefill_token: Duration::from_micros(100),
         per_decode_seq: Duration::from_micros(500),
         prefill_interference: alpha,
+        block_tokens: crate::sim::blocks::BLOCK_TOKENS,
     }
 }
 

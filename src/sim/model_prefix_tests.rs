@@ -1,6 +1,7 @@
 //! Unit tests of the engine's prefix cache, on simulated time.
 
 use super::*;
+use crate::sim::blocks::BLOCK_TOKENS;
 use crate::sim::capacity::capacity_cached;
 use crate::sim::preset;
 
@@ -32,6 +33,35 @@ fn cached_of(batch_steps: &[BatchStep], id: u64) -> Option<u32> {
             EventKind::Scheduled { cached } if e.id == id => Some(cached),
             _ => None,
         })
+}
+
+#[test]
+fn long_blocks_serve_a_shared_prefix_only_up_to_its_last_full_block() {
+    // vLLM's CPU backend keeps 128-token blocks: of a 10-block (160-token)
+    // shared prefix only the first 128 tokens are one full long block.
+    let p = ModelParams {
+        block_tokens: 8 * B,
+        ..preset::tiny()
+    };
+    let mut engine = Engine::new(p);
+    let mut batch_steps = Vec::new();
+    engine.submit_blocks(0, 12 * B + 5, blocks(10, 2, 1), 2, Duration::ZERO);
+    let t = drain(&mut engine, Duration::ZERO, &mut batch_steps);
+    engine.submit_blocks(1, 12 * B + 5, blocks(10, 2, 2), 2, t);
+    let first = batch_steps.len();
+    drain(&mut engine, t, &mut batch_steps);
+    assert_eq!(cached_of(&batch_steps, 1), Some(8 * B));
+    assert_eq!(batch_steps[first].prefill_tokens, 4 * B + 5);
+}
+
+#[test]
+fn a_block_size_not_a_multiple_of_the_hash_unit_is_refused() {
+    let p = ModelParams {
+        block_tokens: B + 1,
+        ..preset::tiny()
+    };
+    let err = p.validate().unwrap_err();
+    assert!(err.contains("block_tokens"), "{err}");
 }
 
 #[test]

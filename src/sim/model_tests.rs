@@ -360,6 +360,7 @@ fn a_pooling_request_ends_with_its_prefill() {
         per_prefill_token: Duration::from_micros(10),
         per_decode_seq: Duration::from_micros(100),
         prefill_interference: 1.0,
+        block_tokens: crate::sim::blocks::BLOCK_TOKENS,
     };
     let mut engine = Engine::new(params).with_prefix_caching(false);
     engine.submit(7, 150, 0, Duration::ZERO);

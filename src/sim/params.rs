@@ -42,6 +42,7 @@
 //! plain prefill steps to its first token, `⌈n / budget⌉ × step_base +
 //! per_prefill_token × n`, for every `α`.
 
+use super::blocks::BLOCK_TOKENS;
 use std::time::Duration;
 
 /// Engine parameters: the batch limits and the step-time cost model.
@@ -66,6 +67,11 @@ pub struct ModelParams {
     /// decoding beside it, in `[0, 1]` (see the module docs): 1 (default) =
     /// one shared batch step, 0 = prefill on other workers.
     pub prefill_interference: f64,
+    /// Tokens per KV block, a positive multiple of [`BLOCK_TOKENS`] (vLLM's
+    /// `--block-size`: 16 on GPUs, 128 on its CPU backend). The prefix cache
+    /// matches and keeps whole blocks, so a shared prefix is served only up
+    /// to its last full block.
+    pub block_tokens: u32,
 }
 
 /// The default [`ModelParams::prefill_interference`]: one shared batch step.
@@ -87,6 +93,12 @@ impl ModelParams {
             return Err(format!(
                 "kv_cache_tokens ({}) must be at least max_model_len ({}) so one request always fits",
                 self.kv_cache_tokens, self.max_model_len
+            ));
+        }
+        if self.block_tokens == 0 || self.block_tokens % BLOCK_TOKENS != 0 {
+            return Err(format!(
+                "block_tokens must be a positive multiple of {BLOCK_TOKENS}, got {}",
+                self.block_tokens
             ));
         }
         if self.step_base.is_zero() {
@@ -156,6 +168,7 @@ mod tests {
             per_prefill_token: Duration::from_micros(100),
             per_decode_seq: Duration::from_micros(500),
             prefill_interference: alpha,
+            block_tokens: BLOCK_TOKENS,
         }
     }
 

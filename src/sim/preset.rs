@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use super::blocks::BLOCK_TOKENS;
 use super::model::ModelParams;
 
 /// Names accepted by [`by_name`].
@@ -25,6 +26,7 @@ pub fn tiny() -> ModelParams {
         per_prefill_token: Duration::from_micros(5),
         per_decode_seq: Duration::from_micros(50),
         prefill_interference: 1.0,
+        block_tokens: BLOCK_TOKENS,
     }
 }
 
@@ -48,6 +50,7 @@ pub fn seven_b_24gb() -> ModelParams {
         per_prefill_token: Duration::from_micros(100),
         per_decode_seq: Duration::from_micros(60),
         prefill_interference: 1.0,
+        block_tokens: BLOCK_TOKENS,
     }
 }
 

@@ -262,6 +262,7 @@ mod tests {
         let p = ModelParams {
             max_num_batched_tokens: 4096,
             prefill_interference: 0.1,
+            block_tokens: crate::sim::blocks::BLOCK_TOKENS,
             ..preset::tiny()
         };
         let lane = p.prefill_lane_cap(10);

@@ -25,6 +25,7 @@ fn engine(
         per_prefill_token: Duration::from_nanos(prefill_ns),
         per_decode_seq: Duration::from_micros(seq_us),
         prefill_interference: alpha,
+        block_tokens: crate::sim::blocks::BLOCK_TOKENS,
     }
 }
 

@@ -110,6 +110,7 @@ mod tests {
             per_prefill_token: Duration::from_micros(100),
             per_decode_seq: Duration::from_millis(1),
             prefill_interference: 1.0,
+            block_tokens: crate::sim::blocks::BLOCK_TOKENS,
         };
         TruthConfig {
             params,

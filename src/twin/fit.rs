@@ -47,6 +47,8 @@ pub struct Observations {
     pub reported_max_num_seqs: Option<u64>,
     /// The token budget it reports (`max_num_batched_tokens`).
     pub reported_token_budget: Option<u64>,
+    /// Tokens per KV block it reports (vLLM's `block_size`).
+    pub reported_block_tokens: Option<u32>,
 }
 
 /// What the profile says about where it came from.
@@ -158,6 +160,7 @@ fn fit_once(obs: &Observations, header: Header) -> ServerProfile {
         max_model_len: model_len(obs),
         prefill_interference: alpha,
         prefix_caching,
+        block_tokens: obs.reported_block_tokens,
     };
     warnings.extend(bounds::pin_down(&mut params, obs.most_held_tokens));
     ServerProfile {

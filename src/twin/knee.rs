@@ -9,7 +9,6 @@
 //! parallel ([`par_map`]). Pure: no clock, seeded randomness.
 
 use crate::metrics::RequestRecord;
-use crate::sim::blocks::BLOCK_TOKENS;
 use crate::sim::capacity::capacity_cached;
 use crate::sim::usage::Usage;
 use crate::sim::virtual_time::{simulate, unit_gaps, VirtualLoad, VirtualRun};
@@ -371,7 +370,8 @@ pub fn service_rate(cfg: &TruthConfig) -> f64 {
     let l = &cfg.load;
     let prompt = l.shared_prefix.saturating_add(l.input_len);
     let hit = if l.prefix_caching && prompt > 0 {
-        f64::from(l.shared_prefix / BLOCK_TOKENS * BLOCK_TOKENS) / f64::from(prompt)
+        let block = cfg.params.block_tokens.max(1);
+        f64::from(l.shared_prefix / block * block) / f64::from(prompt)
     } else {
         0.0
     };

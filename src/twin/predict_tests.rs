@@ -108,6 +108,7 @@ fn a_full_prefill_lane_is_named_prefill_compute_and_the_prefill_cost_moves_it() 
         per_prefill_token: Duration::from_micros(150),
         per_decode_seq: Duration::from_micros(300),
         prefill_interference: 0.5,
+        block_tokens: crate::sim::blocks::BLOCK_TOKENS,
         ..preset::tiny()
     };
     let p = predicted(search(p, (1024, 128), "p99_ttft_ms<=1000"), true);

@@ -15,6 +15,7 @@
 
 use super::predict::Misfit;
 use super::ranges;
+use crate::sim::blocks::BLOCK_TOKENS;
 use crate::sim::{ModelParams, SimConfig};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -211,6 +212,11 @@ pub struct ProfileParams {
     /// How much an arriving prefill slows the decoding batch, 0..=1.
     pub prefill_interference: Estimate,
     pub prefix_caching: PrefixCaching,
+    /// Tokens per KV block, as the server reports it (vLLM's `block_size`
+    /// in `vllm:cache_config_info`); absent when it reports none, and
+    /// [`BLOCK_TOKENS`] is taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_tokens: Option<u32>,
 }
 
 /// What one probe did.
@@ -408,8 +414,16 @@ impl ServerProfile {
             } else {
                 1.0
             },
+            block_tokens: whole_blocks(self.params.block_tokens),
         }
     }
+}
+
+/// A reported block size as the simulator holds it: the nearest positive
+/// multiple of [`BLOCK_TOKENS`] (its prompt hashes' unit), at most 64 Ki.
+fn whole_blocks(reported: Option<u32>) -> u32 {
+    let b = reported.unwrap_or(BLOCK_TOKENS).min(1 << 16);
+    ((b + BLOCK_TOKENS / 2) / BLOCK_TOKENS).max(1) * BLOCK_TOKENS
 }
 
 fn micros(us: f64) -> Duration {

@@ -140,3 +140,30 @@ fn a_loose_ttft_intercept_does_not_widen_predictions() {
         vec!["prefill interference: two prompts".to_string()]
     );
 }
+
+#[test]
+fn the_servers_block_size_reaches_the_simulator_in_whole_hash_units() {
+    let mut p = sample();
+    assert_eq!(p.params().block_tokens, BLOCK_TOKENS);
+    for (reported, held) in [(128, 128), (100, 96), (1, 16), (u32::MAX, 1 << 16)] {
+        p.params.block_tokens = Some(reported);
+        assert_eq!(p.params().block_tokens, held, "{reported}");
+        assert!(p.params().validate().is_ok());
+        assert!(p.corners().iter().all(|c| c.params.block_tokens == held));
+    }
+    // An older profile (no block size) still reads.
+    let text = sample().to_json();
+    assert!(!text.contains("block_tokens"));
+    p.params.block_tokens = Some(128);
+    let back = ServerProfile::from_json(&p.to_json()).unwrap();
+    assert_eq!(back.params.block_tokens, Some(128));
+}
+
+#[test]
+fn a_small_fitted_sigma_still_leaves_the_range_one_percent_each_side() {
+    let e = Estimate::fitted(100.0, 0.01, 0.0, "tight");
+    assert!((e.low - 99.0).abs() < 1e-9 && (e.high.unwrap() - 101.0).abs() < 1e-9);
+    let e = Estimate::fitted(100.0, 5.0, 0.0, "loose");
+    assert!((e.low - 90.0).abs() < 1e-9 && (e.high.unwrap() - 110.0).abs() < 1e-9);
+    assert_eq!(e.uncertainty, 5.0);
+}

@@ -40,6 +40,7 @@ pub fn sample() -> ServerProfile {
                 uncertainty: Some(0.01),
                 how: "synthetic".into(),
             },
+            block_tokens: None,
         },
         warnings: vec![],
         probes: vec![ProbeSummary {

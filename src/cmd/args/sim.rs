@@ -362,6 +362,7 @@ mod tests {
             per_prefill_token: Duration::ZERO,
             per_decode_seq: Duration::from_micros(7),
             prefill_interference: 0.25,
+            block_tokens: crate::sim::blocks::BLOCK_TOKENS,
         };
         assert_eq!(o.config.params, want);
     }

@@ -118,6 +118,7 @@ async fn profile(
     obs.reported_prefix_caching = info.prefix_caching;
     obs.reported_max_num_seqs = info.max_num_seqs.map(u64::from);
     obs.reported_token_budget = info.max_num_batched_tokens.map(u64::from);
+    obs.reported_block_tokens = info.block_size;
     let header = Header {
         kneecap_version: env!("CARGO_PKG_VERSION").into(),
         base_url: server.base_url.clone(),
