@@ -109,6 +109,10 @@ fn profile(server: &VllmServer, dir: &Path) -> Value {
     reported("kv_cache_tokens", server.logged_kv_tokens() as f64);
     reported("max_num_batched_tokens", 2048.0);
     reported("max_num_seqs", 128.0);
+    // The block size the engine reports (128 on CPU), which the simulator
+    // then caches prefixes in.
+    let block = &params["block_tokens"];
+    assert_eq!(block.as_u64(), Some(128), "block_tokens: {block}");
     prof
 }
 
