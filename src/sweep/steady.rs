@@ -24,7 +24,7 @@
 //! - **backlog**: records due before `w1` that had not finished by `w1`.
 //!
 //! A window found unsteady whose warm-up was shorter than W is judged again
-//! from where the load had filled the system ([`filled_from`]); when that
+//! from where the load had filled the system (`filled_from`); when that
 //! part is steady, the fill alone made the whole look unsteady, and the step
 //! is judged on that part (recorded as `judged_from_s`). An overload stays
 //! unsteady on any part, and keeps its whole window's reasons.
