@@ -119,7 +119,7 @@ pub fn assess(
     if whole.steady {
         return whole;
     }
-    match filled_from(&visits, (w0, w1)) {
+    match filled_from(whole.mean_time_in_system_s, (w0, w1)) {
         Some(from) => {
             let filled = judge(records, &visits, (from, w1), thresholds);
             if filled.steady {
@@ -219,8 +219,8 @@ pub fn combine(parts: &[Steadiness], span_s: f64, thresholds: &SteadyThresholds)
 /// since the start, fewer than the window's, and the number in flight is
 /// still climbing to its level. `None` when the warm-up covered W, or when
 /// the rest of the window would be under half of it.
-fn filled_from(visits: &[(f64, f64)], (w0, w1): (f64, f64)) -> Option<f64> {
-    let (_, w) = arrivals_and_mean_visit(visits, w0, w1);
+/// `w` is W over the whole window.
+fn filled_from(w: f64, (w0, w1): (f64, f64)) -> Option<f64> {
     let span = w1 - w0;
     // t0 is when the load started; a fill within 5% of the window is noise.
     (w - w0 > FILL_MATERIAL * span && w1 - w >= span / 2.0).then_some(w)
