@@ -26,6 +26,12 @@
 //! When the KV cache binds, preemptions add recompute work that the formula
 //! ignores, so μ is then an upper estimate.
 //!
+//! A cost per context token `c_x` and per request `h` ([`super::params`])
+//! add `h·r + c_x·r·(n_out − 1)·(n + n_out/2)` to `T` (`n` the whole
+//! prompt, cached part included: a decoder attends over all of it, on
+//! average its prompt and half its output), and `h` and `c_x·(n + n_out/2)`
+//! to a lone request's TTFT and TPOT.
+//!
 //! With a prefill interference `α < 1` ([`super::params`]), the prefill term
 //! of `T` is `α·per_prefill_token·r·n_c`, a prefill takes
 //! `k_p = ⌈n_c / min(budget, lane cap)⌉` steps (the lane cap taken at the
@@ -119,7 +125,16 @@ pub fn capacity_cached(
         r = base / lane_excess;
         bottleneck = Bottleneck::PrefillLane;
     }
-    let batch_step_s = base + alpha * c_p * r * n_in + c_d * r * (n_out - 1.0);
+    let (c_x, per_req) = (
+        p.per_context_token.as_secs_f64(),
+        p.per_request.as_secs_f64(),
+    );
+    let context = f64::from(input_len.max(1)) + n_out / 2.0;
+    let batch_step_s = base
+        + alpha * c_p * r * n_in
+        + c_d * r * (n_out - 1.0)
+        + per_req * r
+        + c_x * r * (n_out - 1.0) * context;
     let mu = r / batch_step_s;
 
     Capacity {
@@ -130,8 +145,8 @@ pub fn capacity_cached(
         completions_per_batch_step: r,
         batch_step_s,
         bottleneck,
-        lone_ttft_s: (n_in / budget).ceil() * base + c_p * n_in,
-        lone_tpot_s: base + c_d,
+        lone_ttft_s: (n_in / budget).ceil() * base + c_p * n_in + per_req,
+        lone_tpot_s: base + c_d + c_x * context,
     }
 }
 
@@ -151,6 +166,8 @@ mod tests {
             per_decode_seq: Duration::from_micros(100),
             prefill_interference: 1.0,
             block_tokens: crate::sim::blocks::BLOCK_TOKENS,
+            per_context_token: std::time::Duration::ZERO,
+            per_request: std::time::Duration::ZERO,
         }
     }
 

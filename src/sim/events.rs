@@ -43,6 +43,10 @@ pub struct BatchStep {
     pub prefill_tokens: u32,
     /// Sequences that decoded one token in the step.
     pub decode_seqs: u32,
+    /// The decoders' context, summed (tokens they attended over).
+    pub context_tokens: u64,
+    /// Requests the step scheduled for the first time.
+    pub admitted: u32,
     /// Per-request events, in scheduling order.
     pub events: Vec<Event>,
 }

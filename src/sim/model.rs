@@ -18,8 +18,9 @@
 //!    the token budget has room and the KV cache can hold their first chunk.
 //!
 //! The step time is
-//! `step_base + α × per_prefill_token × prefill_tokens + per_decode_seq × decode_seqs`,
-//! where `prefill_tokens` are the prompt (or recompute) tokens computed in the
+//! `step_base + α × per_prefill_token × prefill_tokens + per_decode_seq × decode_seqs`
+//! (plus the decoders' context and the step's new requests at their costs,
+//! [`super::params`]), where `prefill_tokens` are the prompt (or recompute) tokens computed in the
 //! step and `decode_seqs` the sequences that decode one token in it, and `α`
 //! the prefill interference ([`super::params`]: 1 by default, prefill and
 //! decode in one batch step). Below 1, a step also computes no more prompt
@@ -52,15 +53,16 @@ use super::blocks::coarser_blocks;
 pub use super::blocks::sampled_output_len;
 use super::budget::BatchBudget;
 pub use super::events::{BatchStep, Counters, Event, EventKind};
-pub use super::params::ModelParams;
+pub use super::params::{ModelParams, StepLoad};
 use super::prefix::PrefixCache;
 use super::spec::SpecDecode;
 #[path = "model_decode_run.rs"]
 mod decode_run;
 #[path = "model_speculate.rs"]
 mod speculate;
+#[path = "model_tokens.rs"]
+mod tokens;
 pub use decode_run::DecodeRun;
-use speculate::speculate;
 
 /// One request inside the engine.
 #[derive(Debug, Clone)]
@@ -254,7 +256,12 @@ impl Engine {
         if !preempted {
             self.admit_waiting(&mut budget, &mut events);
         }
-        let (prefill_tokens, decode_seqs, draft_tokens) = self.batch_size();
+        let admitted = events
+            .iter()
+            .filter(|e| matches!(e.kind, EventKind::Scheduled { .. }))
+            .count() as u64;
+        let (load, draft_tokens) = self.batch_size(admitted);
+        let (prefill_tokens, decode_seqs) = (load.prefill_tokens as u32, load.decode_seqs as u32);
         if prefill_tokens == 0 && decode_seqs == 0 {
             // Nothing ran; preemption events (if any) still matter to the caller.
             return (!events.is_empty()).then_some(BatchStep {
@@ -262,36 +269,47 @@ impl Engine {
                 duration: Duration::ZERO,
                 prefill_tokens: 0,
                 decode_seqs: 0,
+                context_tokens: 0,
+                admitted: 0,
                 events,
             });
         }
         self.counters.n_batch_steps += 1;
         self.complete_batch_step(&mut events);
         self.evict_to_fit();
-        let (d, s) = (u64::from(decode_seqs), u64::from(draft_tokens));
+        let (d, s) = (load.decode_seqs, u64::from(draft_tokens));
         let spec = self
             .spec
             .map(|(spec, _)| spec.step_overhead(&self.params, d, s));
         Some(BatchStep {
             start: now,
-            duration: self.params.batch_step_time(u64::from(prefill_tokens), d)
-                + spec.unwrap_or_default(),
+            duration: self.params.step_time(load) + spec.unwrap_or_default(),
             prefill_tokens,
             decode_seqs,
+            context_tokens: load.context_tokens,
+            admitted: admitted as u32,
             events,
         })
     }
 
-    /// The scheduled step's prompt tokens, decoding sequences and draft tokens.
-    fn batch_size(&self) -> (u32, u32, u32) {
-        let scheduled = self.running.iter().filter(|s| s.batch_tokens > 0);
-        scheduled.fold((0, 0, 0), |(p, d, s), seq| {
+    /// The scheduled step's load (with the `admitted` requests) and draft
+    /// tokens; a decoder's context is every token it has in the KV cache.
+    fn batch_size(&self, admitted: u64) -> (StepLoad, u32) {
+        let mut load = StepLoad {
+            admitted,
+            ..StepLoad::default()
+        };
+        let mut drafts = 0;
+        for seq in self.running.iter().filter(|s| s.batch_tokens > 0) {
             if seq.batch_decodes {
-                (p, d + 1, s + seq.batch_tokens - 1)
+                load.decode_seqs += 1;
+                load.context_tokens += u64::from(seq.computed);
+                drafts += seq.batch_tokens - 1;
             } else {
-                (p + seq.batch_tokens, d, s)
+                load.prefill_tokens += u64::from(seq.batch_tokens);
             }
-        })
+        }
+        (load, drafts)
     }
 
     /// Tokens a decoding sequence schedules: 1, and with speculation its
@@ -412,70 +430,6 @@ impl Engine {
             self.running.push(seq);
             self.evict_to_fit();
         }
-    }
-
-    /// Emits the step's tokens, caches the prompt blocks of sequences whose
-    /// prefill just completed, and retires finished sequences.
-    fn complete_batch_step(&mut self, events: &mut Vec<Event>) {
-        let mut finished = Vec::new();
-        let mut i = 0;
-        while i < self.running.len() {
-            let seq = &mut self.running[i];
-            if seq.batch_tokens == 0 || seq.in_prefill() {
-                i += 1;
-                continue;
-            }
-            if !seq.batch_decodes {
-                let held = seq.held as usize;
-                let owned = seq.blocks.len() - held;
-                self.cache.acquire(&seq.blocks[held..]);
-                self.kv_private -= (owned as u64) * u64::from(self.params.block_tokens);
-                seq.held = seq.blocks.len() as u32;
-                if seq.generated == 0 {
-                    self.counters.prompt_tokens += u64::from(seq.prompt_tokens);
-                }
-            }
-            let emitted = match (self.spec, seq.batch_decodes) {
-                (Some(spec), true) => {
-                    let (emitted, rollback) = speculate(spec, seq, &mut self.counters.spec, events);
-                    self.kv_private -= u64::from(rollback);
-                    emitted
-                }
-                _ => 1,
-            };
-            seq.generated += emitted;
-            if !seq.pooling {
-                self.counters.generation_tokens += u64::from(emitted);
-            }
-            i = self.report_token(i, events, &mut finished);
-        }
-        for seq in finished {
-            self.free_seq(&seq);
-        }
-    }
-
-    /// Reports running sequence `i`'s newest token; a finished sequence
-    /// leaves the batch for `finished` (the caller frees it). Returns the
-    /// next index to visit.
-    fn report_token(
-        &mut self,
-        i: usize,
-        events: &mut Vec<Event>,
-        finished: &mut Vec<Seq>,
-    ) -> usize {
-        let seq = &self.running[i];
-        let last = seq.generated >= seq.target_tokens;
-        let index = seq.generated;
-        events.push(Event {
-            id: seq.id,
-            kind: EventKind::Token { index, last },
-        });
-        if !last {
-            return i + 1;
-        }
-        self.counters.n_finished += 1;
-        finished.push(self.running.remove(i));
-        i
     }
 }
 

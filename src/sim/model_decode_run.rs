@@ -10,9 +10,12 @@
 //! one: every sequence advances `k` tokens, the KV grows by `k` tokens a
 //! sequence, the cache evicts what the last step would have made it evict,
 //! and one [`BatchStep`] (the last) reports each sequence's last token.
+//! The steps are identical but for their context: with a cost per context
+//! token `c`, each is `c × D` longer than the one before (every one of the
+//! `D` decoders attends over one more token), an arithmetic series.
 //! Speculative decoding draws per step, so it never takes this path.
 
-use super::{BatchStep, Engine};
+use super::{BatchStep, Engine, StepLoad};
 use std::time::Duration;
 
 /// `k` identical decode steps taken at once.
@@ -20,9 +23,51 @@ use std::time::Duration;
 pub struct DecodeRun {
     /// Steps taken (at least 2).
     pub steps: u32,
-    /// The last of them: its start, its duration (every step's), its
-    /// decoders, and each sequence's token at its end.
+    /// The last of them: its start, its duration, its decoders, and each
+    /// sequence's token at its end.
     pub last: BatchStep,
+    /// The time all `steps` took, from the first one's start.
+    pub span: Duration,
+    /// The first step's duration (each later one is longer by the same
+    /// amount, up to `last.duration`).
+    pub first: Duration,
+}
+
+/// Steps of `first` duration, each `grow` longer than the one before.
+#[derive(Debug, Clone, Copy)]
+struct Series {
+    first: Duration,
+    grow: Duration,
+}
+
+impl Series {
+    /// The time the first `j` steps take.
+    fn span(&self, j: u32) -> Duration {
+        let pairs = u128::from(j) * u128::from(j.saturating_sub(1)) / 2;
+        let nanos = self.first.as_nanos() * u128::from(j) + self.grow.as_nanos() * pairs;
+        Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
+    }
+
+    /// Step `j`'s (from 0) duration.
+    fn step(&self, j: u32) -> Duration {
+        let grown = self.grow.checked_mul(j).unwrap_or(Duration::MAX);
+        self.first.saturating_add(grown)
+    }
+
+    /// How many steps start before `t` (from the first one's start): the
+    /// largest `j` with `span(j − 1) < t`, at most `most`.
+    fn starting_before(&self, t: Duration, most: u32) -> u32 {
+        let (mut lo, mut hi) = (0, most);
+        while lo < hi {
+            let mid = lo + (hi - lo).div_ceil(2);
+            if self.span(mid - 1) < t {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        lo
+    }
 }
 
 impl Engine {
@@ -47,7 +92,19 @@ impl Engine {
         if !steady {
             return None;
         }
-        let step = self.params.batch_step_time(0, d);
+        let context: u64 = self.running.iter().map(|s| u64::from(s.computed) + 1).sum();
+        let series = Series {
+            first: self.params.step_time(StepLoad {
+                decode_seqs: d,
+                context_tokens: context,
+                ..StepLoad::default()
+            }),
+            grow: self
+                .params
+                .per_context_token
+                .checked_mul(d as u32)
+                .unwrap_or(Duration::MAX),
+        };
         let mut k = self
             .running
             .iter()
@@ -58,17 +115,19 @@ impl Engine {
         if let Some(next) = next_arrival {
             // Steps that start before the arrival; one starting at it would
             // admit it first.
-            let before = next.saturating_sub(now).as_nanos().saturating_sub(1);
-            let starts = before / step.as_nanos().max(1) + 1;
-            k = k.min(u32::try_from(starts).unwrap_or(u32::MAX));
+            k = series.starting_before(next.saturating_sub(now), k);
         }
-        if k < 2 || step.is_zero() {
+        if k < 2 || series.first.is_zero() {
             return None;
         }
-        let last_start = now + step * (k - 1);
+        let last_start = now + series.span(k - 1);
+        let mut last = self.advance(k, last_start, series.step(k - 1));
+        last.context_tokens = context + u64::from(k - 1) * d;
         Some(DecodeRun {
             steps: k,
-            last: self.advance(k, last_start, step),
+            last,
+            span: series.span(k),
+            first: series.first,
         })
     }
 
@@ -100,6 +159,8 @@ impl Engine {
             duration,
             prefill_tokens: 0,
             decode_seqs: d,
+            context_tokens: 0,
+            admitted: 0,
             events,
         }
     }

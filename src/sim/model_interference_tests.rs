@@ -17,6 +17,8 @@ fn params(alpha: f64) -> ModelParams {
         per_decode_seq: Duration::from_micros(500),
         prefill_interference: alpha,
         block_tokens: crate::sim::blocks::BLOCK_TOKENS,
+        per_context_token: std::time::Duration::ZERO,
+        per_request: std::time::Duration::ZERO,
     }
 }
 

@@ -361,6 +361,8 @@ fn a_pooling_request_ends_with_its_prefill() {
         per_decode_seq: Duration::from_micros(100),
         prefill_interference: 1.0,
         block_tokens: crate::sim::blocks::BLOCK_TOKENS,
+        per_context_token: std::time::Duration::ZERO,
+        per_request: std::time::Duration::ZERO,
     };
     let mut engine = Engine::new(params).with_prefix_caching(false);
     engine.submit(7, 150, 0, Duration::ZERO);

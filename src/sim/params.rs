@@ -5,9 +5,15 @@
 //! A step that computes `P` prompt tokens and decodes one token for each of
 //! `D ≥ 1` sequences lasts
 //!
-//! `T = step_base + α × per_prefill_token × P + per_decode_seq × D`
+//! `T = step_base + α × per_prefill_token × P + per_decode_seq × D
+//!      + per_context_token × C + per_request × A`
 //!
-//! where `α` is [`ModelParams::prefill_interference`], in `[0, 1]`. A step
+//! where `α` is [`ModelParams::prefill_interference`], in `[0, 1]`, `C` the
+//! context the `D` decoders attend over (each one's prompt and the tokens it
+//! generated so far, summed) and `A` the requests the step schedules for the
+//! first time. The last two terms are 0 in the built-in presets; a profile
+//! of a real engine measures them (vLLM on CPU: a few µs per context token,
+//! tens of ms per request, its API server sharing the cores). A step
 //! with no sequence decoding (`D = 0`) is a plain prefill step,
 //! `step_base + per_prefill_token × P`, whatever `α` is: there is no decode
 //! work for the prefill to interfere with or hide behind.
@@ -72,6 +78,29 @@ pub struct ModelParams {
     /// matches and keeps whole blocks, so a shared prefix is served only up
     /// to its last full block.
     pub block_tokens: u32,
+    /// Cost, in a step, of each token of context a decoding sequence attends
+    /// over (its prompt and what it generated so far): attention reads every
+    /// cached token, so long contexts decode slower. 0 = decode cost flat in
+    /// the context.
+    pub per_context_token: Duration,
+    /// Work each request costs once, charged to the step that first
+    /// schedules it: what the server does per request beside the model
+    /// (tokenizing, setting up the sequence and its stream), when it shares
+    /// the engine's compute. 0 = none.
+    pub per_request: Duration,
+}
+
+/// What one step carries, for its duration ([`ModelParams::step_time`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StepLoad {
+    /// Prompt (or recompute) tokens computed.
+    pub prefill_tokens: u64,
+    /// Sequences decoding one token.
+    pub decode_seqs: u64,
+    /// The decoders' context, summed: tokens each attends over.
+    pub context_tokens: u64,
+    /// Requests scheduled for the first time.
+    pub admitted: u64,
 }
 
 /// The default [`ModelParams::prefill_interference`]: one shared batch step.
@@ -122,15 +151,27 @@ impl ModelParams {
     /// decodes one token for each of `decode_seqs` sequences (the prompt
     /// tokens cost `α` of their compute beside decoders, all of it alone).
     pub fn batch_step_time(&self, prefill_tokens: u64, decode_seqs: u64) -> Duration {
-        let prefill = self.per_prefill_token.as_nanos() * u128::from(prefill_tokens);
-        let prefill = if self.shared_batch_step() || decode_seqs == 0 {
+        self.step_time(StepLoad {
+            prefill_tokens,
+            decode_seqs,
+            ..StepLoad::default()
+        })
+    }
+
+    /// Duration of a step carrying `load`: [`Self::batch_step_time`] plus
+    /// the decoders' context and the requests it admits (module docs).
+    pub fn step_time(&self, load: StepLoad) -> Duration {
+        let prefill = self.per_prefill_token.as_nanos() * u128::from(load.prefill_tokens);
+        let prefill = if self.shared_batch_step() || load.decode_seqs == 0 {
             prefill
         } else {
             (prefill as f64 * self.prefill_interference.max(0.0)).round() as u128
         };
         let nanos = self.step_base.as_nanos()
             + prefill
-            + self.per_decode_seq.as_nanos() * u128::from(decode_seqs);
+            + self.per_decode_seq.as_nanos() * u128::from(load.decode_seqs)
+            + self.per_context_token.as_nanos() * u128::from(load.context_tokens)
+            + self.per_request.as_nanos() * u128::from(load.admitted);
         Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
     }
 
@@ -169,7 +210,29 @@ mod tests {
             per_decode_seq: Duration::from_micros(500),
             prefill_interference: alpha,
             block_tokens: BLOCK_TOKENS,
+            per_context_token: Duration::ZERO,
+            per_request: Duration::ZERO,
         }
+    }
+
+    #[test]
+    fn context_and_admissions_add_to_the_step_whatever_the_interference() {
+        let ms = |x: f64| Duration::from_secs_f64(x / 1e3);
+        let p = |alpha: f64| ModelParams {
+            per_context_token: Duration::from_nanos(5_000),
+            per_request: Duration::from_millis(30),
+            ..params(alpha)
+        };
+        let load = StepLoad {
+            prefill_tokens: 200,
+            decode_seqs: 4,
+            context_tokens: 4 * 1_000,
+            admitted: 1,
+        };
+        // 10 base + 20 prefill + 2 decode + 20 context + 30 admission.
+        assert_eq!(p(1.0).step_time(load), ms(82.0));
+        assert_eq!(p(0.0).step_time(load), ms(62.0));
+        assert_eq!(p(1.0).batch_step_time(200, 4), ms(32.0), "none carried");
     }
 
     #[test]

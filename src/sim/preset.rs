@@ -27,6 +27,8 @@ pub fn tiny() -> ModelParams {
         per_decode_seq: Duration::from_micros(50),
         prefill_interference: 1.0,
         block_tokens: BLOCK_TOKENS,
+        per_context_token: std::time::Duration::ZERO,
+        per_request: std::time::Duration::ZERO,
     }
 }
 
@@ -51,6 +53,8 @@ pub fn seven_b_24gb() -> ModelParams {
         per_decode_seq: Duration::from_micros(60),
         prefill_interference: 1.0,
         block_tokens: BLOCK_TOKENS,
+        per_context_token: std::time::Duration::ZERO,
+        per_request: std::time::Duration::ZERO,
     }
 }
 

@@ -12,6 +12,8 @@ fn params() -> ModelParams {
         per_decode_seq: Duration::from_micros(100),
         prefill_interference: 1.0,
         block_tokens: crate::sim::blocks::BLOCK_TOKENS,
+        per_context_token: std::time::Duration::ZERO,
+        per_request: std::time::Duration::ZERO,
     }
 }
 

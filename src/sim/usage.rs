@@ -111,26 +111,26 @@ impl UsageMeter {
 
     /// One batch step ran (`out`) with the engine in `state`.
     pub fn batch_step(&mut self, params: &ModelParams, out: &BatchStep, state: BatchState) {
-        self.batch_steps(params, out, state, 1);
+        self.batch_steps(params, out, state, 1, out.duration);
     }
 
-    /// `repeat` identical batch steps ran, `out` the last of them (a decode
-    /// run, [`super::model::DecodeRun`]), `state.kv_usage` their mean.
+    /// `repeat` decode steps ran in `span`, `out` the last of them (a decode
+    /// run, [`super::model::DecodeRun`]: the same decoders, each step one
+    /// context token a decoder longer), `state.kv_usage` their mean.
     pub fn batch_steps(
         &mut self,
         params: &ModelParams,
         out: &BatchStep,
         state: BatchState,
         repeat: u32,
+        span: Duration,
     ) {
-        let first_start = out
-            .start
-            .saturating_sub(out.duration * repeat.saturating_sub(1));
+        let first_start = out.end().saturating_sub(span);
         if first_start < self.from {
             return;
         }
         let n = f64::from(repeat);
-        let dt = out.duration.as_secs_f64() * n;
+        let dt = span.as_secs_f64();
         self.window += dt;
         self.busy += dt;
         self.running += dt * state.running as f64;
@@ -155,8 +155,14 @@ impl UsageMeter {
         self.base += secs(params.step_base);
         // The prompt tokens' whole compute, also the part a step below full
         // interference runs beside its decoders (the prefill lane's work).
-        self.prefill += secs(params.per_prefill_token) * prompt as f64;
-        self.decode += secs(params.per_decode_seq) * decodes as f64;
+        // and the requests' own work (counted with their prompts).
+        self.prefill += secs(params.per_prefill_token) * prompt as f64
+            + secs(params.per_request) * f64::from(out.admitted);
+        // The decoders' context: the steps' mean is the last one's less
+        // half the growth over the run.
+        let context = out.context_tokens as f64 - decodes as f64 * (n - 1.0) / 2.0;
+        self.decode += secs(params.per_decode_seq) * decodes as f64
+            + secs(params.per_context_token) * context.max(0.0);
     }
 
     /// The averages so far.
@@ -198,6 +204,8 @@ mod tests {
             duration: p.batch_step_time(u64::from(prefill), u64::from(decodes)),
             prefill_tokens: prefill,
             decode_seqs: decodes,
+            context_tokens: 0,
+            admitted: 0,
             events: Vec::new(),
         }
     }

@@ -231,7 +231,7 @@ pub fn simulate(
                     kv_usage: kv_mean,
                     preemptions: 0,
                 };
-                meter.batch_steps(params, out, state, run.0.steps);
+                meter.batch_steps(params, out, state, run.0.steps, run.0.span);
                 clock = out.end();
                 continue;
             }
@@ -262,7 +262,8 @@ pub fn simulate(
 
 /// The engine's identical decode steps from `clock` on, taken at once
 /// ([`Engine::decode_run`]) when no token's own time is needed, with the
-/// mean KV usage at their ends (it grows by one token a sequence a step).
+/// mean KV usage at their ends over their time (it grows by one token a
+/// sequence a step; each step may be longer than the one before).
 fn decode_run(
     engine: &mut Engine,
     clock: Duration,
@@ -272,11 +273,23 @@ fn decode_run(
     let per_step = engine.n_running() as f64 / f64::from(engine.params().kv_cache_tokens.max(1));
     let run = engine.decode_run(clock, next)?;
     let k = f64::from(run.steps);
-    // Steps 1..k-1 end before anything finishes; the k-th after.
-    let sum = (k - 1.0) * before + per_step * (k - 1.0) * k / 2.0 + engine.kv_usage();
-    Some((run, sum / k))
+    // Steps 1..k-1 end before anything finishes, at `before + per_step × j`;
+    // the k-th after. Step j lasts `a + g × (j − 1)`.
+    let (m, a) = (k - 1.0, run.first.as_secs_f64());
+    let g = (run.last.duration.as_secs_f64() - a) / m;
+    let s1 = m * (m + 1.0) / 2.0;
+    let s2 = m * (m + 1.0) * (2.0 * m + 1.0) / 6.0;
+    let (a0, b) = (a - g, before);
+    let weighted = m * a0 * b + (a0 * per_step + g * b) * s1 + g * per_step * s2;
+    let last = run.last.duration.as_secs_f64() * engine.kv_usage();
+    let span = run.span.as_secs_f64();
+    let mean = if span > 0.0 {
+        (weighted + last) / span
+    } else {
+        (m * before + per_step * s1 + engine.kv_usage()) / k
+    };
+    Some((run, mean))
 }
-
 /// The hashes of a shared prefix's full KV blocks: the same for every
 /// request, so the prefix cache can serve them.
 fn prefix_blocks(tokens: u32) -> Vec<u64> {

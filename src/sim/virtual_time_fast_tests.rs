@@ -2,7 +2,9 @@
 //! own step by step: a run with every token's time kept never takes it, so
 //! the two runs of one load must agree on every request's timings, the
 //! steps, the preemptions and the usage, over engines that preempt, cache
-//! prefixes, chunk prompts and stream at low and high load.
+//! prefixes, chunk prompts and stream at low and high load, with and
+//! without a cost per context token (each step of a run then longer than
+//! the one before) and per request.
 
 use super::*;
 use proptest::prelude::*;
@@ -26,6 +28,8 @@ fn engine(
         per_decode_seq: Duration::from_micros(seq_us),
         prefill_interference: alpha,
         block_tokens: crate::sim::blocks::BLOCK_TOKENS,
+        per_context_token: std::time::Duration::ZERO,
+        per_request: std::time::Duration::ZERO,
     }
 }
 
@@ -80,6 +84,8 @@ proptest! {
         prefill_ns in 0u64..200_000,
         seq_us in 0u64..2_000,
         alpha in prop_oneof![Just(1.0), 0.0f64..1.0],
+        context_ns in prop_oneof![Just(0u64), 1u64..20_000],
+        request_us in prop_oneof![Just(0u64), 1u64..50_000],
         input in 1u32..400,
         output in 1u32..200,
         prefix in prop_oneof![Just(0u32), 16u32..200],
@@ -87,7 +93,11 @@ proptest! {
         rate_share in 0.05f64..3.0,
         seed in 0u64..1000,
     ) {
-        let params = engine(seqs, kv, budget, base_us, prefill_ns, seq_us, alpha);
+        let params = ModelParams {
+            per_context_token: Duration::from_nanos(context_ns),
+            per_request: Duration::from_micros(request_us),
+            ..engine(seqs, kv, budget, base_us, prefill_ns, seq_us, alpha)
+        };
         let load = VirtualLoad {
             shared_prefix: prefix,
             prefix_caching: caching,

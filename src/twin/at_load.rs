@@ -111,6 +111,8 @@ mod tests {
             per_decode_seq: Duration::from_millis(1),
             prefill_interference: 1.0,
             block_tokens: crate::sim::blocks::BLOCK_TOKENS,
+            per_context_token: std::time::Duration::ZERO,
+            per_request: std::time::Duration::ZERO,
         };
         TruthConfig {
             params,

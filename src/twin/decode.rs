@@ -10,7 +10,10 @@
 //! against the decoding batch `D` (the requests streaming, as the client
 //! sees them) gives the base (intercept) and the cost per sequence (slope).
 //! The correction's own uncertainty (from `α` and `c_p`) is carried over by
-//! fitting again with it at its upper end.
+//! fitting again with it at its upper end. Levels of long prompts and of
+//! short outputs also give the cost of the decoders' context and of each
+//! request admitted ([`super::extra_costs`]); the line is fitted to the
+//! steps less those.
 //!
 //! **Batch limit.** While the server has free slots, every stream decodes:
 //! the batch follows the concurrency. Once it is full, extra streams wait
@@ -21,6 +24,7 @@
 //! filled the KV cache is limited by the KV cache, not by the slot count,
 //! and then gives only a lower bound.
 
+use super::extra_costs::{self, Point};
 use super::line::{self, Line};
 use super::observe::DecodeLevel;
 use super::profile::Estimate;
@@ -40,6 +44,10 @@ pub struct DecodeFit {
     pub step_base_ms: Estimate,
     pub decode_seq_us: Estimate,
     pub max_num_seqs: Estimate,
+    /// The cost of each context token of a decoder, µs a step.
+    pub context_token_us: Estimate,
+    /// The cost of each request admitted, ms.
+    pub request_ms: Estimate,
     /// What the levels left unexplained.
     pub warnings: Vec<String>,
 }
@@ -69,26 +77,44 @@ pub fn fit(levels: &[DecodeLevel], interference: (f64, f64)) -> Option<DecodeFit
         .iter()
         .filter(|l| l.gaps >= MIN_GAPS && !kv_bound(l))
         .collect();
-    let points = |ac: f64| -> Vec<(f64, f64)> {
+    let points = |ac: f64| -> Vec<Point> {
         usable
             .iter()
             .map(|l| {
                 let share = (ac * l.prefill_tokens_per_s).clamp(0.0, 0.9);
-                (l.streaming, l.mean_gap_s * (1.0 - share))
+                Point {
+                    batch: l.streaming,
+                    context: l.mean_context,
+                    admissions: l.mean_gap_s * l.admitted_per_s,
+                    step_s: l.mean_gap_s * (1.0 - share),
+                }
             })
             .collect()
     };
-    let (free, central, shifted) = lines(
-        &points(interference.0),
-        &points(interference.0 + interference.1),
-    )?;
     let batches: Vec<String> = usable
         .iter()
         .map(|l| format!("{:.0}", l.streaming))
         .collect();
+    let shapes: Vec<String> = usable
+        .iter()
+        .map(|l| format!("{:.0}x{:.0}", l.streaming, l.mean_context))
+        .collect();
+    let extra = extra_costs::fit(
+        &points(interference.0),
+        &format!("batch x context: {}", shapes.join(", ")),
+    );
+    let less_extra = |pts: Vec<Point>| -> Vec<(f64, f64)> {
+        pts.iter()
+            .map(|p| (p.batch, p.step_s - extra.at(p)))
+            .collect()
+    };
+    let (free, central, shifted) = lines(
+        &less_extra(points(interference.0)),
+        &less_extra(points(interference.0 + interference.1)),
+    )?;
     let how = |what: &str| {
         format!(
-            "{what} of the least-squares line of the decode step (mean token gap less the prompts' share) against the decoding batch: {} closed-loop levels, batches {}",
+            "{what} of the least-squares line of the decode step (mean token gap less the prompts' share, the context's and the admissions' cost) against the decoding batch: {} closed-loop levels, batches {}",
             usable.len(),
             batches.join(", ")
         )
@@ -103,6 +129,8 @@ pub fn fit(levels: &[DecodeLevel], interference: (f64, f64)) -> Option<DecodeFit
         step_base_ms,
         decode_seq_us,
         max_num_seqs: batch_limit(levels),
+        context_token_us: extra.context_token_us,
+        request_ms: extra.request_ms,
         warnings,
     })
 }

@@ -126,7 +126,8 @@ fn fit_once(obs: &Observations, header: Header) -> ServerProfile {
         (alpha.uncertainty * c_p).hypot(alpha.value * c_p_sigma),
     );
     let dec = decode::fit(&obs.decode, ac);
-    let (step_base_ms, decode_seq_us, max_num_seqs) = decode_parts(dec, &mut warnings);
+    let (step_base_ms, decode_seq_us, max_num_seqs, [context_token_us, request_ms]) =
+        decode_parts(dec, &mut warnings);
     let (max_num_seqs, seqs_off) = reported::figure(
         reported::MAX_NUM_SEQS,
         max_num_seqs,
@@ -161,6 +162,8 @@ fn fit_once(obs: &Observations, header: Header) -> ServerProfile {
         prefill_interference: alpha,
         prefix_caching,
         block_tokens: obs.reported_block_tokens,
+        context_token_us,
+        request_ms,
     };
     warnings.extend(bounds::pin_down(&mut params, obs.most_held_tokens));
     ServerProfile {
@@ -210,24 +213,32 @@ fn cache(
     (kv_cache_tokens, prefix_caching)
 }
 
-fn decode_parts(
-    dec: Option<DecodeFit>,
-    warnings: &mut Vec<String>,
-) -> (Estimate, Estimate, Estimate) {
+/// The decode fit's parts: step base, cost per sequence, batch limit, and
+/// the costs of context and of a request.
+type DecodeParts = (Estimate, Estimate, Estimate, [Estimate; 2]);
+
+fn decode_parts(dec: Option<DecodeFit>, warnings: &mut Vec<String>) -> DecodeParts {
     match dec {
         Some(d) => {
             warnings.extend(d.warnings);
-            (d.step_base_ms, d.decode_seq_us, d.max_num_seqs)
+            (
+                d.step_base_ms,
+                d.decode_seq_us,
+                d.max_num_seqs,
+                [d.context_token_us, d.request_ms],
+            )
         }
         None => {
             warnings.push("the decode probe gave fewer than 3 usable levels: step base, decode cost and batch limit are not measured".into());
             let none = |v: f64, what: &str| {
                 Estimate::assumed(v, 0.0, None, format!("not measured; {what}"))
             };
+            let zero = || Estimate::assumed(0.0, 0.0, Some(0.0), "not measured; 0 assumed");
             (
                 none(10.0, "10 ms assumed"),
                 none(0.0, "0 assumed"),
                 Estimate::lower_bound(1.0, "not measured"),
+                [zero(), zero()],
             )
         }
     }

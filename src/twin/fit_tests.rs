@@ -163,6 +163,8 @@ fn params(m: u32, base_ms: u64, c_p_us: u64, c_d_us: u64, kv: u32, alpha: f64) -
         per_decode_seq: Duration::from_micros(c_d_us),
         prefill_interference: alpha,
         block_tokens: crate::sim::blocks::BLOCK_TOKENS,
+        per_context_token: std::time::Duration::ZERO,
+        per_request: std::time::Duration::ZERO,
     }
 }
 

@@ -72,6 +72,12 @@ pub struct EngineJson {
     /// How much an arriving prefill slows the decoding batch, 0..=1.
     #[serde(default = "full_interference")]
     pub prefill_interference: f64,
+    /// Cost of each context token of a decoding sequence in a step, µs.
+    #[serde(default)]
+    pub context_token_us: f64,
+    /// Work each request costs the engine once, ms.
+    #[serde(default)]
+    pub request_ms: f64,
     pub prefix_caching: bool,
     /// Parameter sets at the ends of the parameters' uncertainty (0: taken as exact).
     pub corners: usize,
@@ -147,6 +153,8 @@ impl PredictJson {
                 prefill_token_us: p.per_prefill_token.as_secs_f64() * 1e6,
                 decode_seq_us: p.per_decode_seq.as_secs_f64() * 1e6,
                 prefill_interference: p.prefill_interference,
+                context_token_us: p.per_context_token.as_secs_f64() * 1e6,
+                request_ms: p.per_request.as_secs_f64() * 1e3,
                 prefix_caching: l.prefix_caching,
                 corners,
             },

@@ -39,6 +39,7 @@ pub mod at_load;
 pub mod bounds;
 pub mod decode;
 pub mod explain;
+pub mod extra_costs;
 pub mod fit;
 pub mod grid;
 pub mod html;

@@ -65,6 +65,12 @@ pub struct DecodeLevel {
     /// Prompt tokens whose first token came inside the window, per second:
     /// the prefill work the decode steps shared.
     pub prefill_tokens_per_s: f64,
+    /// Requests whose first token came inside the window, per second: the
+    /// requests the decode steps admitted.
+    pub admitted_per_s: f64,
+    /// The mean context of the window's gaps: the tokens the sequence
+    /// attended over for the gap's token (its prompt and what came before).
+    pub mean_context: f64,
     /// The running gauge's mean and peak over the window, when scraped.
     pub running_mean: Option<f64>,
     pub running_max: Option<f64>,
@@ -127,21 +133,25 @@ pub fn decode_level(
     let a = steady_start(&spans)?;
     let window = end.saturating_sub(a);
     let mut gaps: Vec<f64> = Vec::new();
+    let mut context = 0.0;
     for r in records {
-        for w in token_times(r).windows(2) {
+        for (i, w) in token_times(r).windows(2).enumerate() {
             if w[0] >= a && w[1] <= end {
                 gaps.push((w[1] - w[0]).as_secs_f64());
+                context += f64::from(r.prompt_len) + (i + 1) as f64;
             }
         }
     }
     if gaps.is_empty() || window.is_zero() {
         return None;
     }
-    let prompt_tokens: f64 = records
+    let admitted: Vec<f64> = records
         .iter()
         .filter(|r| r.first_token.is_some_and(|f| f > a && f <= end))
         .map(|r| f64::from(r.prompt_len))
-        .sum();
+        .collect();
+    let prompt_tokens: f64 = admitted.iter().sum();
+    let mean_context = context / gaps.len() as f64;
     let in_window: Vec<&GaugeSample> = gauges
         .iter()
         .filter(|g| g.t_s >= a.as_secs_f64() && g.t_s <= end.as_secs_f64())
@@ -160,6 +170,8 @@ pub fn decode_level(
         mean_gap_s,
         median_gap_s: median(&gaps),
         prefill_tokens_per_s: prompt_tokens / window.as_secs_f64(),
+        admitted_per_s: admitted.len() as f64 / window.as_secs_f64(),
+        mean_context,
         running_mean: (!running.is_empty()).then(|| mean(&running)),
         running_max: running.iter().copied().reduce(f64::max),
         preemptions: match (preempt.first(), preempt.last()) {

@@ -31,6 +31,15 @@ pub const DECODERS: usize = 3;
 /// Prompt and output of a decode-level request.
 pub const DECODE_PROMPT: u32 = 8;
 pub const DECODE_OUTPUT: u32 = 64;
+/// Streams and prompt of the long-context decode level (the context's
+/// cost), and streams and output of the short-output level (each request's
+/// cost, [`super::extra_costs`]).
+pub const CONTEXT_STREAMS: usize = 4;
+pub const CONTEXT_PROMPT: u32 = 1024;
+pub const ADMIT_STREAMS: usize = 8;
+pub const ADMIT_OUTPUT: u32 = 4;
+/// Rounds of those two levels at most.
+pub const SHAPE_ROUNDS: usize = 2;
 /// The highest concurrency the decode levels try.
 pub const MAX_LEVEL: usize = 1024;
 /// Rounds of decode levels at most (once one saturated, they repeat).
@@ -238,6 +247,51 @@ fn climb(done: &[(usize, bool, f64)], pilot: &Pilot) -> Option<(usize, f64)> {
     Some((k, gap))
 }
 
+/// A decode level of another shape than the doubling levels'.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ShapeLevel {
+    pub streams: usize,
+    pub prompt: u32,
+    pub output: u32,
+    pub length: Duration,
+}
+
+/// The levels that vary what the doubling levels hold fixed: long prompts
+/// at [`CONTEXT_STREAMS`] (left out when `max_len` leaves no prompt 8 times
+/// [`DECODE_PROMPT`]) and outputs of [`ADMIT_OUTPUT`] tokens at
+/// [`ADMIT_STREAMS`], both at most `limit` streams (the batch limit the
+/// levels showed). `gap(k)` is the expected token gap at `k` streams.
+pub fn shape_levels(
+    pilot: &Pilot,
+    max_len: u32,
+    limit: usize,
+    gap: impl Fn(usize) -> f64,
+) -> Vec<ShapeLevel> {
+    let mut out = Vec::new();
+    let prompt = CONTEXT_PROMPT.min(max_len.saturating_sub(DECODE_OUTPUT + 1));
+    if prompt >= 8 * DECODE_PROMPT {
+        let k = CONTEXT_STREAMS.min(limit).max(1);
+        // The context slows the steps: half again the short prompts' gap.
+        let first = pilot.short_ttft_s + pilot.per_token_s * f64::from(prompt) * k as f64;
+        out.push(ShapeLevel {
+            streams: k,
+            prompt,
+            output: DECODE_OUTPUT.min(max_len - prompt - 1),
+            length: Duration::from_secs_f64(first + 36.0 * gap(k)),
+        });
+    }
+    let k = ADMIT_STREAMS.min(limit).max(1);
+    // Every step admits about k / ADMIT_OUTPUT requests: longer steps.
+    let first = pilot.short_ttft_s + pilot.per_token_s * f64::from(DECODE_PROMPT) * k as f64;
+    out.push(ShapeLevel {
+        streams: k,
+        prompt: DECODE_PROMPT,
+        output: ADMIT_OUTPUT,
+        length: Duration::from_secs_f64((first + 48.0 * gap(k)).max(0.4)),
+    });
+    out
+}
+
 /// How long a level of `k` streams runs: the first wave's prefill, then 24
 /// steps of steady decoding of `gap` each (more at low concurrency: twice
 /// the gaps the fit needs, as a slow or busy server's steps come out
@@ -343,6 +397,8 @@ mod tests {
             mean_gap_s: 0.01,
             median_gap_s: 0.01,
             prefill_tokens_per_s: 0.0,
+            admitted_per_s: 0.0,
+            mean_context: 40.0,
             running_mean: Some(running),
             running_max: Some(running),
             preemptions: None,
@@ -354,6 +410,25 @@ mod tests {
         assert_eq!(decoders(&[level(2, 2.0), level(4, 2.0)]), 1);
         assert_eq!(decoders(&[level(4, 3.0)]), 2);
         assert_eq!(decoders(&[level(1, 1.0), level(2, 1.0)]), 0);
+    }
+
+    #[test]
+    fn shape_levels_vary_the_context_and_the_admissions_within_the_limits() {
+        let p = pilot(0.05, 300e-6, 0.05);
+        let levels = shape_levels(&p, 2048, 128, |_| 0.06);
+        assert_eq!(levels.len(), 2);
+        let (ctx, admit) = (levels[0], levels[1]);
+        assert_eq!((ctx.streams, ctx.prompt, ctx.output), (4, 1024, 64));
+        assert_eq!((admit.streams, admit.prompt, admit.output), (8, 8, 4));
+        // The long prompts' first wave (4 × 1024 × 300 µs) and 36 gaps.
+        assert!((ctx.length.as_secs_f64() - (0.05 + 1.2288 + 2.16)).abs() < 1e-6);
+        // A short context leaves only the admission level; a batch limit
+        // of 2 caps both.
+        assert_eq!(shape_levels(&p, 100, 128, |_| 0.06).len(), 1);
+        let small = shape_levels(&p, 2048, 2, |_| 0.06);
+        assert!(small.iter().all(|l| l.streams == 2), "{small:?}");
+        let short = shape_levels(&p, 600, 128, |_| 0.06);
+        assert_eq!((short[0].prompt, short[0].output), (535, 64));
     }
 
     #[test]

@@ -20,10 +20,11 @@ use crate::sim::{ModelParams, SimConfig};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
-/// The JSON layout's version. 2 added [`Status::NotIdentifiable`];
+/// The JSON layout's version. 2 added [`Status::NotIdentifiable`], 3 the
+/// costs of context and of each request (read from older files as 0);
 /// [`ServerProfile::from_json`] reads it and every earlier one back to
 /// [`FIRST_SCHEMA_VERSION`], and refuses others.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 /// The oldest layout still read (version 1 has no `not_identifiable`).
 pub const FIRST_SCHEMA_VERSION: u32 = 1;
 
@@ -151,6 +152,17 @@ impl Estimate {
         }
     }
 
+    /// A cost an older profile did not measure: 0, as kneecap modelled it
+    /// then.
+    pub fn not_profiled() -> Self {
+        Self::assumed(
+            0.0,
+            0.0,
+            Some(0.0),
+            "not in this profile (written before kneecap measured it): assumed 0",
+        )
+    }
+
     /// An assumption within `low ..= high`.
     pub fn assumed(value: f64, low: f64, high: Option<f64>, how: impl Into<String>) -> Self {
         Self {
@@ -217,6 +229,13 @@ pub struct ProfileParams {
     /// [`BLOCK_TOKENS`] is taken.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub block_tokens: Option<u32>,
+    /// Cost, in each step, of each token of context a decoding sequence
+    /// attends over, microseconds.
+    #[serde(default = "Estimate::not_profiled")]
+    pub context_token_us: Estimate,
+    /// Work each request costs the engine once, milliseconds.
+    #[serde(default = "Estimate::not_profiled")]
+    pub request_ms: Estimate,
 }
 
 /// What one probe did.
@@ -276,7 +295,7 @@ pub const UNBOUNDED_COUNT: f64 = 1.0e9;
 
 /// Which way each parameter moves capacity: `true` when a larger value
 /// means more capacity.
-pub(crate) const NAMES: [(&str, bool); 7] = [
+pub(crate) const NAMES: [(&str, bool); 9] = [
     ("step_base_ms", false),
     ("prefill_token_us", false),
     ("decode_seq_us", false),
@@ -284,6 +303,8 @@ pub(crate) const NAMES: [(&str, bool); 7] = [
     ("kv_cache_tokens", true),
     ("max_num_batched_tokens", true),
     ("prefill_interference", false),
+    ("context_token_us", false),
+    ("request_ms", false),
 ];
 
 impl ServerProfile {
@@ -339,7 +360,10 @@ impl ServerProfile {
     /// The departure from the model the fits flagged, if any: each
     /// [`Status::Misfit`] or [`Status::NotIdentifiable`] parameter the
     /// simulator uses (not the TTFT intercept, which it never reads) with
-    /// its reason, and how far a prediction's interval must widen beyond
+    /// its reason (the costs of context and of a request only when misfit:
+    /// an extra cost the probes cannot tell from 0 is an honest range from
+    /// 0 up, which the corners already span), and how far a prediction's
+    /// interval must widen beyond
     /// the corners: the largest relative half
     /// range (2σ / value) of a flagged parameter, at least
     /// [`MISFIT_MIN_WIDEN`] and at most [`MISFIT_MAX_WIDEN`]. A bad fit never
@@ -347,17 +371,22 @@ impl ServerProfile {
     pub fn misfit(&self) -> Option<Misfit> {
         let p = &self.params;
         let named = [
-            ("step base", &p.step_base_ms),
-            ("prefill per token", &p.prefill_token_us),
-            ("decode per sequence", &p.decode_seq_us),
-            ("max num seqs", &p.max_num_seqs),
-            ("KV cache", &p.kv_cache_tokens),
-            ("token budget", &p.max_num_batched_tokens),
-            ("prefill interference", &p.prefill_interference),
+            ("step base", &p.step_base_ms, true),
+            ("prefill per token", &p.prefill_token_us, true),
+            ("decode per sequence", &p.decode_seq_us, true),
+            ("max num seqs", &p.max_num_seqs, true),
+            ("KV cache", &p.kv_cache_tokens, true),
+            ("token budget", &p.max_num_batched_tokens, true),
+            ("prefill interference", &p.prefill_interference, true),
+            ("context per token", &p.context_token_us, false),
+            ("per request", &p.request_ms, false),
         ];
         let flagged: Vec<_> = named
             .iter()
-            .filter(|(_, e)| matches!(e.status, Status::Misfit | Status::NotIdentifiable))
+            .filter(|(_, e, unpinned)| {
+                e.status == Status::Misfit || (*unpinned && e.status == Status::NotIdentifiable)
+            })
+            .map(|(name, e, _)| (name, e))
             .collect();
         if flagged.is_empty() {
             return None;
@@ -380,8 +409,8 @@ impl ServerProfile {
         serde_json::to_string_pretty(self).unwrap_or_default()
     }
 
-    /// The seven estimates in [`NAMES`] order.
-    pub(crate) fn estimates(&self) -> [&Estimate; 7] {
+    /// The estimates in [`NAMES`] order.
+    pub(crate) fn estimates(&self) -> [&Estimate; 9] {
         let p = &self.params;
         [
             &p.step_base_ms,
@@ -391,15 +420,19 @@ impl ServerProfile {
             &p.kv_cache_tokens,
             &p.max_num_batched_tokens,
             &p.prefill_interference,
+            &p.context_token_us,
+            &p.request_ms,
         ]
     }
 
-    /// A parameter set with each of the seven values chosen by `pick`, held
+    /// A parameter set with each of the values chosen by `pick`, held
     /// inside its physical range ([`ranges::clamp`]): whatever the file
     /// says, the set is valid and the simulator's arithmetic stays finite.
     fn at(&self, pick: impl Fn(usize, &Estimate) -> f64) -> ModelParams {
         let e = self.estimates();
-        let v: Vec<f64> = (0..7).map(|i| ranges::clamp(i, pick(i, e[i]))).collect();
+        let v: Vec<f64> = (0..NAMES.len())
+            .map(|i| ranges::clamp(i, pick(i, e[i])))
+            .collect();
         let max_model_len = count(ranges::clamp_model_len(self.params.max_model_len.value)).max(2);
         ModelParams {
             step_base: micros(v[0] * 1e3).max(Duration::from_micros(1)),
@@ -415,6 +448,8 @@ impl ServerProfile {
                 1.0
             },
             block_tokens: whole_blocks(self.params.block_tokens),
+            per_context_token: micros(v[7]),
+            per_request: micros(v[8] * 1e3),
         }
     }
 }

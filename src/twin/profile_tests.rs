@@ -8,15 +8,50 @@ use crate::twin::testing::sample;
 fn the_json_round_trips_and_names_its_version() {
     let p = sample();
     let text = p.to_json();
-    assert!(text.contains("\"schema_version\": 2"), "{text}");
+    assert!(text.contains("\"schema_version\": 3"), "{text}");
     assert_eq!(ServerProfile::from_json(&text).unwrap(), p);
+}
+
+#[test]
+fn a_version_2_profile_reads_with_no_cost_of_context_or_requests() {
+    let mut v: serde_json::Value = serde_json::from_str(&sample().to_json()).unwrap();
+    v["schema_version"] = 2.into();
+    let params = v["params"].as_object_mut().unwrap();
+    params.remove("context_token_us");
+    params.remove("request_ms");
+    let p = ServerProfile::from_json(&v.to_string()).unwrap();
+    assert_eq!(p.params.context_token_us.status, Status::Assumed);
+    let m = p.params();
+    assert_eq!(
+        (m.per_context_token, m.per_request),
+        (Duration::ZERO, Duration::ZERO)
+    );
+}
+
+#[test]
+fn the_costs_of_context_and_requests_reach_the_simulator_in_its_units() {
+    let mut p = sample();
+    p.params.context_token_us = Estimate::fitted(5.0, 0.5, 0.0, "synthetic");
+    p.params.request_ms =
+        Estimate::fitted(30.0, 20.0, 0.0, "synthetic").not_identifiable(0.0, "synthetic");
+    let m = p.params();
+    assert_eq!(m.per_context_token, Duration::from_micros(5));
+    assert_eq!(m.per_request, Duration::from_millis(30));
+    let corners = p.corners();
+    let slow = &corners[0].params;
+    assert_eq!(slow.per_context_token, Duration::from_micros(6));
+    assert_eq!(slow.per_request, Duration::from_millis(70));
+    let low = corners.iter().find(|c| c.name == "request_ms low").unwrap();
+    assert_eq!(low.params.per_request, Duration::ZERO);
+    // A request cost the probes cannot tell from 0 is a range, not a misfit.
+    assert_eq!(p.misfit(), None);
 }
 
 #[test]
 fn other_versions_and_other_files_are_refused_with_a_reason() {
     let text = sample()
         .to_json()
-        .replace("\"schema_version\": 2", "\"schema_version\": 9");
+        .replace("\"schema_version\": 3", "\"schema_version\": 9");
     let err = ServerProfile::from_json(&text).unwrap_err();
     assert!(
         err.contains("schema_version 9") && err.contains("again"),
@@ -50,7 +85,7 @@ fn central_params_are_the_values_in_simulator_units() {
 fn corners_move_each_parameter_to_the_ends_of_its_range() {
     let profile = sample();
     let corners = profile.corners();
-    assert_eq!(corners.len(), 2 + 2 * 7);
+    assert_eq!(corners.len(), 2 + 2 * 9);
     let (slow, fast) = (&corners[0].params, &corners[1].params);
     // ±2σ = ±5% on the costs; the slow corner is the costly end.
     assert_eq!(slow.step_base, Duration::from_micros(5250));

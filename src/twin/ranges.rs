@@ -18,7 +18,7 @@ pub struct Range {
 const COUNT_MAX: f64 = u32::MAX as f64;
 
 /// The ranges, in the order of the profile's `NAMES`.
-pub const RANGES: [Range; 7] = [
+pub const RANGES: [Range; 9] = [
     Range {
         min: 0.0,
         max: 60_000.0,
@@ -53,6 +53,16 @@ pub const RANGES: [Range; 7] = [
         min: 0.0,
         max: 1.0,
         unit: "a share",
+    },
+    Range {
+        min: 0.0,
+        max: 1e6,
+        unit: "µs per context token of a decoding sequence",
+    },
+    Range {
+        min: 0.0,
+        max: 60_000.0,
+        unit: "ms per request",
     },
 ];
 

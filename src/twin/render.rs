@@ -61,11 +61,17 @@ pub(super) fn engine_words(j: &PredictJson) -> String {
             e.corners
         )
     };
-    let interference = if e.prefill_interference < 1.0 {
+    let mut interference = if e.prefill_interference < 1.0 {
         format!(", prefill interference {:.2}", e.prefill_interference)
     } else {
         String::new()
     };
+    if e.context_token_us > 0.0 {
+        interference += &format!(" + {} µs/context token", round3(e.context_token_us));
+    }
+    if e.request_ms > 0.0 {
+        interference += &format!(" + {} ms/request", round3(e.request_ms));
+    }
     format!(
         "engine {}: max-num-seqs {}, kv-cache-tokens {}, step {} ms + {} µs/prefill token + {} µs/decoding sequence{interference}, prefix caching {} ({uncertainty})",
         e.source,

@@ -89,6 +89,8 @@ pub fn render(p: &ServerProfile) -> String {
         "0..1",
         &q.prefill_interference,
     );
+    row(&mut out, "context per token", "us", &q.context_token_us);
+    row(&mut out, "per request", "ms", &q.request_ms);
     let pc = &q.prefix_caching;
     let verdict = match pc.enabled {
         Some(true) => "on",

@@ -41,6 +41,8 @@ pub fn sample() -> ServerProfile {
                 how: "synthetic".into(),
             },
             block_tokens: None,
+            context_token_us: Estimate::not_profiled(),
+            request_ms: Estimate::not_profiled(),
         },
         warnings: vec![],
         probes: vec![ProbeSummary {
@@ -275,6 +277,8 @@ pub fn vllm_levels() -> Vec<DecodeLevel> {
         mean_gap_s: gap,
         median_gap_s: gap,
         prefill_tokens_per_s: 0.0,
+        admitted_per_s: 0.0,
+        mean_context: 40.0,
         running_mean: Some(d.min(128.0)),
         running_max: Some(d.min(128.0)),
         preemptions: Some(0.0),

@@ -363,6 +363,8 @@ mod tests {
             per_decode_seq: Duration::from_micros(7),
             prefill_interference: 0.25,
             block_tokens: crate::sim::blocks::BLOCK_TOKENS,
+            per_context_token: std::time::Duration::ZERO,
+            per_request: std::time::Duration::ZERO,
         };
         assert_eq!(o.config.params, want);
     }

@@ -269,7 +269,8 @@ impl Probe<'_> {
         Ok(interference::observe(streams, injected))
     }
 
-    /// Closed-loop levels at doubling concurrency, within `share`.
+    /// Closed-loop levels at doubling concurrency, then the levels of other
+    /// shapes ([`plan::shape_levels`]), within `share`.
     pub(super) async fn decode(
         &mut self,
         pilot: &Pilot,
@@ -280,9 +281,15 @@ impl Probe<'_> {
         let output = plan::DECODE_OUTPUT
             .min(max_len.saturating_sub(plan::DECODE_PROMPT + 1))
             .max(2);
-        let until = Instant::now() + share.min(self.left());
         let t = Instant::now();
-        let mut done = Vec::new();
+        let end = t + share.min(self.left());
+        // Time kept for one round of the other shapes (at the pilot's gap).
+        let kept: Duration = plan::shape_levels(pilot, max_len, usize::MAX, |_| pilot.lone_gap_s)
+            .iter()
+            .map(|l| l.length)
+            .sum();
+        let until = end.checked_sub(kept.mul_f64(1.5)).unwrap_or(t);
+        let mut done: Vec<(usize, bool, f64)> = Vec::new();
         let mut all = Vec::new();
         while let Some((k, length)) = plan::next_decode_level(
             &done,
@@ -293,38 +300,99 @@ impl Probe<'_> {
             if done.iter().any(|d| d.1) && decode::precise(&obs.decode) {
                 break;
             }
-            let specs = self.specs(plan::DECODE_PROMPT, output, 4 * k)?;
-            let (r, gauges) = self
-                .level(Releases::ClosedFor(length), specs, Some(k), length, true)
-                .await?;
-            let bad = r.iter().filter(|x| failed(x)).count();
-            if let Some(level) = decode_level(k, output, &r, &gauges, length) {
-                done.push((k, saturated(&level), level.mean_gap_s));
-                let from = Duration::from_secs_f64(level.start_s);
-                if let Some(point) = kv_level_point(&r, &gauges, from, length) {
-                    obs.kv_systematic = block_rounding(&level, point.tokens);
-                    obs.kv_points.push(point);
-                }
-                for g in &gauges {
-                    let held = tokens_in_flight(&r, Duration::from_secs_f64(g.t_s)).0;
-                    obs.most_held_tokens = obs.most_held_tokens.max(held);
-                }
-                obs.decode.push(level);
-            }
-            all.extend(r);
+            let shape = (k, plan::DECODE_PROMPT, output, length);
+            let (seen, bad) = self.decode_level(shape, obs, &mut all).await?;
+            done.extend(seen);
             if bad * 10 > k {
                 eprintln!("kneecap profile: {bad} requests failed at {k} streams; the decode probe stops there");
                 break;
             }
         }
+        let shapes = self
+            .shape_levels(pilot, max_len, end, &done, obs, &mut all)
+            .await?;
         let levels: Vec<String> = done.iter().map(|d| d.0.to_string()).collect();
         let detail = format!(
-            "closed loops of {} streams, {}-token prompts, {output}-token outputs",
+            "closed loops of {} streams, {}-token prompts, {output}-token outputs{shapes}",
             levels.join(", "),
             plan::DECODE_PROMPT
         );
         self.summary("decode", &all, t.elapsed(), detail);
         Ok(())
+    }
+
+    /// Rounds of the other shapes' levels until `end`; what they were, for
+    /// the probe's summary.
+    async fn shape_levels(
+        &mut self,
+        pilot: &Pilot,
+        max_len: u32,
+        end: Instant,
+        done: &[(usize, bool, f64)],
+        obs: &mut Observations,
+        all: &mut Vec<RequestRecord>,
+    ) -> Result<String> {
+        let limit = obs
+            .decode
+            .iter()
+            .filter(|l| saturated(l))
+            .map(|l| decode::slots(l).floor() as usize)
+            .min()
+            .unwrap_or(usize::MAX);
+        // The gap at the nearest doubling level's concurrency.
+        let gap = |k: usize| {
+            done.iter()
+                .min_by_key(|d| d.0.abs_diff(k))
+                .map_or(pilot.lone_gap_s, |d| d.2)
+        };
+        let levels = plan::shape_levels(pilot, max_len, limit, gap);
+        let mut ran = Vec::new();
+        for _ in 0..plan::SHAPE_ROUNDS {
+            for l in &levels {
+                if end.saturating_duration_since(Instant::now()) < l.length {
+                    continue;
+                }
+                let shape = (l.streams, l.prompt, l.output, l.length);
+                self.decode_level(shape, obs, all).await?;
+                ran.push(format!("{} x {}/{}", l.streams, l.prompt, l.output));
+            }
+        }
+        Ok(match ran.is_empty() {
+            true => String::new(),
+            false => format!("; then streams x prompt/output {}", ran.join(", ")),
+        })
+    }
+
+    /// One closed-loop level of `(streams, prompt, output, length)`, its
+    /// observation kept in `obs` and its records in `all`; the level as
+    /// `(streams, saturated, mean gap)` when it gave one, and its failures.
+    async fn decode_level(
+        &mut self,
+        (k, prompt, output, length): (usize, u32, u32, Duration),
+        obs: &mut Observations,
+        all: &mut Vec<RequestRecord>,
+    ) -> Result<(Option<(usize, bool, f64)>, usize)> {
+        let specs = self.specs(prompt, output, 4 * k)?;
+        let (r, gauges) = self
+            .level(Releases::ClosedFor(length), specs, Some(k), length, true)
+            .await?;
+        let bad = r.iter().filter(|x| failed(x)).count();
+        let mut seen = None;
+        if let Some(level) = decode_level(k, output, &r, &gauges, length) {
+            seen = Some((k, saturated(&level), level.mean_gap_s));
+            let from = Duration::from_secs_f64(level.start_s);
+            if let Some(point) = kv_level_point(&r, &gauges, from, length) {
+                obs.kv_systematic = block_rounding(&level, point.tokens);
+                obs.kv_points.push(point);
+            }
+            for g in &gauges {
+                let held = tokens_in_flight(&r, Duration::from_secs_f64(g.t_s)).0;
+                obs.most_held_tokens = obs.most_held_tokens.max(held);
+            }
+            obs.decode.push(level);
+        }
+        all.extend(r);
+        Ok((seen, bad))
     }
 }
 
