@@ -12,8 +12,9 @@
 //! The correction's own uncertainty (from `α` and `c_p`) is carried over by
 //! fitting again with it at its upper end. Levels of long prompts and of
 //! short outputs also give the cost of the decoders' context and of each
-//! request admitted ([`super::extra_costs`]); the line is fitted to the
-//! steps less those.
+//! request admitted ([`super::extra_costs`], fitted on each level's median
+//! gap, which a stall does not move); the line is fitted to the steps less
+//! those.
 //!
 //! **Batch limit.** While the server has free slots, every stream decodes:
 //! the batch follows the concurrency. Once it is full, extra streams wait
@@ -77,16 +78,21 @@ pub fn fit(levels: &[DecodeLevel], interference: (f64, f64)) -> Option<DecodeFit
         .iter()
         .filter(|l| l.gaps >= MIN_GAPS && !kv_bound(l))
         .collect();
-    let points = |ac: f64| -> Vec<Point> {
+    // The steps from each level's mean gap (steps tile the window, stalls
+    // and all), or from its median (what the extra costs are fitted on: one
+    // stall of a second in a level of a few seconds moves its mean, not its
+    // median).
+    let points = |ac: f64, median: bool| -> Vec<Point> {
         usable
             .iter()
             .map(|l| {
                 let share = (ac * l.prefill_tokens_per_s).clamp(0.0, 0.9);
+                let gap = if median { l.median_gap_s } else { l.mean_gap_s };
                 Point {
                     batch: l.streaming,
                     context: l.mean_context,
-                    admissions: l.mean_gap_s * l.admitted_per_s,
-                    step_s: l.mean_gap_s * (1.0 - share),
+                    admissions: gap * l.admitted_per_s,
+                    step_s: gap * (1.0 - share),
                 }
             })
             .collect()
@@ -100,7 +106,7 @@ pub fn fit(levels: &[DecodeLevel], interference: (f64, f64)) -> Option<DecodeFit
         .map(|l| format!("{:.0}x{:.0}", l.streaming, l.mean_context))
         .collect();
     let extra = extra_costs::fit(
-        &points(interference.0),
+        &points(interference.0, true),
         &format!("batch x context: {}", shapes.join(", ")),
     );
     let less_extra = |pts: Vec<Point>| -> Vec<(f64, f64)> {
@@ -109,8 +115,8 @@ pub fn fit(levels: &[DecodeLevel], interference: (f64, f64)) -> Option<DecodeFit
             .collect()
     };
     let (free, central, shifted) = lines(
-        &less_extra(points(interference.0)),
-        &less_extra(points(interference.0 + interference.1)),
+        &less_extra(points(interference.0, false)),
+        &less_extra(points(interference.0 + interference.1, false)),
     )?;
     let how = |what: &str| {
         format!(

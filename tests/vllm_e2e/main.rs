@@ -32,9 +32,14 @@ use support::{f, json, kneecap_line, text, tokenizer, vllm_env, Metrics, VllmSer
 /// loopback hops, none of which the engine's histograms see. Measured here
 /// (2-core box, 32 requests at 2 req/s, 128 in / 32 out): kneecap +3.6 to
 /// +10 ms for TTFT and +2 to +7 ms for E2E on means of 0.2–13 s, the same as
-/// vLLM's own client; a busy machine stretches it, hence the 5% share.
+/// vLLM's own client, on a quiet host; on 2026-12-06, with the host slower,
+/// +34 to +95 ms for kneecap's TTFT (on means of 0.3–0.7 s) and +76 ms for
+/// vLLM's client, each run's E2E offset within 12 ms of its TTFT offset: a
+/// delay common to both ends of a request, the server's API front end
+/// before its engine's clock starts, not the client's. Hence 100 ms and a
+/// 10% share for a busy machine.
 pub fn offset_bound_ms(server_mean_ms: f64) -> f64 {
-    50.0 + 0.05 * server_mean_ms
+    100.0 + 0.1 * server_mean_ms
 }
 
 #[test]

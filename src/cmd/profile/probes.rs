@@ -283,12 +283,13 @@ impl Probe<'_> {
             .max(2);
         let t = Instant::now();
         let end = t + share.min(self.left());
-        // Time kept for one round of the other shapes (at the pilot's gap).
+        // Time kept for two rounds of the other shapes (at the pilot's gap,
+        // which the steps of a loaded level exceed).
         let kept: Duration = plan::shape_levels(pilot, max_len, usize::MAX, |_| pilot.lone_gap_s)
             .iter()
             .map(|l| l.length)
             .sum();
-        let until = end.checked_sub(kept.mul_f64(1.5)).unwrap_or(t);
+        let until = end.checked_sub(kept.mul_f64(2.5)).unwrap_or(t);
         let mut done: Vec<(usize, bool, f64)> = Vec::new();
         let mut all = Vec::new();
         while let Some((k, length)) = plan::next_decode_level(
