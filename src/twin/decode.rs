@@ -91,7 +91,6 @@ pub fn fit(levels: &[DecodeLevel], interference: (f64, f64)) -> Option<DecodeFit
                 Point {
                     batch: l.streaming,
                     context: l.mean_context,
-                    admissions: gap * l.admitted_per_s,
                     step_s: gap * (1.0 - share),
                 }
             })
@@ -120,7 +119,7 @@ pub fn fit(levels: &[DecodeLevel], interference: (f64, f64)) -> Option<DecodeFit
     )?;
     let how = |what: &str| {
         format!(
-            "{what} of the least-squares line of the decode step (mean token gap less the prompts' share, the context's and the admissions' cost) against the decoding batch: {} closed-loop levels, batches {}",
+            "{what} of the least-squares line of the decode step (mean token gap less the prompts' share and the context's cost) against the decoding batch: {} closed-loop levels, batches {}",
             usable.len(),
             batches.join(", ")
         )

@@ -1,38 +1,28 @@
 //! The decode step's costs beyond its batch, from decode levels that vary
-//! them: the context the decoders attend over (levels of long prompts) and
-//! the requests admitted beside them (levels of short outputs). Pure.
+//! them: the context the decoders attend over (levels of long prompts).
+//! The cost of each request admitted is in the engine model but not yet
+//! probed ([`fit`] says why). Pure.
 //!
-//! A level's plain decode step `y` (its mean token gap less the prompts'
-//! share, [`super::decode`]) is modelled as
+//! A level's plain decode step `y` (its token gap less the prompts' share,
+//! [`super::decode`]) is modelled as `y = base + d × D + c × (D × ctx)`, with
+//! `D` the decoding batch and `ctx` the mean context of the window's gaps.
+//! Least squares over the levels' median gaps gives `c` (per context token)
+//! with its standard error from the residuals; `base` and `d` then come from
+//! the line through the levels' mean gaps less `c × D × ctx`.
 //!
-//! `y = base + d × D + c × (D × ctx) + h × (ḡ × a)`
-//!
-//! with `D` the decoding batch, `ctx` the mean context of the window's gaps,
-//! `ḡ` the mean gap and `a` the requests admitted per second (`ḡ × a`
-//! admissions a step). Least squares over the levels gives `c` (per context
-//! token) and `h` (per request) with standard errors from the residuals;
-//! `base` and `d` then come from the line through the levels less these
-//! terms (the same least-squares solution, fitted in two stages so the
-//! line's own checks still apply).
-//!
-//! A term no level varies (every level's context within a factor
-//! [`CONTEXT_SPREAD`], or no level admitting [`ADMITTING`] requests a step)
-//! is not probed and stays 0, said so; a fitted value below 0 is held at 0
-//! with its uncertainty (a cost cannot be negative); one the probes cannot
-//! tell from 0 (σ ≥ its value) is marked not identifiable, its range from 0
-//! up. Measured on vLLM 0.32 on a 2-core CPU (docs/benchmarks/2026-12-06.md):
+//! When no level's context is [`CONTEXT_SPREAD`] times another's, `c` is not
+//! probed and stays 0, said so; a fitted value below 0 is held at 0 with
+//! its uncertainty (a cost cannot be negative); one the probes cannot tell
+//! from 0 (σ ≥ its value) is marked not identifiable, its range from 0 up.
+//! Measured on vLLM 0.32 on a 2-core CPU (docs/benchmarks/2026-12-06.md):
 //! 16 streams decoding took 82, 128 and 160 ms a step for 8-, 512- and
-//! 1024-token prompts, and 16 short prompts admitted together took a median
-//! 1.0 s to their first token against 0.28 s for 4.
+//! 1024-token prompts.
 
 use super::profile::Estimate;
 
 /// Least ratio of the levels' largest mean context to their smallest for
 /// the context cost to be fitted.
 pub const CONTEXT_SPREAD: f64 = 3.0;
-/// Least admissions a step some level must show for the request cost to be
-/// fitted.
-pub const ADMITTING: f64 = 0.25;
 
 /// One level as the fit sees it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -41,8 +31,6 @@ pub struct Point {
     pub batch: f64,
     /// Mean context of its gaps, tokens.
     pub context: f64,
-    /// Admissions a step, `ḡ × a`.
-    pub admissions: f64,
     /// The plain decode step `y`, seconds.
     pub step_s: f64,
 }
@@ -60,51 +48,50 @@ pub struct ExtraCosts {
 impl ExtraCosts {
     /// What the term adds to point `p`'s step, seconds.
     pub fn at(&self, p: &Point) -> f64 {
-        self.context_s * p.batch * p.context + self.request_s * p.admissions
+        self.context_s * p.batch * p.context
     }
 }
 
-/// Fits the costs the points vary; `levels` describes them for `how`.
-pub fn fit(points: &[Point], levels: &str) -> ExtraCosts {
-    let ctx = |f: fn(f64, f64) -> f64, init: f64| points.iter().map(|p| p.context).fold(init, f);
+/// Fits the context's cost on `medians` (each level's step from its median
+/// gap, which a stall of a second does not move) when the levels vary the
+/// context; `levels` describes them for `how`. The cost of a request is not
+/// probed yet: a level of short outputs at 8 streams, fitted the same way,
+/// gave 2.4 ms for a true 20 ms in fake time (its admissions fall mostly in
+/// steps where nothing else decodes, so they do not lengthen the gaps it
+/// measures), so it stays 0 and says so.
+pub fn fit(medians: &[Point], levels: &str) -> ExtraCosts {
+    let ctx = |f: fn(f64, f64) -> f64, init: f64| medians.iter().map(|p| p.context).fold(init, f);
     let (lo, hi) = (ctx(f64::min, f64::INFINITY), ctx(f64::max, 0.0));
     let varies_context = lo > 0.0 && hi / lo >= CONTEXT_SPREAD;
-    let admits = points.iter().any(|p| p.admissions >= ADMITTING);
-    let mut cols: Vec<fn(&Point) -> f64> = vec![|_| 1.0, |p| p.batch];
-    if varies_context {
-        cols.push(|p| p.batch * p.context);
-    }
-    if admits {
-        cols.push(|p| p.admissions);
-    }
-    let x: Vec<Vec<f64>> = points
-        .iter()
-        .map(|p| cols.iter().map(|c| c(p)).collect())
-        .collect();
-    let y: Vec<f64> = points.iter().map(|p| p.step_s).collect();
-    let solved = (cols.len() > 2).then(|| least_squares(&x, &y)).flatten();
-    let coef = |i: usize| solved.as_ref().map(|(b, se)| (b[i], se[i]));
-    let context = varies_context.then(|| coef(2)).flatten();
-    let request = admits
-        .then(|| coef(if varies_context { 3 } else { 2 }))
-        .flatten();
+    let context = varies_context
+        .then(|| {
+            let x: Vec<Vec<f64>> = medians
+                .iter()
+                .map(|p| vec![1.0, p.batch, p.batch * p.context])
+                .collect();
+            let y: Vec<f64> = medians.iter().map(|p| p.step_s).collect();
+            least_squares(&x, &y)
+        })
+        .flatten()
+        .map(|(b, se)| (b[2], se[2]));
     let context_token_us = estimate(
         context.map(|(b, se)| (b * 1e6, se * 1e6)),
         varies_context,
-        &format!("decode levels with prompts of {lo:.0}..{hi:.0} context tokens ({levels})"),
+        &format!(
+            "decode levels with prompts of {lo:.0}..{hi:.0} context tokens, median gaps ({levels})"
+        ),
         "no decode level had a context more than 3x another's",
-    );
-    let request_ms = estimate(
-        request.map(|(b, se)| (b * 1e3, se * 1e3)),
-        admits,
-        &format!("decode levels admitting requests as they decoded ({levels})"),
-        "no decode level admitted requests while it decoded",
     );
     ExtraCosts {
         context_s: context_token_us.value * 1e-6,
-        request_s: request_ms.value * 1e-3,
+        request_s: 0.0,
         context_token_us,
-        request_ms,
+        request_ms: Estimate::assumed(
+            0.0,
+            0.0,
+            Some(0.0),
+            "not probed (the probes do not yet separate it from the decode step): 0 assumed",
+        ),
     }
 }
 

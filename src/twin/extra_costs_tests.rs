@@ -2,19 +2,17 @@ use super::*;
 use crate::twin::profile::Status;
 
 /// A level's step from known costs: 40 ms base, 1 ms a sequence, 5 µs a
-/// context token of each decoder, 30 ms a request admitted; `noise`
-/// seconds added.
-fn level(batch: f64, context: f64, admissions: f64, noise: f64) -> Point {
+/// context token of each decoder; `noise` seconds added.
+fn level(batch: f64, context: f64, noise: f64) -> Point {
     Point {
         batch,
         context,
-        admissions,
-        step_s: 0.040 + 0.001 * batch + 5e-6 * batch * context + 0.030 * admissions + noise,
+        step_s: 0.040 + 0.001 * batch + 5e-6 * batch * context + noise,
     }
 }
 
 /// The profile's levels: doubling batches of short prompts, then long
-/// prompts at 4 streams and short outputs at 8, with a little noise.
+/// prompts at 4 streams, with a little noise.
 fn levels() -> Vec<Point> {
     let noise = [
         0.4e-3, -0.3e-3, 0.2e-3, -0.5e-3, 0.1e-3, 0.3e-3, -0.2e-3, 0.4e-3, -0.1e-3,
@@ -22,39 +20,37 @@ fn levels() -> Vec<Point> {
     let mut out: Vec<Point> = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0]
         .iter()
         .zip(noise)
-        .map(|(&d, e)| level(d, 20.0, 0.0, e))
+        .map(|(&d, e)| level(d, 20.0, e))
         .collect();
-    out.push(level(4.0, 1040.0, 0.0, noise[6]));
-    out.push(level(8.0, 10.0, 2.0, noise[7]));
-    out.push(level(4.0, 1040.0, 0.0, noise[8]));
+    out.push(level(4.0, 1040.0, noise[6]));
+    out.push(level(8.0, 10.0, noise[7]));
+    out.push(level(4.0, 1040.0, noise[8]));
     out
 }
 
 #[test]
-fn both_costs_come_back_from_levels_that_vary_them() {
+fn the_context_cost_comes_back_from_levels_that_vary_it() {
     let e = fit(&levels(), "test");
-    let (c, h) = (&e.context_token_us, &e.request_ms);
+    let c = &e.context_token_us;
     assert_eq!(c.status, Status::Measured, "{c:?}");
-    assert_eq!(h.status, Status::Measured, "{h:?}");
     assert!((c.value - 5.0).abs() < 0.5, "context {c:?}");
-    assert!((h.value - 30.0).abs() < 1.0, "request {h:?}");
     assert!(c.low <= 5.0 && c.high.unwrap() >= 5.0, "{c:?}");
-    // What the terms add at the long-prompt level: 4 × 1040 × 5 µs.
-    let p = level(4.0, 1040.0, 0.0, 0.0);
+    // What it adds at the long-prompt level: 4 × 1040 × 5 µs.
+    let p = level(4.0, 1040.0, 0.0);
     assert!((e.at(&p) - 0.0208).abs() < 0.002, "{}", e.at(&p));
+    assert_eq!(e.request_ms.status, Status::Assumed, "not probed");
 }
 
 #[test]
-fn a_term_no_level_varies_is_not_probed_and_stays_zero() {
-    // Only the doubling levels: one context, nothing admitted.
+fn a_context_no_level_varies_is_not_probed_and_stays_zero() {
+    // Only the doubling levels: one context.
     let only: Vec<Point> = levels().into_iter().take(6).collect();
     let e = fit(&only, "test");
-    for x in [&e.context_token_us, &e.request_ms] {
-        assert_eq!(x.status, Status::Assumed, "{x:?}");
-        assert_eq!((x.value, x.high), (0.0, Some(0.0)), "{x:?}");
-        assert!(x.how.contains("not probed"), "{}", x.how);
-    }
-    assert_eq!(e.at(&level(4.0, 1040.0, 2.0, 0.0)), 0.0);
+    let x = &e.context_token_us;
+    assert_eq!(x.status, Status::Assumed, "{x:?}");
+    assert_eq!((x.value, x.high), (0.0, Some(0.0)), "{x:?}");
+    assert!(x.how.contains("not probed"), "{}", x.how);
+    assert_eq!(e.at(&level(4.0, 1040.0, 0.0)), 0.0);
 }
 
 #[test]

@@ -32,13 +32,10 @@ pub const DECODERS: usize = 3;
 pub const DECODE_PROMPT: u32 = 8;
 pub const DECODE_OUTPUT: u32 = 64;
 /// Streams and prompt of the long-context decode level (the context's
-/// cost), and streams and output of the short-output level (each request's
 /// cost, [`super::extra_costs`]).
 pub const CONTEXT_STREAMS: usize = 4;
 pub const CONTEXT_PROMPT: u32 = 1024;
-pub const ADMIT_STREAMS: usize = 8;
-pub const ADMIT_OUTPUT: u32 = 4;
-/// Rounds of those two levels at most.
+/// Rounds of that level at most.
 pub const SHAPE_ROUNDS: usize = 2;
 /// The highest concurrency the decode levels try.
 pub const MAX_LEVEL: usize = 1024;
@@ -257,10 +254,9 @@ pub struct ShapeLevel {
 }
 
 /// The levels that vary what the doubling levels hold fixed: long prompts
-/// at [`CONTEXT_STREAMS`] (left out when `max_len` leaves no prompt 8 times
-/// [`DECODE_PROMPT`]) and outputs of [`ADMIT_OUTPUT`] tokens at
-/// [`ADMIT_STREAMS`], both at most `limit` streams (the batch limit the
-/// levels showed). `gap(k)` is the expected token gap at `k` streams.
+/// at [`CONTEXT_STREAMS`], at most `limit` streams (the batch limit the
+/// levels showed); none when `max_len` leaves no prompt 8 times
+/// [`DECODE_PROMPT`]. `gap(k)` is the expected token gap at `k` streams.
 pub fn shape_levels(
     pilot: &Pilot,
     max_len: u32,
@@ -280,15 +276,6 @@ pub fn shape_levels(
             length: Duration::from_secs_f64(first + 36.0 * gap(k)),
         });
     }
-    let k = ADMIT_STREAMS.min(limit).max(1);
-    // Every step admits about k / ADMIT_OUTPUT requests: longer steps.
-    let first = pilot.short_ttft_s + pilot.per_token_s * f64::from(DECODE_PROMPT) * k as f64;
-    out.push(ShapeLevel {
-        streams: k,
-        prompt: DECODE_PROMPT,
-        output: ADMIT_OUTPUT,
-        length: Duration::from_secs_f64((first + 48.0 * gap(k)).max(0.4)),
-    });
     out
 }
 
@@ -413,18 +400,16 @@ mod tests {
     }
 
     #[test]
-    fn shape_levels_vary_the_context_and_the_admissions_within_the_limits() {
+    fn the_long_context_level_fits_the_model_length_and_the_batch_limit() {
         let p = pilot(0.05, 300e-6, 0.05);
         let levels = shape_levels(&p, 2048, 128, |_| 0.06);
-        assert_eq!(levels.len(), 2);
-        let (ctx, admit) = (levels[0], levels[1]);
+        assert_eq!(levels.len(), 1);
+        let ctx = levels[0];
         assert_eq!((ctx.streams, ctx.prompt, ctx.output), (4, 1024, 64));
-        assert_eq!((admit.streams, admit.prompt, admit.output), (8, 8, 4));
         // The long prompts' first wave (4 × 1024 × 300 µs) and 36 gaps.
         assert!((ctx.length.as_secs_f64() - (0.05 + 1.2288 + 2.16)).abs() < 1e-6);
-        // A short context leaves only the admission level; a batch limit
-        // of 2 caps both.
-        assert_eq!(shape_levels(&p, 100, 128, |_| 0.06).len(), 1);
+        // A short context leaves none; a batch limit of 2 caps the streams.
+        assert!(shape_levels(&p, 100, 128, |_| 0.06).is_empty());
         let small = shape_levels(&p, 2048, 2, |_| 0.06);
         assert!(small.iter().all(|l| l.streams == 2), "{small:?}");
         let short = shape_levels(&p, 600, 128, |_| 0.06);
