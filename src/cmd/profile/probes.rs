@@ -284,25 +284,30 @@ impl Probe<'_> {
         let t = Instant::now();
         let end = t + share.min(self.left());
         // Time kept for two rounds of the other shapes (at the pilot's gap,
-        // which the steps of a loaded level exceed).
+        // which the steps of a loaded level exceed), but only from the
+        // repeats: the first climb to the batch limit comes first.
         let kept: Duration = plan::shape_levels(pilot, max_len, usize::MAX, |_| pilot.lone_gap_s)
             .iter()
             .map(|l| l.length)
             .sum();
-        let until = end.checked_sub(kept.mul_f64(2.5)).unwrap_or(t);
+        let repeats_until = end.checked_sub(kept.mul_f64(2.5)).unwrap_or(t);
         let mut done: Vec<(usize, bool, f64)> = Vec::new();
         let mut all = Vec::new();
+        let until = |done: &[(usize, bool, f64)]| match done.iter().any(|d| d.1) {
+            true => repeats_until,
+            false => end,
+        };
         while let Some((k, length)) = plan::next_decode_level(
             &done,
             pilot,
-            until.saturating_duration_since(Instant::now()),
+            until(&done).saturating_duration_since(Instant::now()),
         ) {
             // Repeats (after a saturated level) only while the fit is loose.
             if done.iter().any(|d| d.1) && decode::precise(&obs.decode) {
                 break;
             }
             let shape = (k, plan::DECODE_PROMPT, output, length);
-            let (seen, bad) = self.decode_level(shape, obs, &mut all).await?;
+            let (seen, bad) = self.decode_level(shape, true, obs, &mut all).await?;
             done.extend(seen);
             if bad * 10 > k {
                 eprintln!("kneecap profile: {bad} requests failed at {k} streams; the decode probe stops there");
@@ -354,7 +359,7 @@ impl Probe<'_> {
                     continue;
                 }
                 let shape = (l.streams, l.prompt, l.output, l.length);
-                self.decode_level(shape, obs, all).await?;
+                self.decode_level(shape, false, obs, all).await?;
                 ran.push(format!("{} x {}/{}", l.streams, l.prompt, l.output));
             }
         }
@@ -365,11 +370,14 @@ impl Probe<'_> {
     }
 
     /// One closed-loop level of `(streams, prompt, output, length)`, its
-    /// observation kept in `obs` and its records in `all`; the level as
-    /// `(streams, saturated, mean gap)` when it gave one, and its failures.
+    /// observation kept in `obs` (its KV point only when `kv`: a level of
+    /// long prompts, its first wave still in prefill, bent the KV line on
+    /// the simulator) and its records in `all`; the level as `(streams,
+    /// saturated, mean gap)` when it gave one, and its failures.
     async fn decode_level(
         &mut self,
         (k, prompt, output, length): (usize, u32, u32, Duration),
+        kv: bool,
         obs: &mut Observations,
         all: &mut Vec<RequestRecord>,
     ) -> Result<(Option<(usize, bool, f64)>, usize)> {
@@ -382,7 +390,7 @@ impl Probe<'_> {
         if let Some(level) = decode_level(k, output, &r, &gauges, length) {
             seen = Some((k, saturated(&level), level.mean_gap_s));
             let from = Duration::from_secs_f64(level.start_s);
-            if let Some(point) = kv_level_point(&r, &gauges, from, length) {
+            if let Some(point) = kv_level_point(&r, &gauges, from, length).filter(|_| kv) {
                 obs.kv_systematic = block_rounding(&level, point.tokens);
                 obs.kv_points.push(point);
             }
