@@ -22,7 +22,6 @@ fn level(k: usize, gauge: bool) -> DecodeLevel {
         mean_gap_s: step / (1.0 - AC * prompts_per_s),
         median_gap_s: step,
         prefill_tokens_per_s: prompts_per_s,
-        admitted_per_s: 0.0,
         mean_context: 40.0,
         running_mean: gauge.then_some(d),
         running_max: gauge.then_some(d),
@@ -109,7 +108,6 @@ fn plain(k: usize, d: f64, gap: f64) -> DecodeLevel {
         mean_gap_s: gap,
         median_gap_s: gap,
         prefill_tokens_per_s: 0.0,
-        admitted_per_s: 0.0,
         mean_context: 40.0,
         ..level(1, true)
     }

@@ -35,12 +35,11 @@ pub struct Point {
     pub step_s: f64,
 }
 
-/// The two costs, seconds (per context token of a decoder in a step; per
-/// request), as the profile reports them (µs; ms).
+/// The context's cost, seconds per context token of a decoder in a step,
+/// and both costs as the profile reports them (µs; ms).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExtraCosts {
     pub context_s: f64,
-    pub request_s: f64,
     pub context_token_us: Estimate,
     pub request_ms: Estimate,
 }
@@ -84,7 +83,6 @@ pub fn fit(medians: &[Point], levels: &str) -> ExtraCosts {
     );
     ExtraCosts {
         context_s: context_token_us.value * 1e-6,
-        request_s: 0.0,
         context_token_us,
         request_ms: Estimate::assumed(
             0.0,

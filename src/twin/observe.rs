@@ -65,9 +65,6 @@ pub struct DecodeLevel {
     /// Prompt tokens whose first token came inside the window, per second:
     /// the prefill work the decode steps shared.
     pub prefill_tokens_per_s: f64,
-    /// Requests whose first token came inside the window, per second: the
-    /// requests the decode steps admitted.
-    pub admitted_per_s: f64,
     /// The mean context of the window's gaps: the tokens the sequence
     /// attended over for the gap's token (its prompt and what came before).
     pub mean_context: f64,
@@ -145,12 +142,11 @@ pub fn decode_level(
     if gaps.is_empty() || window.is_zero() {
         return None;
     }
-    let admitted: Vec<f64> = records
+    let prompt_tokens: f64 = records
         .iter()
         .filter(|r| r.first_token.is_some_and(|f| f > a && f <= end))
         .map(|r| f64::from(r.prompt_len))
-        .collect();
-    let prompt_tokens: f64 = admitted.iter().sum();
+        .sum();
     let mean_context = context / gaps.len() as f64;
     let in_window: Vec<&GaugeSample> = gauges
         .iter()
@@ -170,7 +166,6 @@ pub fn decode_level(
         mean_gap_s,
         median_gap_s: median(&gaps),
         prefill_tokens_per_s: prompt_tokens / window.as_secs_f64(),
-        admitted_per_s: admitted.len() as f64 / window.as_secs_f64(),
         mean_context,
         running_mean: (!running.is_empty()).then(|| mean(&running)),
         running_max: running.iter().copied().reduce(f64::max),

@@ -384,7 +384,6 @@ mod tests {
             mean_gap_s: 0.01,
             median_gap_s: 0.01,
             prefill_tokens_per_s: 0.0,
-            admitted_per_s: 0.0,
             mean_context: 40.0,
             running_mean: Some(running),
             running_max: Some(running),

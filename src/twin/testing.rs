@@ -277,7 +277,6 @@ pub fn vllm_levels() -> Vec<DecodeLevel> {
         mean_gap_s: gap,
         median_gap_s: gap,
         prefill_tokens_per_s: 0.0,
-        admitted_per_s: 0.0,
         mean_context: 40.0,
         running_mean: Some(d.min(128.0)),
         running_max: Some(d.min(128.0)),
