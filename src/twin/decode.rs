@@ -10,11 +10,13 @@
 //! against the decoding batch `D` (the requests streaming, as the client
 //! sees them) gives the base (intercept) and the cost per sequence (slope).
 //! The correction's own uncertainty (from `α` and `c_p`) is carried over by
-//! fitting again with it at its upper end. Levels of long prompts and of
-//! short outputs also give the cost of the decoders' context and of each
-//! request admitted ([`super::extra_costs`], fitted on each level's median
-//! gap, which a stall does not move); the line is fitted to the steps less
-//! those.
+//! fitting again with it at its upper end. The line comes from the levels
+//! of the doubling climb only ([`plain_levels`]). Levels of long prompts
+//! give the cost of the decoders' context ([`super::extra_costs`], fitted on
+//! the climb's median gaps, which a stall does not move, and on the long
+//! levels' clean gaps: those during which no prompt waited for its first
+//! token, so no prefill shared the step); the line is fitted to the steps
+//! less that cost.
 //!
 //! **Batch limit.** While the server has free slots, every stream decodes:
 //! the batch follows the concurrency. Once it is full, extra streams wait
@@ -25,7 +27,7 @@
 //! filled the KV cache is limited by the KV cache, not by the slot count,
 //! and then gives only a lower bound.
 
-use super::extra_costs::{self, Point};
+use super::extra_costs::{self, Point, CONTEXT_SPREAD};
 use super::line::{self, Line};
 use super::observe::DecodeLevel;
 use super::profile::Estimate;
@@ -66,6 +68,22 @@ pub fn saturated(l: &DecodeLevel) -> bool {
     l.concurrency as f64 > SATURATED * slots(l)
 }
 
+/// The levels of the doubling climb (short prompts): those whose mean
+/// context is under [`CONTEXT_SPREAD`] times the shortest. Only they give
+/// the decode line and the batch limit; the long-context levels give the
+/// context's cost (their few streams, a wave of long prefills, say nothing
+/// of the slots).
+pub fn plain_levels(levels: &[DecodeLevel]) -> Vec<&DecodeLevel> {
+    let shortest = levels
+        .iter()
+        .map(|l| l.mean_context)
+        .fold(f64::INFINITY, f64::min);
+    levels
+        .iter()
+        .filter(|l| l.mean_context < CONTEXT_SPREAD * shortest.max(1.0))
+        .collect()
+}
+
 /// Whether the KV cache, not the slot count, limited the level.
 fn kv_bound(l: &DecodeLevel) -> bool {
     l.preemptions.is_some_and(|p| p > 0.0) || l.kv_usage_max.is_some_and(|u| u >= 0.98)
@@ -74,8 +92,10 @@ fn kv_bound(l: &DecodeLevel) -> bool {
 /// Fits the levels; `interference` is `α × c_p` (seconds per prompt token)
 /// and its standard uncertainty. `None` without 3 fittable levels.
 pub fn fit(levels: &[DecodeLevel], interference: (f64, f64)) -> Option<DecodeFit> {
-    let usable: Vec<&DecodeLevel> = levels
+    let plain = plain_levels(levels);
+    let usable: Vec<&DecodeLevel> = plain
         .iter()
+        .copied()
         .filter(|l| l.gaps >= MIN_GAPS && !kv_bound(l))
         .collect();
     // The steps from each level's mean gap (steps tile the window, stalls
@@ -96,18 +116,30 @@ pub fn fit(levels: &[DecodeLevel], interference: (f64, f64)) -> Option<DecodeFit
             })
             .collect()
     };
+    // The long-context levels add their clean gaps (no prompt beside them).
+    let long: Vec<Point> = levels
+        .iter()
+        .filter(|l| !plain.iter().any(|p| std::ptr::eq(*p, *l)) && !kv_bound(l))
+        .filter_map(|l| l.clean.filter(|c| c.gaps >= MIN_GAPS))
+        .map(|c| Point {
+            batch: c.batch,
+            context: c.context,
+            step_s: c.median_gap_s,
+        })
+        .collect();
     let batches: Vec<String> = usable
         .iter()
         .map(|l| format!("{:.0}", l.streaming))
         .collect();
-    let shapes: Vec<String> = usable
-        .iter()
-        .map(|l| format!("{:.0}x{:.0}", l.streaming, l.mean_context))
+    let medians: Vec<Point> = points(interference.0, true)
+        .into_iter()
+        .chain(long)
         .collect();
-    let extra = extra_costs::fit(
-        &points(interference.0, true),
-        &format!("batch x context: {}", shapes.join(", ")),
-    );
+    let shapes: Vec<String> = medians
+        .iter()
+        .map(|p| format!("{:.0}x{:.0}", p.batch, p.context))
+        .collect();
+    let extra = extra_costs::fit(&medians, &format!("batch x context: {}", shapes.join(", ")));
     let less_extra = |pts: Vec<Point>| -> Vec<(f64, f64)> {
         pts.iter()
             .map(|p| (p.batch, p.step_s - extra.at(p)))
@@ -125,7 +157,7 @@ pub fn fit(levels: &[DecodeLevel], interference: (f64, f64)) -> Option<DecodeFit
         )
     };
     let (step_base_ms, decode_seq_us, mut warnings) = estimates(&free, &central, &shifted, &how);
-    if levels.iter().any(kv_bound) {
+    if plain.iter().any(|l| kv_bound(l)) {
         warnings.push(
             "a decode level preempted or filled the KV cache: it is left out of the fit, and its batch is a KV limit, not max_num_seqs".into(),
         );
@@ -133,7 +165,7 @@ pub fn fit(levels: &[DecodeLevel], interference: (f64, f64)) -> Option<DecodeFit
     Some(DecodeFit {
         step_base_ms,
         decode_seq_us,
-        max_num_seqs: batch_limit(levels),
+        max_num_seqs: batch_limit(&plain),
         context_token_us: extra.context_token_us,
         request_ms: extra.request_ms,
         warnings,
@@ -224,10 +256,10 @@ fn estimates(
 
 /// The batch limit from the levels (a lower bound unless some level was
 /// saturated by slots rather than by the KV cache).
-fn batch_limit(levels: &[DecodeLevel]) -> Estimate {
-    let saturated: Vec<&DecodeLevel> = levels.iter().filter(|l| saturated(l)).collect();
+fn batch_limit(levels: &[&DecodeLevel]) -> Estimate {
+    let saturated: Vec<&DecodeLevel> = levels.iter().copied().filter(|l| saturated(l)).collect();
     let gauge = levels.iter().any(|l| l.running_max.is_some());
-    let seen = levels.iter().map(slots).fold(0.0, f64::max);
+    let seen = levels.iter().map(|l| slots(l)).fold(0.0, f64::max);
     let source = if gauge {
         "the running gauge's peak"
     } else {

@@ -23,6 +23,7 @@ fn level(k: usize, gauge: bool) -> DecodeLevel {
         median_gap_s: step,
         prefill_tokens_per_s: prompts_per_s,
         mean_context: 40.0,
+        clean: None,
         running_mean: gauge.then_some(d),
         running_max: gauge.then_some(d),
         preemptions: Some(0.0),
@@ -109,6 +110,7 @@ fn plain(k: usize, d: f64, gap: f64) -> DecodeLevel {
         median_gap_s: gap,
         prefill_tokens_per_s: 0.0,
         mean_context: 40.0,
+        clean: None,
         ..level(1, true)
     }
 }

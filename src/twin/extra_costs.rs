@@ -6,7 +6,8 @@
 //! A level's plain decode step `y` (its token gap less the prompts' share,
 //! [`super::decode`]) is modelled as `y = base + d × D + c × (D × ctx)`, with
 //! `D` the decoding batch and `ctx` the mean context of the window's gaps.
-//! Least squares over the levels' median gaps gives `c` (per context token)
+//! Least squares over the levels' median gaps (a long-context level's gaps
+//! with no prompt waiting beside them) gives `c` (per context token)
 //! with its standard error from the residuals; `base` and `d` then come from
 //! the line through the levels' mean gaps less `c × D × ctx`.
 //!
@@ -77,7 +78,7 @@ pub fn fit(medians: &[Point], levels: &str) -> ExtraCosts {
         context.map(|(b, se)| (b * 1e6, se * 1e6)),
         varies_context,
         &format!(
-            "decode levels with prompts of {lo:.0}..{hi:.0} context tokens, median gaps ({levels})"
+            "decode levels with prompts of {lo:.0}..{hi:.0} context tokens, median gaps, a long level's gaps with no prompt waiting ({levels})"
         ),
         "no decode level had a context more than 3x another's",
     );

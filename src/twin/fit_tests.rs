@@ -136,7 +136,43 @@ fn observations(p: &ModelParams, caching: bool, budget: Duration) -> Observation
         }
         obs.decode.push(level);
     }
+    shape_levels(p, caching, &pl, &done, &mut obs);
     obs
+}
+
+/// The long-context levels after the climb, as the profile runs them (no
+/// KV point; the streams capped by a saturated level's slots).
+fn shape_levels(
+    p: &ModelParams,
+    caching: bool,
+    pl: &Pilot,
+    done: &[(usize, bool, f64)],
+    obs: &mut Observations,
+) {
+    let limit = obs
+        .decode
+        .iter()
+        .filter(|l| saturated(l))
+        .map(|l| crate::twin::decode::slots(l).floor() as usize)
+        .min()
+        .unwrap_or(usize::MAX);
+    let gap = |k: usize| {
+        done.iter()
+            .min_by_key(|d| d.0.abs_diff(k))
+            .map_or(pl.lone_gap_s, |d| d.2)
+    };
+    for _ in 0..plan::SHAPE_ROUNDS {
+        for l in plan::shape_levels(pl, p.max_model_len, limit, gap) {
+            let stream = Stream::Closed {
+                streams: l.streams,
+                prompt: l.prompt,
+                output: l.output,
+            };
+            let run = fake_run(p, caching, &[stream], l.length, GAUGE);
+            let level = decode_level(l.streams, l.output, &run.records[0], &run.gauges, l.length);
+            obs.decode.extend(level);
+        }
+    }
 }
 
 fn header(budget: Duration) -> Header {
@@ -210,6 +246,19 @@ fn check(p: &ModelParams, caching: bool, budget_s: u64) -> ServerProfile {
     );
     close(&e.kv_cache_tokens, f64::from(p.kv_cache_tokens), 0.03, "kv");
     assert_eq!(e.prefix_caching.enabled, Some(caching));
+    let context_us = p.per_context_token.as_secs_f64() * 1e6;
+    if context_us > 0.0 {
+        close(&e.context_token_us, context_us, 0.10, "context");
+    } else {
+        // Free context: what it adds to 4 decoders at 1,024 tokens stays
+        // within 3% of their step.
+        let step_us = p.step_base.as_secs_f64() * 1e6 + 4.0 * p.per_decode_seq.as_secs_f64() * 1e6;
+        assert!(
+            4.0 * 1024.0 * e.context_token_us.value <= 0.03 * step_us,
+            "context {:?} on a server without a context cost",
+            e.context_token_us
+        );
+    }
     prof
 }
 
@@ -227,6 +276,31 @@ fn a_partly_overlapped_server_without_prefix_caching_comes_back() {
 #[test]
 fn a_disaggregated_server_with_a_wide_batch_comes_back() {
     check(&params(64, 5, 20, 50, 200_000, 0.0), true, 60);
+}
+
+#[test]
+fn a_server_slower_with_context_comes_back() {
+    let p = ModelParams {
+        per_context_token: Duration::from_micros(5),
+        ..params(64, 30, 400, 800, 200_000, 1.0)
+    };
+    check(&p, true, 90);
+}
+
+/// Slow prefill, mostly hidden from the decoders (α = 0.12): the long
+/// prompts' prefill lasts most of the long-context level (recovery set 9,
+/// where it read as 0.41 µs a context token).
+#[test]
+fn a_slow_hidden_prefill_is_not_read_as_a_context_cost() {
+    check(&params(68, 9, 634, 525, 67_000, 0.12), false, 30);
+}
+
+/// Slow prefill and a small batch limit: the long-context level's few
+/// streams, a wave of prefills, are not the batch limit (recovery set 5,
+/// where max_num_seqs read 9 of 20).
+#[test]
+fn a_long_context_level_does_not_read_as_the_batch_limit() {
+    check(&params(20, 8, 639, 67, 48_000, 0.38), false, 30);
 }
 
 #[test]

@@ -68,6 +68,9 @@ pub struct DecodeLevel {
     /// The mean context of the window's gaps: the tokens the sequence
     /// attended over for the gap's token (its prompt and what came before).
     pub mean_context: f64,
+    /// The window's gaps during which no request waited for its first
+    /// token, when there were any.
+    pub clean: Option<CleanGaps>,
     /// The running gauge's mean and peak over the window, when scraped.
     pub running_mean: Option<f64>,
     pub running_max: Option<f64>,
@@ -77,6 +80,19 @@ pub struct DecodeLevel {
     pub kv_usage_max: Option<f64>,
     /// Requests that failed (not counting those cut at the end).
     pub failed: usize,
+}
+
+/// The gaps of a level during which no request of the level waited for its
+/// first token: plain decode steps, with no prompt computed beside them
+/// (whatever the server's way of mixing prefill into its steps).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CleanGaps {
+    pub gaps: usize,
+    pub median_gap_s: f64,
+    /// The mean decoding batch over them (requests streaming), and their
+    /// mean context.
+    pub batch: f64,
+    pub context: f64,
 }
 
 /// Each record's streaming interval `[first token, last token]` (to `end`
@@ -115,6 +131,51 @@ fn steady_start(spans: &[(Duration, Duration)]) -> Option<Duration> {
     starts
         .into_iter()
         .find(|&t| count(t) as f64 >= 0.9 * peak as f64)
+}
+
+/// The gaps inside `[a, end]` that overlap no record's wait for its first
+/// token (`[sent, first token]`, to `end` when none came).
+fn clean_gaps(
+    records: &[RequestRecord],
+    spans: &[(Duration, Duration)],
+    a: Duration,
+    end: Duration,
+) -> Option<CleanGaps> {
+    let mut waits: Vec<(Duration, Duration)> = records
+        .iter()
+        .map(|r| (r.sent, r.first_token.unwrap_or(end)))
+        .collect();
+    waits.sort();
+    // The latest end among the waits that started up to each one.
+    let reach: Vec<Duration> = waits
+        .iter()
+        .scan(Duration::ZERO, |m, w| {
+            *m = (*m).max(w.1);
+            Some(*m)
+        })
+        .collect();
+    let waiting = |t0: Duration, t1: Duration| {
+        let n = waits.partition_point(|w| w.0 < t1);
+        n > 0 && reach[n - 1] > t0
+    };
+    let (mut gaps, mut batch, mut context) = (Vec::new(), 0.0, 0.0);
+    for r in records {
+        for (i, w) in token_times(r).windows(2).enumerate() {
+            if w[0] >= a && w[1] <= end && !waiting(w[0], w[1]) {
+                gaps.push((w[1] - w[0]).as_secs_f64());
+                batch += mean_cover(spans, w[0], w[1]);
+                context += f64::from(r.prompt_len) + (i + 1) as f64;
+            }
+        }
+    }
+    let n = gaps.len() as f64;
+    gaps.sort_by(f64::total_cmp);
+    (!gaps.is_empty()).then(|| CleanGaps {
+        gaps: gaps.len(),
+        median_gap_s: median(&gaps),
+        batch: batch / n,
+        context: context / n,
+    })
 }
 
 /// Summarizes one decode level that ran from 0 to `end`; `None` when no
@@ -167,6 +228,7 @@ pub fn decode_level(
         median_gap_s: median(&gaps),
         prefill_tokens_per_s: prompt_tokens / window.as_secs_f64(),
         mean_context,
+        clean: clean_gaps(records, &spans, a, end),
         running_mean: (!running.is_empty()).then(|| mean(&running)),
         running_max: running.iter().copied().reduce(f64::max),
         preemptions: match (preempt.first(), preempt.last()) {

@@ -76,6 +76,39 @@ fn a_level_gives_the_batch_its_gaps_and_its_prefill_work() {
     assert_eq!((l.running_mean, l.running_max), (Some(3.0), Some(3.0)));
     assert_eq!((l.preemptions, l.kv_usage_max), (Some(0.0), Some(0.3)));
     assert_eq!(l.failed, 0);
+    // The fourth waited for its first token over 590..600 ms: the first two
+    // streams' gaps there are not clean; every other gap is.
+    let c = l.clean.unwrap();
+    assert_eq!(c.gaps, l.gaps - 2);
+    assert!((c.median_gap_s - 0.010).abs() < 1e-9);
+}
+
+#[test]
+fn a_gap_beside_a_prompt_waiting_for_its_first_token_is_not_clean() {
+    // Nine streams every 10 ms; a tenth sent at 300 ms gets its first token
+    // at 350 ms, and the steps meanwhile take 25 ms (its prefill beside).
+    let slow = |from: f64| {
+        let mut t = steps(from, 10.0, 30);
+        let last = *t.last().unwrap();
+        t.extend((1..=2).map(|k| last + 25.0 * f64::from(k)));
+        let last = *t.last().unwrap();
+        t.extend((1..=40).map(|k| last + 10.0 * f64::from(k)));
+        t
+    };
+    let mut records: Vec<RequestRecord> =
+        (0..9).map(|_| rec(0.0, &slow(10.0), 1000, true)).collect();
+    records.push(rec(300.0, &steps(350.0, 10.0, 40), 1000, true));
+    let l = decode_level(10, 100, &records, &[], ms(700.0)).unwrap();
+    assert!(l.start_s < 0.1, "the window holds the wait: {l:?}");
+    let c = l.clean.unwrap();
+    // Each early stream's two 25 ms gaps (300..350) are out, the rest are
+    // 10 ms, with nine or ten streams decoding.
+    assert_eq!(c.gaps, l.gaps - 18);
+    assert!((c.median_gap_s - 0.010).abs() < 1e-9);
+    assert!(
+        c.context > 1000.0 && c.batch >= 9.0 && c.batch <= 10.0,
+        "{c:?}"
+    );
 }
 
 #[test]

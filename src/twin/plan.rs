@@ -385,6 +385,7 @@ mod tests {
             median_gap_s: 0.01,
             prefill_tokens_per_s: 0.0,
             mean_context: 40.0,
+            clean: None,
             running_mean: Some(running),
             running_max: Some(running),
             preemptions: None,

@@ -278,6 +278,7 @@ pub fn vllm_levels() -> Vec<DecodeLevel> {
         median_gap_s: gap,
         prefill_tokens_per_s: 0.0,
         mean_context: 40.0,
+        clean: None,
         running_mean: Some(d.min(128.0)),
         running_max: Some(d.min(128.0)),
         preemptions: Some(0.0),
