@@ -136,7 +136,11 @@ fn observations(p: &ModelParams, caching: bool, budget: Duration) -> Observation
         }
         obs.decode.push(level);
     }
-    shape_levels(p, caching, &pl, &done, &mut obs);
+    let room = budget.mul_f64(
+        (1.0 - plan::PREFILL_SHARE - plan::INTERFERENCE_SHARE - plan::SLACK_SHARE)
+            * plan::CONTEXT_ROOM_SHARE,
+    );
+    shape_levels(p, caching, (&pl, room), &done, &mut obs);
     obs
 }
 
@@ -145,7 +149,7 @@ fn observations(p: &ModelParams, caching: bool, budget: Duration) -> Observation
 fn shape_levels(
     p: &ModelParams,
     caching: bool,
-    pl: &Pilot,
+    (pl, room): (&Pilot, Duration),
     done: &[(usize, bool, f64)],
     obs: &mut Observations,
 ) {
@@ -162,7 +166,7 @@ fn shape_levels(
             .map_or(pl.lone_gap_s, |d| d.2)
     };
     for _ in 0..plan::SHAPE_ROUNDS {
-        for l in plan::shape_levels(pl, p.max_model_len, limit, gap) {
+        for l in plan::shape_levels(pl, p.max_model_len, limit, room, gap) {
             let stream = Stream::Closed {
                 streams: l.streams,
                 prompt: l.prompt,

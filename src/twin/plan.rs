@@ -31,9 +31,16 @@ pub const DECODERS: usize = 3;
 /// Prompt and output of a decode-level request.
 pub const DECODE_PROMPT: u32 = 8;
 pub const DECODE_OUTPUT: u32 = 64;
-/// Streams and prompt of the long-context decode level (the context's
-/// cost, [`super::extra_costs`]).
-pub const CONTEXT_STREAMS: usize = 4;
+/// Most and fewest streams of the long-context decode level (the
+/// context's cost, [`super::extra_costs`]), and its prompt. On vLLM's CPU
+/// engine 4 streams of 1,024 tokens read 0 to 5.5 µs a context token from
+/// profile to profile; 16 streams make the context's share of a step four
+/// times larger.
+pub const CONTEXT_STREAMS: usize = 16;
+pub const MIN_CONTEXT_STREAMS: usize = 4;
+/// The longest a long-context level may run, as a share of the decode
+/// probe's time (it runs up to [`SHAPE_ROUNDS`] times).
+pub const CONTEXT_ROOM_SHARE: f64 = 0.1;
 pub const CONTEXT_PROMPT: u32 = 1024;
 /// Rounds of that level at most.
 pub const SHAPE_ROUNDS: usize = 2;
@@ -254,29 +261,38 @@ pub struct ShapeLevel {
 }
 
 /// The levels that vary what the doubling levels hold fixed: long prompts
-/// at [`CONTEXT_STREAMS`], at most `limit` streams (the batch limit the
-/// levels showed); none when `max_len` leaves no prompt 8 times
-/// [`DECODE_PROMPT`]. `gap(k)` is the expected token gap at `k` streams.
+/// at the most streams of [`CONTEXT_STREAMS`], halved down to
+/// [`MIN_CONTEXT_STREAMS`], whose level fits in `room` (more streams, a
+/// larger share of the step that the context takes); at most `limit`
+/// streams (the batch limit the levels showed); none when `max_len` leaves
+/// no prompt 8 times [`DECODE_PROMPT`]. `gap(k)` is the expected token gap
+/// at `k` streams.
 pub fn shape_levels(
     pilot: &Pilot,
     max_len: u32,
     limit: usize,
+    room: Duration,
     gap: impl Fn(usize) -> f64,
 ) -> Vec<ShapeLevel> {
-    let mut out = Vec::new();
     let prompt = CONTEXT_PROMPT.min(max_len.saturating_sub(DECODE_OUTPUT + 1));
-    if prompt >= 8 * DECODE_PROMPT {
-        let k = CONTEXT_STREAMS.min(limit).max(1);
-        // The context slows the steps: half again the short prompts' gap.
+    if prompt < 8 * DECODE_PROMPT {
+        return Vec::new();
+    }
+    let level = |k: usize| {
+        // The first wave's prefill, then 36 steps.
         let first = pilot.short_ttft_s + pilot.per_token_s * f64::from(prompt) * k as f64;
-        out.push(ShapeLevel {
+        ShapeLevel {
             streams: k,
             prompt,
             output: DECODE_OUTPUT.min(max_len - prompt - 1),
             length: Duration::from_secs_f64(first + 36.0 * gap(k)),
-        });
+        }
+    };
+    let mut k = CONTEXT_STREAMS.min(limit).max(1);
+    while k > MIN_CONTEXT_STREAMS.min(limit).max(1) && level(k).length > room {
+        k /= 2;
     }
-    out
+    vec![level(k)]
 }
 
 /// How long a level of `k` streams runs: the first wave's prefill, then 24
@@ -402,17 +418,23 @@ mod tests {
     #[test]
     fn the_long_context_level_fits_the_model_length_and_the_batch_limit() {
         let p = pilot(0.05, 300e-6, 0.05);
-        let levels = shape_levels(&p, 2048, 128, |_| 0.06);
+        let room = Duration::from_secs(4);
+        let levels = shape_levels(&p, 2048, 128, room, |_| 0.06);
         assert_eq!(levels.len(), 1);
         let ctx = levels[0];
+        // 16 streams would take 7.2 s, 8 streams 4.7 s: 4 fit.
         assert_eq!((ctx.streams, ctx.prompt, ctx.output), (4, 1024, 64));
         // The long prompts' first wave (4 × 1024 × 300 µs) and 36 gaps.
         assert!((ctx.length.as_secs_f64() - (0.05 + 1.2288 + 2.16)).abs() < 1e-6);
+        let roomy = shape_levels(&p, 2048, 128, Duration::from_secs(8), |_| 0.06);
+        assert_eq!(roomy[0].streams, 16);
+        let tight = shape_levels(&p, 2048, 128, Duration::from_secs(1), |_| 0.06);
+        assert_eq!(tight[0].streams, 4, "never fewer than 4");
         // A short context leaves none; a batch limit of 2 caps the streams.
-        assert!(shape_levels(&p, 100, 128, |_| 0.06).is_empty());
-        let small = shape_levels(&p, 2048, 2, |_| 0.06);
+        assert!(shape_levels(&p, 100, 128, room, |_| 0.06).is_empty());
+        let small = shape_levels(&p, 2048, 2, room, |_| 0.06);
         assert!(small.iter().all(|l| l.streams == 2), "{small:?}");
-        let short = shape_levels(&p, 600, 128, |_| 0.06);
+        let short = shape_levels(&p, 600, 128, room, |_| 0.06);
         assert_eq!((short[0].prompt, short[0].output), (535, 64));
     }
 

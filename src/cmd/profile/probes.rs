@@ -286,10 +286,12 @@ impl Probe<'_> {
         // Time kept for two rounds of the other shapes (at the pilot's gap,
         // which the steps of a loaded level exceed), but only from the
         // repeats: the first climb to the batch limit comes first.
-        let kept: Duration = plan::shape_levels(pilot, max_len, usize::MAX, |_| pilot.lone_gap_s)
-            .iter()
-            .map(|l| l.length)
-            .sum();
+        let room = share.mul_f64(plan::CONTEXT_ROOM_SHARE);
+        let kept: Duration =
+            plan::shape_levels(pilot, max_len, usize::MAX, room, |_| pilot.lone_gap_s)
+                .iter()
+                .map(|l| l.length)
+                .sum();
         let repeats_until = end.checked_sub(kept.mul_f64(2.5)).unwrap_or(t);
         let mut done: Vec<(usize, bool, f64)> = Vec::new();
         let mut all = Vec::new();
@@ -315,7 +317,7 @@ impl Probe<'_> {
             }
         }
         let shapes = self
-            .shape_levels(pilot, max_len, end, &done, obs, &mut all)
+            .shape_levels(pilot, (max_len, room), end, &done, obs, &mut all)
             .await?;
         let levels: Vec<String> = done.iter().map(|d| d.0.to_string()).collect();
         let detail = format!(
@@ -327,12 +329,12 @@ impl Probe<'_> {
         Ok(())
     }
 
-    /// Rounds of the other shapes' levels until `end`; what they were, for
-    /// the probe's summary.
+    /// Rounds of the other shapes' levels until `end`, each within `room`;
+    /// what they were, for the probe's summary.
     async fn shape_levels(
         &mut self,
         pilot: &Pilot,
-        max_len: u32,
+        (max_len, room): (u32, Duration),
         end: Instant,
         done: &[(usize, bool, f64)],
         obs: &mut Observations,
@@ -351,7 +353,7 @@ impl Probe<'_> {
                 .min_by_key(|d| d.0.abs_diff(k))
                 .map_or(pilot.lone_gap_s, |d| d.2)
         };
-        let levels = plan::shape_levels(pilot, max_len, limit, gap);
+        let levels = plan::shape_levels(pilot, max_len, limit, room, gap);
         let mut ran = Vec::new();
         for _ in 0..plan::SHAPE_ROUNDS {
             for l in &levels {
