@@ -145,7 +145,7 @@ fn observations(p: &ModelParams, caching: bool, budget: Duration) -> Observation
 }
 
 /// The long-context levels after the climb, as the profile runs them (no
-/// KV point; the streams capped by a saturated level's slots).
+/// KV point; the streams within the batch limit and the KV cache).
 fn shape_levels(
     p: &ModelParams,
     caching: bool,
@@ -153,13 +153,7 @@ fn shape_levels(
     done: &[(usize, bool, f64)],
     obs: &mut Observations,
 ) {
-    let limit = obs
-        .decode
-        .iter()
-        .filter(|l| saturated(l))
-        .map(|l| crate::twin::decode::slots(l).floor() as usize)
-        .min()
-        .unwrap_or(usize::MAX);
+    let limit = plan::context_stream_limit(&obs.decode, &obs.kv_points);
     let gap = |k: usize| {
         done.iter()
             .min_by_key(|d| d.0.abs_diff(k))

@@ -11,7 +11,7 @@
 //! share; every level the command runs is also cancelled at the budget's end.
 
 use super::decode::{saturated, slots, MIN_GAPS};
-use super::observe::DecodeLevel;
+use super::observe::{DecodeLevel, KvPoint};
 use std::time::Duration;
 
 /// Shares of the budget.
@@ -261,10 +261,10 @@ pub struct ShapeLevel {
 }
 
 /// The levels that vary what the doubling levels hold fixed: long prompts
-/// at the most streams of [`CONTEXT_STREAMS`], halved down to
-/// [`MIN_CONTEXT_STREAMS`], whose level fits in `room` (more streams, a
-/// larger share of the step that the context takes); at most `limit`
-/// streams (the batch limit the levels showed); none when `max_len` leaves
+/// at [`CONTEXT_STREAMS`] or at most `limit` streams
+/// ([`context_stream_limit`]), halved down to [`MIN_CONTEXT_STREAMS`] until
+/// the level fits in `room` (more streams, a larger share of the step that
+/// the context takes); none when `max_len` leaves
 /// no prompt 8 times [`DECODE_PROMPT`]. `gap(k)` is the expected token gap
 /// at `k` streams.
 pub fn shape_levels(
@@ -293,6 +293,28 @@ pub fn shape_levels(
         k /= 2;
     }
     vec![level(k)]
+}
+
+/// Most streams a long-context level may run: the batch limit a saturated
+/// level showed, and 80% of the KV capacity the climb's KV readings point
+/// to (the fullest reading's tokens over its usage) over a long request's
+/// tokens: a level that fills the cache preempts and gives no point.
+pub fn context_stream_limit(levels: &[DecodeLevel], kv: &[KvPoint]) -> usize {
+    let slots = levels
+        .iter()
+        .filter(|l| saturated(l))
+        .map(|l| slots(l).floor() as usize)
+        .min()
+        .unwrap_or(usize::MAX);
+    let fullest = kv
+        .iter()
+        .filter(|p| p.usage >= 0.01)
+        .max_by(|a, b| a.usage.total_cmp(&b.usage));
+    let cache = fullest.map_or(usize::MAX, |p| {
+        let capacity = p.tokens / p.usage;
+        (0.8 * capacity / f64::from(CONTEXT_PROMPT + DECODE_OUTPUT)).floor() as usize
+    });
+    slots.min(cache)
 }
 
 /// How long a level of `k` streams runs: the first wave's prefill, then 24
@@ -436,6 +458,41 @@ mod tests {
         assert!(small.iter().all(|l| l.streams == 2), "{small:?}");
         let short = shape_levels(&p, 600, 128, room, |_| 0.06);
         assert_eq!((short[0].prompt, short[0].output), (535, 64));
+    }
+
+    #[test]
+    fn the_long_level_keeps_within_the_batch_limit_and_the_kv_cache() {
+        let level = |k: usize, running: f64| DecodeLevel {
+            concurrency: k,
+            output_tokens: 64,
+            start_s: 0.1,
+            window_s: 1.0,
+            streaming: running,
+            gaps: 100,
+            mean_gap_s: 0.01,
+            median_gap_s: 0.01,
+            prefill_tokens_per_s: 0.0,
+            mean_context: 40.0,
+            clean: None,
+            running_mean: Some(running),
+            running_max: Some(running),
+            preemptions: None,
+            kv_usage_max: None,
+            failed: 0,
+        };
+        let kv = |tokens: f64, usage: f64| KvPoint {
+            tokens,
+            scheduled: tokens,
+            usage,
+        };
+        // Nothing saturated, no KV reading: no limit.
+        assert_eq!(context_stream_limit(&[level(4, 4.0)], &[]), usize::MAX);
+        // A saturated level's slots.
+        assert_eq!(context_stream_limit(&[level(64, 32.0)], &[]), 32);
+        // 2,000 tokens at 12.2% usage: 16,393 tokens, 80% of which hold 12
+        // requests of 1,024 + 64 tokens; the fullest reading counts.
+        let points = [kv(100.0, 0.005), kv(2000.0, 0.122), kv(1000.0, 0.0605)];
+        assert_eq!(context_stream_limit(&[level(64, 32.0)], &points), 12);
     }
 
     #[test]

@@ -340,13 +340,7 @@ impl Probe<'_> {
         obs: &mut Observations,
         all: &mut Vec<RequestRecord>,
     ) -> Result<String> {
-        let limit = obs
-            .decode
-            .iter()
-            .filter(|l| saturated(l))
-            .map(|l| decode::slots(l).floor() as usize)
-            .min()
-            .unwrap_or(usize::MAX);
+        let limit = plan::context_stream_limit(&obs.decode, &obs.kv_points);
         // The gap at the nearest doubling level's concurrency.
         let gap = |k: usize| {
             done.iter()
