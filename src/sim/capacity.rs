@@ -30,7 +30,11 @@
 //! add `h·r + c_x·r·(n_out − 1)·(n + n_out/2)` to `T` (`n` the whole
 //! prompt, cached part included: a decoder attends over all of it, on
 //! average its prompt and half its output), and `h` and `c_x·(n + n_out/2)`
-//! to a lone request's TTFT and TPOT.
+//! to a lone request's TTFT and TPOT. A cost per prompt attention pair
+//! `c_q` adds `c_q·r·(n_c·s + n_c(n_c + 1)/2)` beside the prefill term (`s`
+//! the cached prefix each computed token also attends over); a prefill
+//! step's own fixed cost `F` adds `F·r·k_p` (each request's prefill steps
+//! paying it alone: an upper estimate when prompts share steps).
 //!
 //! With a prefill interference `α < 1` ([`super::params`]), the prefill term
 //! of `T` is `α·per_prefill_token·r·n_c`, a prefill takes
@@ -130,8 +134,14 @@ pub fn capacity_cached(
         p.per_request.as_secs_f64(),
     );
     let context = f64::from(input_len.max(1)) + n_out / 2.0;
+    // Each computed prompt token attends over the shared prefix and the
+    // prompt tokens before it.
+    let pairs = n_in * shared + n_in * (n_in + 1.0) / 2.0;
     let batch_step_s = base
-        + alpha * c_p * r * n_in
+        + alpha
+            * (c_p * r * n_in
+                + p.per_prefill_pair.as_secs_f64() * r * pairs
+                + p.per_prefill_step.as_secs_f64() * r * k_p)
         + c_d * r * (n_out - 1.0)
         + per_req * r
         + c_x * r * (n_out - 1.0) * context;
@@ -145,7 +155,10 @@ pub fn capacity_cached(
         completions_per_batch_step: r,
         batch_step_s,
         bottleneck,
-        lone_ttft_s: (n_in / budget).ceil() * base + c_p * n_in + per_req,
+        lone_ttft_s: (n_in / budget).ceil() * (base + p.per_prefill_step.as_secs_f64())
+            + c_p * n_in
+            + p.per_prefill_pair.as_secs_f64() * pairs
+            + per_req,
         lone_tpot_s: base + c_d + c_x * context,
     }
 }
@@ -168,6 +181,8 @@ mod tests {
             block_tokens: crate::sim::blocks::BLOCK_TOKENS,
             per_context_token: std::time::Duration::ZERO,
             per_request: std::time::Duration::ZERO,
+            per_prefill_pair: std::time::Duration::ZERO,
+            per_prefill_step: std::time::Duration::ZERO,
         }
     }
 

@@ -41,6 +41,8 @@ pub struct BatchStep {
     pub duration: Duration,
     /// Prompt (or recompute) tokens computed in the step.
     pub prefill_tokens: u32,
+    /// Their attention pairs ([`super::params`]).
+    pub prefill_pairs: u64,
     /// Sequences that decoded one token in the step.
     pub decode_seqs: u32,
     /// The decoders' context, summed (tokens they attended over).

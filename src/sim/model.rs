@@ -19,7 +19,7 @@
 //!
 //! The step time is
 //! `step_base + α × per_prefill_token × prefill_tokens + per_decode_seq × decode_seqs`
-//! (plus the decoders' context and the step's new requests at their costs,
+//! (plus the prompt tokens' attention pairs, the decoders' context and the step's new requests at their costs,
 //! [`super::params`]), where `prefill_tokens` are the prompt (or recompute) tokens computed in the
 //! step and `decode_seqs` the sequences that decode one token in it, and `α`
 //! the prefill interference ([`super::params`]: 1 by default, prefill and
@@ -268,6 +268,7 @@ impl Engine {
                 start: now,
                 duration: Duration::ZERO,
                 prefill_tokens: 0,
+                prefill_pairs: 0,
                 decode_seqs: 0,
                 context_tokens: 0,
                 admitted: 0,
@@ -285,6 +286,7 @@ impl Engine {
             start: now,
             duration: self.params.step_time(load) + spec.unwrap_or_default(),
             prefill_tokens,
+            prefill_pairs: load.prefill_pairs,
             decode_seqs,
             context_tokens: load.context_tokens,
             admitted: admitted as u32,
@@ -306,7 +308,11 @@ impl Engine {
                 load.context_tokens += u64::from(seq.computed);
                 drafts += seq.batch_tokens - 1;
             } else {
-                load.prefill_tokens += u64::from(seq.batch_tokens);
+                // `computed` already counts the chunk (scheduling added it).
+                let t = u64::from(seq.batch_tokens);
+                let c = u64::from(seq.computed).saturating_sub(t);
+                load.prefill_tokens += t;
+                load.prefill_pairs += t * c + t * (t + 1) / 2;
             }
         }
         (load, drafts)

@@ -158,6 +158,7 @@ impl Engine {
             start,
             duration,
             prefill_tokens: 0,
+            prefill_pairs: 0,
             decode_seqs: d,
             context_tokens: 0,
             admitted: 0,

@@ -363,6 +363,8 @@ fn a_pooling_request_ends_with_its_prefill() {
         block_tokens: crate::sim::blocks::BLOCK_TOKENS,
         per_context_token: std::time::Duration::ZERO,
         per_request: std::time::Duration::ZERO,
+        per_prefill_pair: std::time::Duration::ZERO,
+        per_prefill_step: std::time::Duration::ZERO,
     };
     let mut engine = Engine::new(params).with_prefix_caching(false);
     engine.submit(7, 150, 0, Duration::ZERO);
@@ -385,4 +387,36 @@ fn a_pooling_request_ends_with_its_prefill() {
     assert!(engine.is_idle());
     assert_eq!(engine.counters().generation_tokens, 0);
     assert_eq!(engine.counters().prompt_tokens, 150);
+}
+
+/// A prompt's attention pairs add up to `n(n+1)/2` however its prefill is
+/// chunked: each chunk pays for its tokens against every token before them.
+#[test]
+fn a_chunked_prompt_pays_each_attention_pair_once() {
+    let p = ModelParams {
+        max_num_batched_tokens: 256,
+        step_base: Duration::from_micros(1),
+        per_prefill_token: Duration::ZERO,
+        per_decode_seq: Duration::ZERO,
+        per_prefill_pair: Duration::from_micros(1),
+        per_prefill_step: std::time::Duration::ZERO,
+        ..preset::tiny()
+    };
+    let mut engine = Engine::new(p).with_prefix_caching(false);
+    engine.submit(0, 600, 1, Duration::ZERO);
+    let mut now = Duration::ZERO;
+    let mut steps = Vec::new();
+    while let Some(out) = engine.step(now) {
+        now = out.end();
+        steps.push(out.duration);
+    }
+    // Chunks of 256, 256 and 88 tokens, then nothing: 600 x 601 / 2 pairs.
+    assert_eq!(steps.len(), 3, "{steps:?}");
+    let pairs: Duration = steps.iter().sum::<Duration>() - Duration::from_micros(3);
+    assert_eq!(pairs, Duration::from_micros(600 * 601 / 2));
+    // The second chunk's 256 tokens attend over the first chunk's too.
+    assert_eq!(
+        steps[1],
+        Duration::from_micros(1 + 256 * 256 + 256 * 257 / 2)
+    );
 }

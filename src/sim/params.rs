@@ -5,15 +5,21 @@
 //! A step that computes `P` prompt tokens and decodes one token for each of
 //! `D ≥ 1` sequences lasts
 //!
-//! `T = step_base + α × per_prefill_token × P + per_decode_seq × D
-//!      + per_context_token × C + per_request × A`
+//! `T = step_base + α × (per_prefill_token × P + per_prefill_pair × Q + F)
+//!      + per_decode_seq × D + per_context_token × C + per_request × A`
 //!
-//! where `α` is [`ModelParams::prefill_interference`], in `[0, 1]`, `C` the
+//! (`F` is [`ModelParams::per_prefill_step`] when `P > 0`, else 0)
+//! where `α` is [`ModelParams::prefill_interference`], in `[0, 1]`, `Q` the
+//! prompt tokens' attention pairs (each computed prompt token with every
+//! token before it in its sequence, cached prefix included: a chunk of `t`
+//! tokens after `c` computed ones has `t·c + t(t+1)/2`), `C` the
 //! context the `D` decoders attend over (each one's prompt and the tokens it
 //! generated so far, summed) and `A` the requests the step schedules for the
-//! first time. The last two terms are 0 in the built-in presets; a profile
-//! of a real engine measures them (vLLM on CPU: a few µs per context token,
-//! tens of ms per request, its API server sharing the cores). A step
+//! first time. The pair cost and the last two terms are 0 in the built-in
+//! presets; a profile of a real engine measures them (vLLM on CPU: about
+//! 100 ns a prompt pair, so a lone 2,040-token prompt costs 0.2 s more than
+//! sixteen 128-token ones; a few µs per context token; tens of ms per
+//! request, its API server sharing the cores). A step
 //! with no sequence decoding (`D = 0`) is a plain prefill step,
 //! `step_base + per_prefill_token × P`, whatever `α` is: there is no decode
 //! work for the prefill to interfere with or hide behind.
@@ -88,6 +94,14 @@ pub struct ModelParams {
     /// (tokenizing, setting up the sequence and its stream), when it shares
     /// the engine's compute. 0 = none.
     pub per_request: Duration,
+    /// Cost of each attention pair a prompt token computes (the token with
+    /// each one before it in its sequence): prefill attention grows with the
+    /// square of the prompt. 0 = prefill cost linear in the tokens.
+    pub per_prefill_pair: Duration,
+    /// What a step that computes any prompt tokens costs beyond
+    /// `step_base` (another kernel path, the prompts' inputs built): vLLM
+    /// on CPU, about 50 ms over a 42-ms decode base. 0 = none.
+    pub per_prefill_step: Duration,
 }
 
 /// What one step carries, for its duration ([`ModelParams::step_time`]).
@@ -95,6 +109,8 @@ pub struct ModelParams {
 pub struct StepLoad {
     /// Prompt (or recompute) tokens computed.
     pub prefill_tokens: u64,
+    /// Their attention pairs (module docs).
+    pub prefill_pairs: u64,
     /// Sequences decoding one token.
     pub decode_seqs: u64,
     /// The decoders' context, summed: tokens each attends over.
@@ -161,7 +177,14 @@ impl ModelParams {
     /// Duration of a step carrying `load`: [`Self::batch_step_time`] plus
     /// the decoders' context and the requests it admits (module docs).
     pub fn step_time(&self, load: StepLoad) -> Duration {
-        let prefill = self.per_prefill_token.as_nanos() * u128::from(load.prefill_tokens);
+        let fixed = if load.prefill_tokens > 0 {
+            self.per_prefill_step.as_nanos()
+        } else {
+            0
+        };
+        let prefill = self.per_prefill_token.as_nanos() * u128::from(load.prefill_tokens)
+            + self.per_prefill_pair.as_nanos() * u128::from(load.prefill_pairs)
+            + fixed;
         let prefill = if self.shared_batch_step() || load.decode_seqs == 0 {
             prefill
         } else {
@@ -212,6 +235,8 @@ mod tests {
             block_tokens: BLOCK_TOKENS,
             per_context_token: Duration::ZERO,
             per_request: Duration::ZERO,
+            per_prefill_pair: std::time::Duration::ZERO,
+            per_prefill_step: std::time::Duration::ZERO,
         }
     }
 
@@ -221,18 +246,29 @@ mod tests {
         let p = |alpha: f64| ModelParams {
             per_context_token: Duration::from_nanos(5_000),
             per_request: Duration::from_millis(30),
+            per_prefill_pair: Duration::from_nanos(100),
+            per_prefill_step: Duration::from_millis(5),
             ..params(alpha)
         };
         let load = StepLoad {
             prefill_tokens: 200,
+            prefill_pairs: 20_000,
             decode_seqs: 4,
             context_tokens: 4 * 1_000,
             admitted: 1,
         };
-        // 10 base + 20 prefill + 2 decode + 20 context + 30 admission.
-        assert_eq!(p(1.0).step_time(load), ms(82.0));
+        // 10 base + 20 prefill + 2 pairs + 5 prefill step + 2 decode + 20
+        // context + 30 admission; the pairs and the prefill step's own cost
+        // are prefill work, scaled by the interference.
+        assert_eq!(p(1.0).step_time(load), ms(89.0));
         assert_eq!(p(0.0).step_time(load), ms(62.0));
-        assert_eq!(p(1.0).batch_step_time(200, 4), ms(32.0), "none carried");
+        let decode_only = StepLoad {
+            prefill_tokens: 0,
+            prefill_pairs: 0,
+            ..load
+        };
+        assert_eq!(p(1.0).step_time(decode_only), ms(62.0));
+        assert_eq!(p(1.0).batch_step_time(200, 4), ms(37.0), "none carried");
     }
 
     #[test]

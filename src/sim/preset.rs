@@ -29,6 +29,8 @@ pub fn tiny() -> ModelParams {
         block_tokens: BLOCK_TOKENS,
         per_context_token: std::time::Duration::ZERO,
         per_request: std::time::Duration::ZERO,
+        per_prefill_pair: std::time::Duration::ZERO,
+        per_prefill_step: std::time::Duration::ZERO,
     }
 }
 
@@ -55,6 +57,8 @@ pub fn seven_b_24gb() -> ModelParams {
         block_tokens: BLOCK_TOKENS,
         per_context_token: std::time::Duration::ZERO,
         per_request: std::time::Duration::ZERO,
+        per_prefill_pair: std::time::Duration::ZERO,
+        per_prefill_step: std::time::Duration::ZERO,
     }
 }
 

@@ -157,6 +157,12 @@ impl UsageMeter {
         // interference runs beside its decoders (the prefill lane's work).
         // and the requests' own work (counted with their prompts).
         self.prefill += secs(params.per_prefill_token) * prompt as f64
+            + secs(params.per_prefill_pair) * out.prefill_pairs as f64
+            + if prompt > 0 {
+                secs(params.per_prefill_step)
+            } else {
+                0.0
+            }
             + secs(params.per_request) * f64::from(out.admitted);
         // The decoders' context: the steps' mean is the last one's less
         // half the growth over the run.
@@ -203,6 +209,7 @@ mod tests {
             start: Duration::from_millis(start_ms),
             duration: p.batch_step_time(u64::from(prefill), u64::from(decodes)),
             prefill_tokens: prefill,
+            prefill_pairs: 0,
             decode_seqs: decodes,
             context_tokens: 0,
             admitted: 0,

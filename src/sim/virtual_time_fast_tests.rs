@@ -30,6 +30,8 @@ fn engine(
         block_tokens: crate::sim::blocks::BLOCK_TOKENS,
         per_context_token: std::time::Duration::ZERO,
         per_request: std::time::Duration::ZERO,
+        per_prefill_pair: std::time::Duration::ZERO,
+        per_prefill_step: std::time::Duration::ZERO,
     }
 }
 
@@ -86,6 +88,8 @@ proptest! {
         alpha in prop_oneof![Just(1.0), 0.0f64..1.0],
         context_ns in prop_oneof![Just(0u64), 1u64..20_000],
         request_us in prop_oneof![Just(0u64), 1u64..50_000],
+        pair_ns in prop_oneof![Just(0u64), 1u64..500],
+        prefill_step_us in prop_oneof![Just(0u64), 1u64..50_000],
         input in 1u32..400,
         output in 1u32..200,
         prefix in prop_oneof![Just(0u32), 16u32..200],
@@ -96,6 +100,8 @@ proptest! {
         let params = ModelParams {
             per_context_token: Duration::from_nanos(context_ns),
             per_request: Duration::from_micros(request_us),
+            per_prefill_pair: Duration::from_nanos(pair_ns),
+            per_prefill_step: Duration::from_micros(prefill_step_us),
             ..engine(seqs, kv, budget, base_us, prefill_ns, seq_us, alpha)
         };
         let load = VirtualLoad {

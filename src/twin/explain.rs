@@ -255,6 +255,8 @@ impl Knob {
             }
             Knob::PrefillTokenUs => ModelParams {
                 per_prefill_token: p.per_prefill_token.mul_f64(factor),
+                per_prefill_pair: p.per_prefill_pair.mul_f64(factor),
+                per_prefill_step: p.per_prefill_step.mul_f64(factor),
                 ..base
             },
             Knob::DecodeSeqUs => ModelParams {

@@ -10,6 +10,7 @@ use super::interference::{self, InterferenceObs};
 use super::kv;
 use super::observe::{DecodeLevel, KvPoint};
 use super::prefill::{self, PrefillFit, TtftSample};
+use super::prefill_batch::BatchSample;
 use super::profile::{
     Estimate, PrefixCaching, ProbeSummary, ProfileParams, ServerProfile, SCHEMA_VERSION,
 };
@@ -23,6 +24,8 @@ pub const ASSUMED_BUDGET: f64 = 2048.0;
 pub struct Observations {
     /// Lone requests (concurrency 1), in the order sent.
     pub prefill: Vec<TtftSample>,
+    /// Steps of prompts sent together behind a blocker.
+    pub prefill_batch: Vec<BatchSample>,
     /// Decoders streaming while prompts arrived.
     pub interference: Option<InterferenceObs>,
     /// Closed-loop levels at rising concurrency.
@@ -106,17 +109,31 @@ fn unchunked(obs: &Observations, first: &ServerProfile) -> Option<(Observations,
 
 fn fit_once(obs: &Observations, header: Header) -> ServerProfile {
     let mut warnings = Vec::new();
-    let pre = prefill::fit(&obs.prefill);
+    let pre = prefill::fit(&obs.prefill, &obs.prefill_batch);
     let (c_p, c_p_sigma) = pre.as_ref().map_or((0.0, 0.0), |p| {
         (
             p.per_token_us.value * 1e-6,
             p.per_token_us.uncertainty * 1e-6,
         )
     });
+    // The interference probe's prompts cost their attention pairs too: its
+    // cost per token is the prefill's at their length.
+    let c_inj = obs.interference.as_ref().map_or(c_p, |o| {
+        let n = o
+            .injections
+            .iter()
+            .map(|i| i.prompt_tokens)
+            .max()
+            .unwrap_or(0);
+        pre.as_ref()
+            .filter(|_| n > 0)
+            .map_or(c_p, |p| p.cost_s(n) / f64::from(n))
+    });
+    let c_inj_sigma = c_p_sigma * c_inj / c_p.max(f64::MIN_POSITIVE);
     let alpha = obs
         .interference
         .as_ref()
-        .and_then(|o| interference::fit_alpha(o, c_p, c_p_sigma))
+        .and_then(|o| interference::fit_alpha(o, c_inj, c_inj_sigma))
         .unwrap_or_else(|| {
             warnings.push("prefill interference not measured: assumed 1 (one shared batch step), anywhere in 0..1".into());
             Estimate::assumed(1.0, 0.0, Some(1.0), "not measured; 1 assumed (vLLM, SGLang, llama.cpp)")
@@ -134,16 +151,17 @@ fn fit_once(obs: &Observations, header: Header) -> ServerProfile {
         obs.reported_max_num_seqs,
     );
     warnings.extend(seqs_off);
-    let (prefill_token_us, prefill_fixed_ms) = prefill_parts(pre.as_ref(), &mut warnings);
-    if let Some(w) = fixed_cost_gap(&prefill_fixed_ms, &step_base_ms) {
+    let (prefill_token_us, prefill_fixed_ms, prefill_pair_ns) =
+        prefill_parts(pre.as_ref(), &mut warnings);
+    let prefill_step_ms = prefill_step(pre.as_ref(), &step_base_ms);
+    if let Some(w) = fixed_cost_gap(&prefill_fixed_ms, &step_base_ms, &prefill_step_ms) {
         warnings.push(w);
     }
-    let budget = budget(obs, pre.as_ref(), &alpha, c_p, c_p_sigma);
+    let budget = budget(obs, pre.as_ref(), &alpha, c_inj, c_inj_sigma);
     let (budget, budget_off) =
         reported::figure(reported::TOKEN_BUDGET, budget, obs.reported_token_budget);
     warnings.extend(budget_off);
-    let (kv_cache_tokens, prefix_caching) =
-        cache(obs, pre.as_ref(), c_p, &max_num_seqs, &mut warnings);
+    let (kv_cache_tokens, prefix_caching) = cache(obs, pre.as_ref(), &max_num_seqs, &mut warnings);
     if prefix_caching.enabled.is_none() {
         warnings.push(format!(
             "prefix caching undecided ({}); the simulator keeps its default (on)",
@@ -164,6 +182,8 @@ fn fit_once(obs: &Observations, header: Header) -> ServerProfile {
         block_tokens: obs.reported_block_tokens,
         context_token_us,
         request_ms,
+        prefill_pair_ns,
+        prefill_step_ms,
     };
     warnings.extend(bounds::pin_down(&mut params, obs.most_held_tokens));
     ServerProfile {
@@ -186,7 +206,6 @@ fn fit_once(obs: &Observations, header: Header) -> ServerProfile {
 fn cache(
     obs: &Observations,
     pre: Option<&PrefillFit>,
-    c_p: f64,
     max_num_seqs: &Estimate,
     warnings: &mut Vec<String>,
 ) -> (Estimate, PrefixCaching) {
@@ -205,8 +224,8 @@ fn cache(
         });
     warnings.extend(kv_off.or(kv_note));
     let prefix_probed = match pre {
-        Some(_) => prefill::prefix_caching(&obs.prefill, c_p),
-        None => prefill::prefix_caching(&[], 0.0),
+        Some(p) => prefill::prefix_caching(&obs.prefill, |n| p.cost_s(n)),
+        None => prefill::prefix_caching(&[], |_| 0.0),
     };
     let (prefix_caching, prefix_off) = reported::prefix(prefix_probed, obs.reported_prefix_caching);
     warnings.extend(prefix_off);
@@ -244,13 +263,20 @@ fn decode_parts(dec: Option<DecodeFit>, warnings: &mut Vec<String>) -> DecodePar
     }
 }
 
-fn prefill_parts(pre: Option<&PrefillFit>, warnings: &mut Vec<String>) -> (Estimate, Estimate) {
+fn prefill_parts(
+    pre: Option<&PrefillFit>,
+    warnings: &mut Vec<String>,
+) -> (Estimate, Estimate, Estimate) {
     match pre {
         Some(p) => {
             if let Some(n) = &p.per_token_us.note {
                 warnings.push(n.clone());
             }
-            (p.per_token_us.clone(), p.fixed_ms.clone())
+            (
+                p.per_token_us.clone(),
+                p.fixed_ms.clone(),
+                p.pair_ns.clone(),
+            )
         }
         None => {
             warnings.push(
@@ -259,14 +285,54 @@ fn prefill_parts(pre: Option<&PrefillFit>, warnings: &mut Vec<String>) -> (Estim
             (
                 Estimate::assumed(0.0, 0.0, None, "not measured; 0 assumed"),
                 Estimate::assumed(0.0, 0.0, None, "not measured"),
+                Estimate::assumed(0.0, 0.0, Some(0.0), "not measured; 0 assumed"),
             )
         }
     }
 }
 
-/// A fixed TTFT cost beyond the step base: work the simulator does not model.
-fn fixed_cost_gap(fixed: &Estimate, base: &Estimate) -> Option<String> {
-    let gap = fixed.value - base.value;
+/// What a step of prompts sent together costs beyond the decode step's
+/// base: the batched steps' fixed cost less the base (held at 0 below it;
+/// not identifiable when its σ is not below it); not profiled without
+/// batched steps or a measured base.
+fn prefill_step(pre: Option<&PrefillFit>, base: &Estimate) -> Estimate {
+    let Some((s, se)) = pre.and_then(|p| p.batch_step) else {
+        return Estimate::assumed(
+            0.0,
+            0.0,
+            Some(0.0),
+            "no steps of prompts sent together: 0 assumed",
+        );
+    };
+    if base.status != super::Status::Measured {
+        return Estimate::assumed(
+            0.0,
+            0.0,
+            Some(0.0),
+            "the step base is not measured: 0 assumed",
+        );
+    }
+    let extra = s - base.value;
+    let sigma = se.hypot(base.uncertainty);
+    let mut e = Estimate::fitted(
+        extra.max(0.0),
+        sigma,
+        0.0,
+        format!("the fixed cost of a step of prompts sent together ({s:.1} ± {se:.1} ms, from the prefill curve) less the step base"),
+    );
+    if extra < 0.0 {
+        e.how += " (below it: held at 0)";
+    }
+    if sigma.partial_cmp(&e.value) != Some(std::cmp::Ordering::Less) {
+        e = e.not_identifiable(0.0, format!("its standard error ({sigma:.1}) is not below its value ({:.1}): the probes cannot tell it from 0", extra.max(0.0)));
+    }
+    e
+}
+
+/// A fixed TTFT cost beyond the step base (and the prefill step's own):
+/// work the simulator does not model.
+fn fixed_cost_gap(fixed: &Estimate, base: &Estimate, step: &Estimate) -> Option<String> {
+    let gap = fixed.value - base.value - step.value;
     let noise = 2.0 * fixed.uncertainty.hypot(base.uncertainty);
     (gap.abs() > noise.max(1.0).max(0.1 * base.value)).then(|| {
         if gap > 0.0 {

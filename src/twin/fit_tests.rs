@@ -7,6 +7,7 @@ use crate::sim::ModelParams;
 use crate::twin::decode::saturated;
 use crate::twin::observe::{decode_level, kv_level_point, tokens_in_flight};
 use crate::twin::plan::{self, Pilot, DECODERS, DECODE_OUTPUT, DECODE_PROMPT};
+use crate::twin::prefill_batch::{self, BatchSample};
 use crate::twin::testing::{fake_run, Ask, Stream};
 use crate::twin::{interference, Status};
 use std::time::Duration;
@@ -141,7 +142,27 @@ fn observations(p: &ModelParams, caching: bool, budget: Duration) -> Observation
             * plan::CONTEXT_ROOM_SHARE,
     );
     shape_levels(p, caching, (&pl, room), &done, &mut obs);
+    obs.prefill_batch = batched_steps(p, caching, &obs);
     obs
+}
+
+/// Two levels of each burst of [`prefill_batch`]'s plan, as the profile
+/// sends them (the token budget reported, as vLLM does).
+fn batched_steps(p: &ModelParams, caching: bool, obs: &Observations) -> Vec<BatchSample> {
+    let budget = Some(u64::from(p.max_num_batched_tokens));
+    let Some(bp) = prefill_batch::plan(&obs.prefill, budget, plan::batch_limit(&obs.decode)) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for i in 0..6 {
+        let (k, n) = bp.burst(i);
+        let id = 9000 + 100 * i as u64;
+        let mut asks = vec![(Duration::ZERO, ask(bp.tokens, 1, id))];
+        asks.extend((1..=u64::from(k)).map(|j| (bp.send_at, ask(n, 1, id + j))));
+        let run = fake_run(p, caching, &[Stream::Timed(asks)], bp.length, GAUGE);
+        out.extend(prefill_batch::observe(&run.records[0]));
+    }
+    out
 }
 
 /// The long-context levels after the climb, as the profile runs them (no
@@ -199,6 +220,8 @@ fn params(m: u32, base_ms: u64, c_p_us: u64, c_d_us: u64, kv: u32, alpha: f64) -
         block_tokens: crate::sim::blocks::BLOCK_TOKENS,
         per_context_token: std::time::Duration::ZERO,
         per_request: std::time::Duration::ZERO,
+        per_prefill_pair: std::time::Duration::ZERO,
+        per_prefill_step: std::time::Duration::ZERO,
     }
 }
 
@@ -257,7 +280,45 @@ fn check(p: &ModelParams, caching: bool, budget_s: u64) -> ServerProfile {
             e.context_token_us
         );
     }
+    let step_ms = p.per_prefill_step.as_secs_f64() * 1e3;
+    if step_ms > 0.0 {
+        close(&e.prefill_step_ms, step_ms, 0.10, "prefill step");
+    } else {
+        let base_ms = p.step_base.as_secs_f64() * 1e3;
+        assert!(
+            e.prefill_step_ms.value <= 0.05 * base_ms,
+            "prefill step {:?} on a server without one",
+            e.prefill_step_ms
+        );
+    }
+    let pair_ns = p.per_prefill_pair.as_secs_f64() * 1e9;
+    if pair_ns > 0.0 {
+        close(&e.prefill_pair_ns, pair_ns, 0.10, "prefill pair");
+    } else {
+        // Linear prefill: the pair cost adds at most 3% to a 2,048-token
+        // prompt's prefill.
+        let n = 2048.0;
+        assert!(
+            e.prefill_pair_ns.value * 1e-3 * n * (n + 1.0) / 2.0
+                <= 0.03 * e.prefill_token_us.value * n,
+            "pair {:?} on a server whose prefill is linear",
+            e.prefill_pair_ns
+        );
+    }
     prof
+}
+
+/// vLLM on CPU: each prompt token attends over the ones before it, 100 ns
+/// a pair beside 280 µs a token (a lone line read 376-420 µs), and a step
+/// computing prompt tokens costs 50 ms more than a decode step.
+#[test]
+fn a_prefill_quadratic_in_the_prompt_comes_back() {
+    let p = ModelParams {
+        per_prefill_pair: Duration::from_nanos(100),
+        per_prefill_step: Duration::from_millis(50),
+        ..params(64, 40, 280, 900, 93_184, 1.0)
+    };
+    check(&p, true, 90);
 }
 
 #[test]
@@ -416,12 +477,13 @@ fn prompts_longer_than_a_reported_token_budget_pay_a_step_base_per_chunk() {
     };
     let mut obs = observations(&p, true, Duration::from_secs(30));
     let plain = fit(&obs, header(Duration::from_secs(30)));
-    // Read as one line, the chunks' bases land in the cost per token.
-    assert!(
-        plain.params.prefill_token_us.value > 1.3 * 200.0,
-        "{:?}",
-        plain.params.prefill_token_us
-    );
+    // Read as one line (or curve), the chunks' bases land in the cost of
+    // the prompt's tokens: over 1.3 x 200 µs each at 1,024 tokens.
+    let m = plain.params();
+    let n = 1024.0_f64;
+    let cost = m.per_prefill_token.as_secs_f64() * n
+        + m.per_prefill_pair.as_secs_f64() * n * (n + 1.0) / 2.0;
+    assert!(cost > 1.3 * 200e-6 * n, "{:?}", plain.params);
     obs.reported_token_budget = Some(256);
     let prof = fit(&obs, header(Duration::from_secs(30)));
     close(&prof.params.prefill_token_us, 200.0, 0.05, "prefill");

@@ -78,6 +78,12 @@ pub struct EngineJson {
     /// Work each request costs the engine once, ms.
     #[serde(default)]
     pub request_ms: f64,
+    /// Cost of each attention pair of a prompt token, ns.
+    #[serde(default)]
+    pub prefill_pair_ns: f64,
+    /// What a step computing prompt tokens costs beyond the base, ms.
+    #[serde(default)]
+    pub prefill_step_ms: f64,
     pub prefix_caching: bool,
     /// Parameter sets at the ends of the parameters' uncertainty (0: taken as exact).
     pub corners: usize,
@@ -155,6 +161,8 @@ impl PredictJson {
                 prefill_interference: p.prefill_interference,
                 context_token_us: p.per_context_token.as_secs_f64() * 1e6,
                 request_ms: p.per_request.as_secs_f64() * 1e3,
+                prefill_pair_ns: p.per_prefill_pair.as_secs_f64() * 1e9,
+                prefill_step_ms: p.per_prefill_step.as_secs_f64() * 1e3,
                 prefix_caching: l.prefix_caching,
                 corners,
             },

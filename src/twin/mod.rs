@@ -16,7 +16,9 @@
 //! - [`observe`]: records reduced to what the fits need (a decode level's
 //!   window and batch, tokens in flight against the KV gauge).
 //! - [`mod@line`]: least squares with standard errors and a lack-of-fit check.
-//! - [`prefill`], [`interference`], [`decode`], [`kv`]: one fit each.
+//! - [`prefill`], [`interference`], [`decode`], [`kv`]: one fit each
+//!   ([`prefill_batch`]: the steps of prompts sent together, beside the
+//!   lone ones).
 //! - [`fit`]: the fits in order, into a `ServerProfile`; [`reported`] what
 //!   the server says of its KV cache and prefix caching beside what the
 //!   probes measured.
@@ -53,6 +55,7 @@ pub mod observe;
 pub mod plan;
 pub mod predict;
 pub mod prefill;
+pub mod prefill_batch;
 pub mod prior;
 pub mod profile;
 pub mod ranges;

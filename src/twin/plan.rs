@@ -21,6 +21,8 @@ pub const SLACK_SHARE: f64 = 0.08;
 /// Left over after the other probes (a small batch limit ends the decode
 /// levels early), at least this much goes to more rounds of lone prefills.
 pub const MORE_PREFILL_SHARE: f64 = 0.05;
+/// Blockers and bursts of prompts sent together ([`super::prefill_batch`]).
+pub const PREFILL_BATCH_SHARE: f64 = 0.12;
 /// Longest prompt the prefill line uses (vLLM's default token budget, so a
 /// lone prompt is one step).
 pub const LONGEST_PREFILL: u32 = 2048;
@@ -300,12 +302,7 @@ pub fn shape_levels(
 /// to (the fullest reading's tokens over its usage) over a long request's
 /// tokens: a level that fills the cache preempts and gives no point.
 pub fn context_stream_limit(levels: &[DecodeLevel], kv: &[KvPoint]) -> usize {
-    let slots = levels
-        .iter()
-        .filter(|l| saturated(l))
-        .map(|l| slots(l).floor() as usize)
-        .min()
-        .unwrap_or(usize::MAX);
+    let slots = batch_limit(levels);
     let fullest = kv
         .iter()
         .filter(|p| p.usage >= 0.01)
@@ -315,6 +312,17 @@ pub fn context_stream_limit(levels: &[DecodeLevel], kv: &[KvPoint]) -> usize {
         (0.8 * capacity / f64::from(CONTEXT_PROMPT + DECODE_OUTPUT)).floor() as usize
     });
     slots.min(cache)
+}
+
+/// The batch limit the saturated decode levels show (the fewest slots of
+/// any), `usize::MAX` when none saturated.
+pub fn batch_limit(levels: &[DecodeLevel]) -> usize {
+    levels
+        .iter()
+        .filter(|l| saturated(l))
+        .map(|l| slots(l).floor() as usize)
+        .min()
+        .unwrap_or(usize::MAX)
 }
 
 /// How long a level of `k` streams runs: the first wave's prefill, then 24

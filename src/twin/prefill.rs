@@ -1,20 +1,29 @@
 //! Prefill cost and prefix caching from lone requests (concurrency 1). Pure.
 //!
 //! With nothing else running, a prompt of `n` tokens takes
-//! `⌈n / budget⌉ × step_base + per_prefill_token × n` to its first token
-//! (`sim::params`), plus the server's own per-request overhead: a straight
-//! line in `n` below the budget. The probe sends distinct prompts at three
-//! or more lengths, each several times, and fits the line
-//! ([`super::line`]): the slope is the cost per token, the intercept the
-//! fixed cost. A line that does not describe the data (attention growing
-//! with the square of the length, a budget the prompts crossed) is flagged,
-//! and its interval covers every local slope.
+//! `⌈n / budget⌉ × step_base + per_prefill_token × n + per_prefill_pair ×
+//! n(n+1)/2` to its first token (`sim::params`: each token attends over the
+//! ones before it), plus the server's own per-request overhead. The probe
+//! sends distinct prompts at three or more lengths, each several times, and
+//! fits that curve by least squares: the linear coefficient is the cost per
+//! token, the quadratic one the cost per attention pair, the intercept the
+//! fixed cost. When the probes cannot tell the pair cost from 0 (its
+//! standard error not below its value: the simulator, a GPU's short
+//! prompts), the straight line ([`super::line`]) gives the cost per token
+//! and the pair cost is a range from 0; a line that does not describe the
+//! data (a budget the prompts crossed) is flagged, and its interval covers
+//! every local slope. On vLLM on CPU the line over 16..2,045 tokens read
+//! 376-420 µs a token; the curve 280-314 µs and about 100 ns a pair, as
+//! prompts sent together cost (sixteen 128-token prompts in one step: 250 µs
+//! a token).
 //!
 //! Prefix caching: some prompts are sent twice in a row. With caching on,
 //! the second one computes (almost) nothing: it saves about the whole
 //! prefill, `per_prefill_token × n`; with caching off it saves nothing.
 
+use super::extra_costs::least_squares;
 use super::line;
+use super::prefill_batch::BatchSample;
 use super::profile::{Estimate, PrefixCaching};
 use crate::metrics::stats::mean;
 
@@ -34,10 +43,23 @@ pub struct PrefillFit {
     pub per_token_us: Estimate,
     /// Time to first token of an empty prompt, milliseconds.
     pub fixed_ms: Estimate,
+    /// Cost per attention pair of a prompt token, nanoseconds.
+    pub pair_ns: Estimate,
+    /// The fixed cost of a step of prompts sent together, milliseconds
+    /// (with [`super::prefill_batch`]'s steps in the fit).
+    pub batch_step: Option<(f64, f64)>,
     /// The longest prompt fitted.
     pub longest: u32,
-    /// Whether the line described the data.
+    /// Whether the line (or the curve) described the data.
     pub linear: bool,
+}
+
+impl PrefillFit {
+    /// The prefill of `n` prompt tokens at the central costs, seconds.
+    pub fn cost_s(&self, n: u32) -> f64 {
+        let n = f64::from(n);
+        self.per_token_us.value * 1e-6 * n + self.pair_ns.value * 1e-9 * n * (n + 1.0) / 2.0
+    }
 }
 
 /// The smallest departure from the line that counts (the resolution of a
@@ -46,7 +68,7 @@ const FLOOR_S: f64 = 0.001;
 
 /// Fits the line over the first sending of each prompt; `None` with fewer
 /// than 3 samples over at least 2 lengths.
-pub fn fit(samples: &[TtftSample]) -> Option<PrefillFit> {
+pub fn fit(samples: &[TtftSample], bursts: &[BatchSample]) -> Option<PrefillFit> {
     let pts: Vec<(f64, f64)> = samples
         .iter()
         .filter(|s| !s.repeat)
@@ -56,14 +78,26 @@ pub fn fit(samples: &[TtftSample]) -> Option<PrefillFit> {
     let mut lengths: Vec<u32> = samples.iter().map(|s| s.prompt_tokens).collect();
     lengths.sort_unstable();
     lengths.dedup();
+    let mut probes = format!(
+        "{} lone requests at {} lengths ({}..{} tokens)",
+        l.n,
+        lengths.len(),
+        lengths[0],
+        lengths[lengths.len() - 1]
+    );
+    if !bursts.is_empty() {
+        probes += &format!(
+            " and {} steps of prompts sent together (prefill_batch)",
+            bursts.len()
+        );
+    }
+    let longest = lengths[lengths.len() - 1];
+    let curve = quadratic(&pts, bursts);
+    if let Some(c) = curve.as_ref().filter(|c| c.identifiable()) {
+        return Some(c.fit(&probes, longest));
+    }
     let how = |what: &str| {
-        format!(
-            "{what} of the least-squares line of TTFT against prompt length: {} lone requests at {} lengths ({}..{} tokens)",
-            l.n,
-            lengths.len(),
-            lengths[0],
-            lengths[lengths.len() - 1]
-        )
+        format!("{what} of the least-squares line of TTFT against prompt length: {probes}")
     };
     let mut per_token_us = Estimate::fitted(l.slope * 1e6, l.se_slope * 1e6, 0.0, how("slope"));
     let mut fixed_ms = Estimate::fitted(
@@ -80,29 +114,112 @@ pub fn fit(samples: &[TtftSample]) -> Option<PrefillFit> {
     Some(PrefillFit {
         per_token_us,
         fixed_ms,
-        longest: lengths[lengths.len() - 1],
+        pair_ns: curve.map_or_else(
+            || Estimate::assumed(0.0, 0.0, Some(0.0), "fewer than 3 lengths: 0 assumed"),
+            |c| c.pair_from_zero(&probes),
+        ),
+        batch_step: None,
+        longest,
         linear: l.not_linear.is_none(),
     })
+}
+
+/// The least-squares curve `TTFT = a + b·n + q·n(n+1)/2` (with the
+/// batched steps, `step = s + b·N + q·pairs` beside it, the same `b` and
+/// `q`): coefficients `[a, b, q(, s)]` and standard errors, seconds.
+struct Curve {
+    coef: Vec<f64>,
+    se: Vec<f64>,
+}
+
+/// The curve through the lone points and the batched steps; `None` with
+/// fewer than 3 lone lengths (or a singular design).
+fn quadratic(pts: &[(f64, f64)], bursts: &[BatchSample]) -> Option<Curve> {
+    let mut ns: Vec<u64> = pts.iter().map(|p| p.0 as u64).collect();
+    ns.sort_unstable();
+    ns.dedup();
+    if ns.len() < 3 {
+        return None;
+    }
+    let step = usize::from(!bursts.is_empty());
+    let mut x: Vec<Vec<f64>> = pts
+        .iter()
+        .map(|&(n, _)| [vec![1.0, n, n * (n + 1.0) / 2.0], vec![0.0; step]].concat())
+        .collect();
+    let mut y: Vec<f64> = pts.iter().map(|p| p.1).collect();
+    for b in bursts {
+        let (tokens, pairs) = b.load();
+        x.push(vec![0.0, tokens, pairs, 1.0]);
+        y.push(b.step_s);
+    }
+    let (coef, se) = least_squares(&x, &y)?;
+    coef.iter()
+        .chain(&se)
+        .all(|v| v.is_finite())
+        .then_some(Curve { coef, se })
+}
+
+impl Curve {
+    /// Whether the probes pin both costs: each positive, with a standard
+    /// error below its value.
+    fn identifiable(&self) -> bool {
+        (1..3).all(|j| self.coef[j] > 0.0 && self.se[j] < self.coef[j])
+    }
+
+    fn how(what: &str, probes: &str) -> String {
+        format!("{what} of the least-squares curve TTFT = a + b·n + q·n(n+1)/2 (n the prompt's tokens; q each token's attention over the ones before it): {probes}")
+    }
+
+    fn fit(&self, probes: &str, longest: u32) -> PrefillFit {
+        let (c, se) = (&self.coef, &self.se);
+        PrefillFit {
+            per_token_us: Estimate::fitted(c[1] * 1e6, se[1] * 1e6, 0.0, Self::how("b", probes)),
+            fixed_ms: Estimate::fitted(c[0] * 1e3, se[0] * 1e3, 0.0, Self::how("a", probes)),
+            pair_ns: Estimate::fitted(c[2] * 1e9, se[2] * 1e9, 0.0, Self::how("q", probes)),
+            batch_step: self.batch_step(),
+            longest,
+            linear: true,
+        }
+    }
+
+    /// The batched steps' fixed cost and its standard error, ms.
+    fn batch_step(&self) -> Option<(f64, f64)> {
+        Some((*self.coef.get(3)? * 1e3, *self.se.get(3)? * 1e3))
+    }
+
+    /// The pair cost when the probes cannot tell it from 0: a range from 0
+    /// to twice its standard error.
+    fn pair_from_zero(&self, probes: &str) -> Estimate {
+        let (q, se) = (self.coef[2] * 1e9, self.se[2] * 1e9);
+        let mut e = Estimate::fitted(q.max(0.0), se, 0.0, Self::how("q", probes));
+        if q < 0.0 {
+            e.how += &format!(" (fitted {q:.3}, below 0: held at 0)");
+        }
+        e.not_identifiable(
+            0.0,
+            format!("its standard error ({se:.3}) is not below its value ({:.3}), or the cost per token's is not: the line gives the cost per token", q.max(0.0)),
+        )
+    }
 }
 
 /// Whether the samples so far pin the cost per prompt token within
 /// [`super::decode::PRECISE`] (1σ) on a line that describes them: then more
 /// lone requests would add little.
 pub fn precise(samples: &[TtftSample]) -> bool {
-    fit(samples).is_some_and(|f| {
+    fit(samples, &[]).is_some_and(|f| {
         let c = &f.per_token_us;
         f.linear && c.value > 0.0 && c.uncertainty < super::decode::PRECISE * c.value
     })
 }
 
-/// Prefix caching from the repeated prompts, given the cost per token in
-/// seconds.
-pub fn prefix_caching(samples: &[TtftSample], per_token_s: f64) -> PrefixCaching {
+/// Prefix caching from the repeated prompts, given the prefill of `n`
+/// tokens in seconds.
+pub fn prefix_caching(samples: &[TtftSample], cost_s: impl Fn(u32) -> f64) -> PrefixCaching {
     let saved: Vec<f64> = samples
         .windows(2)
         .filter(|w| w[1].repeat && w[0].prompt_tokens == w[1].prompt_tokens)
-        .filter(|w| per_token_s > 0.0 && w[0].prompt_tokens > 0)
-        .map(|w| (w[0].ttft_s - w[1].ttft_s) / (per_token_s * f64::from(w[0].prompt_tokens)))
+        .filter(|w| w[0].prompt_tokens > 0 && cost_s(w[0].prompt_tokens) > 0.0)
+        .map(|w| (w[0].ttft_s - w[1].ttft_s) / cost_s(w[0].prompt_tokens))
         .collect();
     if saved.is_empty() {
         return PrefixCaching {
@@ -177,7 +294,7 @@ mod tests {
     fn a_linear_server_gives_its_cost_per_token() {
         // 12 ms fixed, 150 µs per token.
         let s = samples(|n| 0.012 + 150e-6 * n, &[16, 512, 1024, 2048], 4);
-        let f = fit(&s).unwrap();
+        let f = fit(&s, &[]).unwrap();
         assert!((f.per_token_us.value - 150.0).abs() < 0.05, "{f:?}");
         assert!((f.fixed_ms.value - 12.0).abs() < 0.2, "{f:?}");
         assert!(f.linear && f.per_token_us.uncertainty < 0.5);
@@ -186,19 +303,53 @@ mod tests {
     }
 
     #[test]
-    fn quadratic_attention_is_flagged_and_widened() {
-        // 50 µs per token plus n² × 20 ns: the local cost runs 60 → 130 µs.
+    fn quadratic_attention_is_read_as_a_cost_per_pair() {
+        // 280 µs a token and 100 ns a pair (vLLM on CPU's figures): the
+        // line over 64..2040 tokens reads about 380 µs a token.
+        let ttft = |n: f64| 0.06 + 280e-6 * n + 100e-9 * n * (n + 1.0) / 2.0;
+        let s = samples(ttft, &[64, 512, 1024, 1536, 2040], 4);
+        let f = fit(&s, &[]).unwrap();
+        assert!(f.linear, "{f:?}");
+        assert!((f.per_token_us.value - 280.0).abs() < 2.0, "{f:?}");
+        assert!((f.pair_ns.value - 100.0).abs() < 2.0, "{f:?}");
+        assert_eq!(f.pair_ns.status, crate::twin::Status::Measured);
+        assert!((f.cost_s(512) - (ttft(512.0) - 0.06)).abs() < 1e-3);
+        let l = line::fit(
+            &s.iter()
+                .map(|x| (f64::from(x.prompt_tokens), x.ttft_s))
+                .collect::<Vec<_>>(),
+            FLOOR_S,
+        )
+        .unwrap();
+        assert!(l.slope > 350e-6, "the line's slope {}", l.slope);
+    }
+
+    #[test]
+    fn a_line_leaves_the_pair_cost_a_range_from_zero() {
+        let s = samples(|n| 0.012 + 150e-6 * n, &[16, 512, 1024, 2048], 4);
+        let f = fit(&s, &[]).unwrap();
+        let q = &f.pair_ns;
+        assert_eq!(q.status, crate::twin::Status::NotIdentifiable, "{q:?}");
+        assert_eq!(q.low, 0.0);
+        // 0.3 ms of jitter on 2,048 tokens: no more than a few ns a pair.
+        assert!(q.high.unwrap() < 5.0, "{q:?}");
+    }
+
+    #[test]
+    fn a_curve_bending_down_is_flagged_and_widened() {
+        // Cheaper per token the longer the prompt (no attention model
+        // fits): the pair cost comes out below 0 and the line is flagged.
         let s = samples(
-            |n| 0.01 + 50e-6 * n + 2e-8 * n * n,
+            |n| 0.01 + 150e-6 * n - 2e-8 * n * n,
             &[256, 1024, 2048, 3072],
             3,
         );
-        let f = fit(&s).unwrap();
+        let f = fit(&s, &[]).unwrap();
         assert!(!f.linear);
         let e = &f.per_token_us;
         assert_eq!(e.status, crate::twin::Status::Misfit);
         assert!(e.note.as_deref().unwrap().contains("not linear"));
-        assert!(e.low <= 75.7 && e.high.unwrap() >= 152.0, "{e:?}");
+        assert_eq!(f.pair_ns.value, 0.0);
     }
 
     #[test]
@@ -219,14 +370,20 @@ mod tests {
             ]
         };
         let on: Vec<TtftSample> = [pair(1000, 0.0116), pair(2000, 0.0117)].concat();
-        let p = prefix_caching(&on, c_p);
+        let p = prefix_caching(&on, |n| c_p * f64::from(n));
         assert_eq!(p.enabled, Some(true), "{p:?}");
         assert!(p.saved_fraction.unwrap() > 0.95);
         let off: Vec<TtftSample> = [pair(1000, 0.1101), pair(2000, 0.2098)].concat();
-        assert_eq!(prefix_caching(&off, c_p).enabled, Some(false));
+        assert_eq!(
+            prefix_caching(&off, |n| c_p * f64::from(n)).enabled,
+            Some(false)
+        );
         // Halfway, or nothing repeated: undecided.
         let mid: Vec<TtftSample> = [pair(1000, 0.06), pair(2000, 0.11)].concat();
-        assert_eq!(prefix_caching(&mid, c_p).enabled, None);
-        assert_eq!(prefix_caching(&on[..1], c_p).enabled, None);
+        assert_eq!(prefix_caching(&mid, |n| c_p * f64::from(n)).enabled, None);
+        assert_eq!(
+            prefix_caching(&on[..1], |n| c_p * f64::from(n)).enabled,
+            None
+        );
     }
 }

@@ -236,6 +236,14 @@ pub struct ProfileParams {
     /// Work each request costs the engine once, milliseconds.
     #[serde(default = "Estimate::not_profiled")]
     pub request_ms: Estimate,
+    /// Cost of each attention pair of a prompt token (with each token
+    /// before it in its sequence), nanoseconds.
+    #[serde(default = "Estimate::not_profiled")]
+    pub prefill_pair_ns: Estimate,
+    /// What a step that computes prompt tokens costs beyond the step base,
+    /// milliseconds.
+    #[serde(default = "Estimate::not_profiled")]
+    pub prefill_step_ms: Estimate,
 }
 
 /// What one probe did.
@@ -295,7 +303,7 @@ pub const UNBOUNDED_COUNT: f64 = 1.0e9;
 
 /// Which way each parameter moves capacity: `true` when a larger value
 /// means more capacity.
-pub(crate) const NAMES: [(&str, bool); 9] = [
+pub(crate) const NAMES: [(&str, bool); 11] = [
     ("step_base_ms", false),
     ("prefill_token_us", false),
     ("decode_seq_us", false),
@@ -305,6 +313,8 @@ pub(crate) const NAMES: [(&str, bool); 9] = [
     ("prefill_interference", false),
     ("context_token_us", false),
     ("request_ms", false),
+    ("prefill_pair_ns", false),
+    ("prefill_step_ms", false),
 ];
 
 impl ServerProfile {
@@ -380,6 +390,8 @@ impl ServerProfile {
             ("prefill interference", &p.prefill_interference, true),
             ("context per token", &p.context_token_us, false),
             ("per request", &p.request_ms, false),
+            ("prefill per attention pair", &p.prefill_pair_ns, false),
+            ("prefill step", &p.prefill_step_ms, false),
         ];
         let flagged: Vec<_> = named
             .iter()
@@ -410,7 +422,7 @@ impl ServerProfile {
     }
 
     /// The estimates in [`NAMES`] order.
-    pub(crate) fn estimates(&self) -> [&Estimate; 9] {
+    pub(crate) fn estimates(&self) -> [&Estimate; 11] {
         let p = &self.params;
         [
             &p.step_base_ms,
@@ -422,6 +434,8 @@ impl ServerProfile {
             &p.prefill_interference,
             &p.context_token_us,
             &p.request_ms,
+            &p.prefill_pair_ns,
+            &p.prefill_step_ms,
         ]
     }
 
@@ -450,6 +464,8 @@ impl ServerProfile {
             block_tokens: whole_blocks(self.params.block_tokens),
             per_context_token: micros(v[7]),
             per_request: micros(v[8] * 1e3),
+            per_prefill_pair: micros(v[9] * 1e-3),
+            per_prefill_step: micros(v[10] * 1e3),
         }
     }
 }

@@ -85,7 +85,7 @@ fn central_params_are_the_values_in_simulator_units() {
 fn corners_move_each_parameter_to_the_ends_of_its_range() {
     let profile = sample();
     let corners = profile.corners();
-    assert_eq!(corners.len(), 2 + 2 * 9);
+    assert_eq!(corners.len(), 2 + 2 * NAMES.len());
     let (slow, fast) = (&corners[0].params, &corners[1].params);
     // ±2σ = ±5% on the costs; the slow corner is the costly end.
     assert_eq!(slow.step_base, Duration::from_micros(5250));

@@ -18,7 +18,7 @@ pub struct Range {
 const COUNT_MAX: f64 = u32::MAX as f64;
 
 /// The ranges, in the order of the profile's `NAMES`.
-pub const RANGES: [Range; 9] = [
+pub const RANGES: [Range; 11] = [
     Range {
         min: 0.0,
         max: 60_000.0,
@@ -63,6 +63,16 @@ pub const RANGES: [Range; 9] = [
         min: 0.0,
         max: 60_000.0,
         unit: "ms per request",
+    },
+    Range {
+        min: 0.0,
+        max: 1e6,
+        unit: "ns per prompt attention pair",
+    },
+    Range {
+        min: 0.0,
+        max: 60_000.0,
+        unit: "ms per step computing prompt tokens",
     },
 ];
 

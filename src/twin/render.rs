@@ -69,6 +69,15 @@ pub(super) fn engine_words(j: &PredictJson) -> String {
     if e.context_token_us > 0.0 {
         interference += &format!(" + {} µs/context token", round3(e.context_token_us));
     }
+    if e.prefill_pair_ns > 0.0 {
+        interference += &format!(" + {} ns/prompt attention pair", round3(e.prefill_pair_ns));
+    }
+    if e.prefill_step_ms > 0.0 {
+        interference += &format!(
+            " + {} ms/step with prompt tokens",
+            round3(e.prefill_step_ms)
+        );
+    }
     if e.request_ms > 0.0 {
         interference += &format!(" + {} ms/request", round3(e.request_ms));
     }

@@ -91,6 +91,8 @@ pub fn render(p: &ServerProfile) -> String {
     );
     row(&mut out, "context per token", "us", &q.context_token_us);
     row(&mut out, "per request", "ms", &q.request_ms);
+    row(&mut out, "prefill per pair", "ns", &q.prefill_pair_ns);
+    row(&mut out, "prefill step", "ms", &q.prefill_step_ms);
     let pc = &q.prefix_caching;
     let verdict = match pc.enabled {
         Some(true) => "on",

@@ -43,6 +43,8 @@ pub fn sample() -> ServerProfile {
             block_tokens: None,
             context_token_us: Estimate::not_profiled(),
             request_ms: Estimate::not_profiled(),
+            prefill_pair_ns: Estimate::not_profiled(),
+            prefill_step_ms: Estimate::not_profiled(),
         },
         warnings: vec![],
         probes: vec![ProbeSummary {

@@ -365,6 +365,8 @@ mod tests {
             block_tokens: crate::sim::blocks::BLOCK_TOKENS,
             per_context_token: std::time::Duration::ZERO,
             per_request: std::time::Duration::ZERO,
+            per_prefill_pair: std::time::Duration::ZERO,
+            per_prefill_step: std::time::Duration::ZERO,
         };
         assert_eq!(o.config.params, want);
     }

@@ -14,7 +14,7 @@ use crate::client::openai;
 use crate::client::scrape::{GaugeSource, Scraper};
 use crate::twin::fit::{self, Header, Observations};
 use crate::twin::ServerProfile;
-use crate::twin::{plan, prefill};
+use crate::twin::{plan, prefill, prefill_batch};
 use crate::workload::dataset::DatasetKind;
 use anyhow::Result;
 use probes::Probe;
@@ -113,7 +113,16 @@ async fn profile(
         gauges: None,
     };
     let lengths = (listed, slot_context);
-    let mut obs = observe(&mut probe, cfg.budget, max_len, lengths, server.simulated).await?;
+    let budget_reported = info.max_num_batched_tokens.map(u64::from);
+    let mut obs = observe(
+        &mut probe,
+        cfg.budget,
+        max_len,
+        lengths,
+        server.simulated,
+        budget_reported,
+    )
+    .await?;
     obs.reported_kv_tokens = info.kv_cache_tokens;
     obs.reported_prefix_caching = info.prefix_caching;
     obs.reported_max_num_seqs = info.max_num_seqs.map(u64::from);
@@ -137,14 +146,16 @@ async fn profile(
 
 /// The probes in order: pilot, lone prefills, decode levels, interference
 /// (after the decode levels: its decoders must leave a slot free for the
-/// arriving prompts, so it needs the batch limit they show), then more lone
-/// prefills in what is left of the budget.
+/// arriving prompts, so it needs the batch limit they show), prompts sent
+/// together behind a blocker (within the batch limit and the reported
+/// token budget), then more lone prefills in what is left of the budget.
 async fn observe(
     probe: &mut Probe<'_>,
     budget: Duration,
     max_len: u32,
     listed: (Option<u32>, Option<u32>),
     simulated: bool,
+    token_budget: Option<u64>,
 ) -> Result<Observations> {
     let pilot = probe.pilot(max_len).await?;
     let share = |s: f64| budget.mul_f64(s);
@@ -166,7 +177,7 @@ async fn observe(
     };
     let decode_share = probe
         .left()
-        .saturating_sub(inter.length + share(plan::SLACK_SHARE));
+        .saturating_sub(inter.length + share(plan::PREFILL_BATCH_SHARE) + share(plan::SLACK_SHARE));
     probe
         .decode(&pilot, decode_share, max_len, &mut obs)
         .await?;
@@ -174,6 +185,12 @@ async fn observe(
     if decoders > 0 {
         obs.interference = probe.interference(&inter, decoders).await?;
         obs.longest_request = obs.longest_request.max(inter.prompt_tokens + 1);
+    }
+    let limit = plan::batch_limit(&obs.decode);
+    if let Some(bp) = prefill_batch::plan(&obs.prefill, token_budget, limit) {
+        obs.prefill_batch = probe
+            .prefill_batch(&bp, share(plan::PREFILL_BATCH_SHARE))
+            .await?;
     }
     // Time the decode levels did not need (a small batch limit saturates
     // early) goes to more lone prefills when the line is not yet precise.
