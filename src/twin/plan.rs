@@ -21,8 +21,10 @@ pub const SLACK_SHARE: f64 = 0.08;
 /// Left over after the other probes (a small batch limit ends the decode
 /// levels early), at least this much goes to more rounds of lone prefills.
 pub const MORE_PREFILL_SHARE: f64 = 0.05;
-/// Blockers and bursts of prompts sent together ([`super::prefill_batch`]).
-pub const PREFILL_BATCH_SHARE: f64 = 0.12;
+/// Kept from the decode levels for blockers and bursts of prompts sent
+/// together ([`super::prefill_batch`]), which also take what the other
+/// probes leave.
+pub const PREFILL_BATCH_SHARE: f64 = 0.06;
 /// Longest prompt the prefill line uses (vLLM's default token budget, so a
 /// lone prompt is one step).
 pub const LONGEST_PREFILL: u32 = 2048;

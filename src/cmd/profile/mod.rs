@@ -148,7 +148,8 @@ async fn profile(
 /// (after the decode levels: its decoders must leave a slot free for the
 /// arriving prompts, so it needs the batch limit they show), prompts sent
 /// together behind a blocker (within the batch limit and the reported
-/// token budget), then more lone prefills in what is left of the budget.
+/// token budget) in what is left of the budget, or, when there are none,
+/// more lone prefills.
 async fn observe(
     probe: &mut Probe<'_>,
     budget: Duration,
@@ -186,16 +187,14 @@ async fn observe(
         obs.interference = probe.interference(&inter, decoders).await?;
         obs.longest_request = obs.longest_request.max(inter.prompt_tokens + 1);
     }
+    // Prompts sent together take what the other probes left (at least
+    // their share, kept from the decode levels); without them, that time
+    // goes to more lone prefills when the line is not yet precise.
     let limit = plan::batch_limit(&obs.decode);
-    if let Some(bp) = prefill_batch::plan(&obs.prefill, token_budget, limit) {
-        obs.prefill_batch = probe
-            .prefill_batch(&bp, share(plan::PREFILL_BATCH_SHARE))
-            .await?;
-    }
-    // Time the decode levels did not need (a small batch limit saturates
-    // early) goes to more lone prefills when the line is not yet precise.
     let extra = probe.left().saturating_sub(share(plan::SLACK_SHARE));
-    if extra >= share(plan::MORE_PREFILL_SHARE) && !prefill::precise(&obs.prefill) {
+    if let Some(bp) = prefill_batch::plan(&obs.prefill, token_budget, limit) {
+        obs.prefill_batch = probe.prefill_batch(&bp, extra).await?;
+    } else if extra >= share(plan::MORE_PREFILL_SHARE) && !prefill::precise(&obs.prefill) {
         let more = probe.prefill(&prefill_plan.more(), extra).await?;
         obs.prefill.extend(more);
     }
