@@ -134,3 +134,45 @@ fn chunked_prompts_show_the_budget() {
         (crate::twin::Status::LowerBound, 303.0, None)
     );
 }
+
+/// α = 0.8 of a prefill whose step costs 40 ms beyond its tokens: the short
+/// prompts' lost time is nearly all that fixed cost, and α comes back from
+/// the long ones less it (read without the short ones, α would be 1.3).
+#[test]
+fn short_prompts_give_a_steps_fixed_prefill_cost() {
+    let (alpha, fixed, c_p) = (0.8, 0.040, 200e-6);
+    let cost = |n: u32| c_p * f64::from(n);
+    let injection = |n: u32, wiggle: f64| Injection {
+        prompt_tokens: n,
+        extra_s: alpha * (cost(n) + fixed) + wiggle,
+        decoders: 3,
+        lengthened_s: vec![],
+    };
+    let obs = InterferenceObs {
+        decoders: 3,
+        baseline_gap_s: 0.05,
+        gap_noise_s: 0.001,
+        injections: vec![
+            injection(500, 5e-4),
+            injection(SHORT_PROMPT, -5e-4),
+            injection(500, -5e-4),
+            injection(SHORT_PROMPT, 5e-4),
+            injection(500, 0.0),
+        ],
+    };
+    let plain = fit_alpha(&obs, c_p, 0.0).unwrap();
+    assert!(plain.value >= 1.0, "{plain:?}");
+    let (rest, lost) = fixed_cost(&obs, cost);
+    let (a, se) = lost.unwrap();
+    assert!((a - alpha * fixed).abs() < 1e-3 && se < 1e-3, "{a} ± {se}");
+    assert_eq!(rest.injections.len(), 3);
+    let alpha_fit = fit_alpha(&rest, c_p, 0.0).unwrap();
+    assert!((alpha_fit.value - alpha).abs() < 0.02, "{alpha_fit:?}");
+    // Without short prompts, nothing to read: the observations unchanged.
+    let mut long_only = obs;
+    long_only
+        .injections
+        .retain(|i| i.prompt_tokens > SHORT_PROMPT);
+    let (same, none) = fixed_cost(&long_only, cost);
+    assert_eq!((same, none), (long_only, None));
+}
