@@ -72,46 +72,17 @@ pub struct Header {
 /// budget shorter than the longest lone prompt, the prompt ran as several
 /// prefill steps, each with the step's fixed cost: the prefill line is
 /// fitted again on the TTFTs less those extra steps' base.
-///
-/// When the decoders beside short prompts measured a prefill step's fixed
-/// cost, the steps of prompts sent together are fitted again with theirs
-/// known (the step base plus it): their tokens then give the cost per
-/// token directly, where a free intercept left it to the lone TTFTs' noise.
 pub fn fit(obs: &Observations, header: Header) -> ServerProfile {
-    let first = fit_once(obs, header.clone(), None);
-    let pin = pinned_step(obs, &first);
-    let chunked = unchunked(obs, &first);
-    if pin.is_none() && chunked.is_none() {
+    let first = fit_once(obs, header.clone());
+    let Some((adjusted, budget)) = unchunked(obs, &first) else {
         return first;
-    }
-    let (adjusted, budget) = chunked.map_or((obs.clone(), None), |(o, b)| (o, Some(b)));
-    let mut p = fit_once(&adjusted, header, pin);
+    };
+    let mut p = fit_once(&adjusted, header);
     let base = p.params.step_base_ms.value;
-    if let Some(budget) = budget {
-        p.params.prefill_token_us.how += &format!(
-            ", each TTFT less {base:.1} ms (the step base) for every prefill step past the first of a prompt longer than the token budget ({budget})"
-        );
-    }
-    if let Some(s) = pin {
-        p.params.prefill_token_us.how += &format!(
-            ", the steps of prompts sent together with their fixed cost known ({:.1} ms: the step base and a prefill step's own)",
-            s * 1e3
-        );
-    }
+    p.params.prefill_token_us.how += &format!(
+        ", each TTFT less {base:.1} ms (the step base) for every prefill step past the first of a prompt longer than the token budget ({budget})"
+    );
     p
-}
-
-/// The fixed cost of a step of prompts sent together, seconds, when the
-/// short prompts measured the prefill step's own and the step base is
-/// measured; `None` otherwise (or without such steps).
-fn pinned_step(obs: &Observations, first: &ServerProfile) -> Option<f64> {
-    let (base, step) = (&first.params.step_base_ms, &first.params.prefill_step_ms);
-    let measured = |e: &Estimate| e.status == super::Status::Measured;
-    (!obs.prefill_batch.is_empty()
-        && measured(base)
-        && measured(step)
-        && step.how.starts_with(LOST_HOW))
-    .then(|| (base.value + step.value) / 1e3)
 }
 
 /// The observations with each lone prompt's TTFT less the base of the
@@ -136,9 +107,9 @@ fn unchunked(obs: &Observations, first: &ServerProfile) -> Option<(Observations,
     Some((o, budget))
 }
 
-fn fit_once(obs: &Observations, header: Header, pin: Option<f64>) -> ServerProfile {
+fn fit_once(obs: &Observations, header: Header) -> ServerProfile {
     let mut warnings = Vec::new();
-    let pre = prefill::fit(&obs.prefill, &obs.prefill_batch, pin);
+    let pre = prefill::fit(&obs.prefill, &obs.prefill_batch);
     let (c_p, c_p_sigma) = pre.as_ref().map_or((0.0, 0.0), |p| {
         (
             p.per_token_us.value * 1e-6,
@@ -159,14 +130,8 @@ fn fit_once(obs: &Observations, header: Header, pin: Option<f64>) -> ServerProfi
             .map_or(c_p, |p| p.cost_s(n) / f64::from(n))
     });
     let c_inj_sigma = c_p_sigma * c_inj / c_p.max(f64::MIN_POSITIVE);
-    // Short prompts beside the long ones give a step's fixed prefill cost
-    // as the decoders lost it; α is read from the long ones less it.
-    let (inter, lost_fixed) = obs.interference.as_ref().map_or((None, None), |o| {
-        let cost = |n: u32| pre.as_ref().map_or(c_p * f64::from(n), |p| p.cost_s(n));
-        let (rest, fixed) = interference::fixed_cost(o, cost);
-        (Some(rest), fixed)
-    });
-    let alpha = inter
+    let alpha = obs
+        .interference
         .as_ref()
         .and_then(|o| interference::fit_alpha(o, c_inj, c_inj_sigma))
         .unwrap_or_else(|| {
@@ -188,7 +153,7 @@ fn fit_once(obs: &Observations, header: Header, pin: Option<f64>) -> ServerProfi
     warnings.extend(seqs_off);
     let (prefill_token_us, prefill_fixed_ms, prefill_pair_ns) =
         prefill_parts(pre.as_ref(), &mut warnings);
-    let prefill_step_ms = prefill_step(pre.as_ref(), &step_base_ms, lost_fixed, &alpha);
+    let prefill_step_ms = prefill_step(pre.as_ref(), &step_base_ms);
     if let Some(w) = fixed_cost_gap(&prefill_fixed_ms, &step_base_ms, &prefill_step_ms) {
         warnings.push(w);
     }
@@ -326,48 +291,37 @@ fn prefill_parts(
     }
 }
 
-/// How the prefill step's cost from the short prompts begins.
-const LOST_HOW: &str = "the decoders' time lost beside";
-
-/// What a step computing prompt tokens costs beyond the decode step's
-/// base, from the more precise of: the interference probe's short prompts
-/// (the decoders' time lost at no prompt tokens, `lost`, over `α`) and the
-/// batched steps' fixed cost less the base. Held at 0 below it; not
-/// identifiable when its σ is not below it; assumed 0 without either.
-fn prefill_step(
-    pre: Option<&PrefillFit>,
-    base: &Estimate,
-    lost: Option<(f64, f64)>,
-    alpha: &Estimate,
-) -> Estimate {
-    let a = alpha.value;
-    let from_lost = lost.filter(|_| a > 0.25).map(|(l, se)| {
-        let ms = l * 1e3 / a;
-        let sigma = (se * 1e3 / a).hypot(ms * alpha.uncertainty / a);
-        let how = format!(
-            "{LOST_HOW} {}-token prompts ({:.1} ± {:.1} ms: the intercept of their lost time against the prompts' prefill cost) over the interference",
-            interference::SHORT_PROMPT,
-            l * 1e3,
-            se * 1e3
+/// What a step of prompts sent together costs beyond the decode step's
+/// base: the batched steps' fixed cost less the base (held at 0 below it;
+/// not identifiable when its σ is not below it); not profiled without
+/// batched steps or a measured base.
+fn prefill_step(pre: Option<&PrefillFit>, base: &Estimate) -> Estimate {
+    let Some((s, se)) = pre.and_then(|p| p.batch_step) else {
+        return Estimate::assumed(
+            0.0,
+            0.0,
+            Some(0.0),
+            "no steps of prompts sent together: 0 assumed",
         );
-        (ms, sigma, how)
-    });
-    let measured = base.status == super::Status::Measured;
-    let from_batch = pre.and_then(|p| p.batch_step).filter(|_| measured).map(|(s, se)| {
-        let how = format!("the fixed cost of a step of prompts sent together ({s:.1} ± {se:.1} ms, from the prefill curve) less the step base");
-        (s - base.value, se.hypot(base.uncertainty), how)
-    });
-    let best = [from_lost, from_batch]
-        .into_iter()
-        .flatten()
-        .min_by(|x, y| x.1.total_cmp(&y.1));
-    let Some((extra, sigma, how)) = best else {
-        let why = "no short prompts beside decoders nor steps of prompts sent together measured: 0 assumed";
-        return Estimate::assumed(0.0, 0.0, Some(0.0), why);
     };
-    let mut e = Estimate::fitted(extra.max(0.0), sigma, 0.0, how);
+    if base.status != super::Status::Measured {
+        return Estimate::assumed(
+            0.0,
+            0.0,
+            Some(0.0),
+            "the step base is not measured: 0 assumed",
+        );
+    }
+    let extra = s - base.value;
+    let sigma = se.hypot(base.uncertainty);
+    let mut e = Estimate::fitted(
+        extra.max(0.0),
+        sigma,
+        0.0,
+        format!("the fixed cost of a step of prompts sent together ({s:.1} ± {se:.1} ms, from the prefill curve) less the step base"),
+    );
     if extra < 0.0 {
-        e.how += " (below 0: held at 0)";
+        e.how += " (below it: held at 0)";
     }
     if sigma.partial_cmp(&e.value) != Some(std::cmp::Ordering::Less) {
         e = e.not_identifiable(0.0, format!("its standard error ({sigma:.1}) is not below its value ({:.1}): the probes cannot tell it from 0", extra.max(0.0)));

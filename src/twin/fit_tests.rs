@@ -83,14 +83,11 @@ fn interference_obs(p: &ModelParams, pl: &Pilot, budget: Duration) -> Interferen
             })
             .collect(),
     );
-    let short = interference::SHORT_PROMPT;
     let prompts = Stream::Timed(
         plan.sends
             .iter()
-            .map(|&t| (t, plan.prompt_tokens))
-            .chain(plan.short_sends.iter().map(|&t| (t, short)))
             .enumerate()
-            .map(|(i, (t, n))| (t, ask(n, 1, 600 + i as u64)))
+            .map(|(i, &t)| (t, ask(plan.prompt_tokens, 1, 600 + i as u64)))
             .collect(),
     );
     let run = fake_run(p, true, &[decoders, prompts], plan.length, GAUGE);

@@ -167,55 +167,6 @@ pub fn fit_alpha(obs: &InterferenceObs, c_p: f64, c_p_sigma: f64) -> Option<Esti
     Some(e)
 }
 
-/// Prompts this short or shorter are the probe's short ones: their prefill
-/// is mostly a step's fixed cost ([`SHORT_PROMPT`] tokens).
-pub const SHORT_PROMPT: u32 = 16;
-
-/// A step's fixed cost of computing prompt tokens, as the decoders lost it:
-/// with short prompts ([`SHORT_PROMPT`]) beside the long ones, the line
-/// `extra = A + α' × cost(n)` through every injection (`cost(n)` the prefill
-/// of `n` tokens at the fitted costs, seconds) has its intercept `A = α ×
-/// per_prefill_step`. Returns the observations with `A` taken from each long
-/// prompt's extra and the short ones dropped (so [`fit_alpha`] reads `α`
-/// from what is left), and `A` with its standard error, seconds; the
-/// observations unchanged and `None` without both kinds.
-pub fn fixed_cost(
-    obs: &InterferenceObs,
-    cost: impl Fn(u32) -> f64,
-) -> (InterferenceObs, Option<(f64, f64)>) {
-    let short = |i: &Injection| i.prompt_tokens <= SHORT_PROMPT;
-    let (n_short, n_long) =
-        obs.injections.iter().fold(
-            (0, 0),
-            |(s, l), i| {
-                if short(i) {
-                    (s + 1, l)
-                } else {
-                    (s, l + 1)
-                }
-            },
-        );
-    if n_short == 0 || n_long == 0 || n_short + n_long < 3 {
-        return (obs.clone(), None);
-    }
-    let x: Vec<Vec<f64>> = obs
-        .injections
-        .iter()
-        .map(|i| vec![1.0, cost(i.prompt_tokens)])
-        .collect();
-    let y: Vec<f64> = obs.injections.iter().map(|i| i.extra_s).collect();
-    let Some((coef, se)) = super::extra_costs::least_squares(&x, &y) else {
-        return (obs.clone(), None);
-    };
-    let a = coef[0];
-    let mut rest = obs.clone();
-    rest.injections.retain(|i| !short(i));
-    for i in &mut rest.injections {
-        i.extra_s -= a.max(0.0);
-    }
-    (rest, Some((a, se[0])))
-}
-
 /// The per-step token budget when chunking showed it, else a lower bound:
 /// `alpha`, `c_p` (seconds per token) and its relative uncertainty.
 pub fn fit_budget(

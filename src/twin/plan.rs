@@ -166,17 +166,13 @@ pub struct InterferencePlan {
     pub prompt_tokens: u32,
     /// When each prompt is sent, from the probe's start.
     pub sends: Vec<Duration>,
-    /// When each short prompt ([`super::interference::SHORT_PROMPT`]
-    /// tokens) is sent: halfway between a long prompt and the next (or the
-    /// end), its prefill a step's fixed cost and little more.
-    pub short_sends: Vec<Duration>,
     /// When the probe is cut.
     pub length: Duration,
 }
 
 /// Prompts whose prefill costs about 5 decode steps (at least 50 ms), as
 /// many as fit the share (3..=6), spaced so each prefill ends well before
-/// the next begins, and as many short ones between them.
+/// the next begins.
 pub fn interference(pilot: &Pilot, budget: Duration, max_len: u32) -> InterferencePlan {
     let share = budget.as_secs_f64() * INTERFERENCE_SHARE;
     let g = pilot.lone_gap_s;
@@ -194,17 +190,12 @@ pub fn interference(pilot: &Pilot, budget: Duration, max_len: u32) -> Interferen
     let sends: Vec<Duration> = (1..=count)
         .map(|k| Duration::from_secs_f64(s * k as f64 + 3.0 * g))
         .collect();
-    let short_sends = sends
-        .iter()
-        .map(|t| *t + Duration::from_secs_f64(s / 2.0))
-        .collect();
     let length = Duration::from_secs_f64(s * (count + 1) as f64);
     let want = (1.5 * length.as_secs_f64() / g) as u32 + 16;
     InterferencePlan {
         decoder_output: want.min(max_len.saturating_sub(DECODE_PROMPT + 1)).max(2),
         prompt_tokens: n,
         sends,
-        short_sends,
         length,
     }
 }

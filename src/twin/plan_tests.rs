@@ -95,16 +95,6 @@ fn interference_prompts_cost_several_steps_and_fit_their_share() {
         .windows(2)
         .all(|w| w[1] - w[0] > Duration::from_millis(100)));
     assert!(f64::from(plan.decoder_output) * 0.010 > plan.length.as_secs_f64());
-    // A short prompt halfway after each long one, before the next and the end.
-    assert_eq!(plan.short_sends.len(), plan.sends.len());
-    let next = plan.sends.iter().skip(1).chain([&plan.length]);
-    for ((long, short), next) in plan.sends.iter().zip(&plan.short_sends).zip(next) {
-        let (a, b) = (*short - *long, *next - *short);
-        assert!(
-            a > Duration::from_millis(50) && b > Duration::from_millis(30),
-            "{plan:?}"
-        );
-    }
     let tight = interference(&pilot(0.04, 2e-3, 0.04), Duration::from_secs(20), 4096);
     assert!(
         tight.length.as_secs_f64() <= 20.0 * INTERFERENCE_SHARE + 1e-9,

@@ -68,11 +68,7 @@ const FLOOR_S: f64 = 0.001;
 
 /// Fits the line over the first sending of each prompt; `None` with fewer
 /// than 3 samples over at least 2 lengths.
-pub fn fit(
-    samples: &[TtftSample],
-    bursts: &[BatchSample],
-    pinned: Option<f64>,
-) -> Option<PrefillFit> {
+pub fn fit(samples: &[TtftSample], bursts: &[BatchSample]) -> Option<PrefillFit> {
     let pts: Vec<(f64, f64)> = samples
         .iter()
         .filter(|s| !s.repeat)
@@ -96,7 +92,7 @@ pub fn fit(
         );
     }
     let longest = lengths[lengths.len() - 1];
-    let curve = quadratic(&pts, bursts, pinned);
+    let curve = quadratic(&pts, bursts);
     if let Some(c) = curve.as_ref().filter(|c| c.identifiable()) {
         return Some(c.fit(&probes, longest));
     }
@@ -136,17 +132,16 @@ struct Curve {
     se: Vec<f64>,
 }
 
-/// The curve through the lone points and the batched steps (their fixed
-/// cost `pinned` when known, seconds, else fitted); `None` with fewer than
-/// 3 lone lengths (or a singular design).
-fn quadratic(pts: &[(f64, f64)], bursts: &[BatchSample], pinned: Option<f64>) -> Option<Curve> {
+/// The curve through the lone points and the batched steps; `None` with
+/// fewer than 3 lone lengths (or a singular design).
+fn quadratic(pts: &[(f64, f64)], bursts: &[BatchSample]) -> Option<Curve> {
     let mut ns: Vec<u64> = pts.iter().map(|p| p.0 as u64).collect();
     ns.sort_unstable();
     ns.dedup();
     if ns.len() < 3 {
         return None;
     }
-    let step = usize::from(!bursts.is_empty() && pinned.is_none());
+    let step = usize::from(!bursts.is_empty());
     let mut x: Vec<Vec<f64>> = pts
         .iter()
         .map(|&(n, _)| [vec![1.0, n, n * (n + 1.0) / 2.0], vec![0.0; step]].concat())
@@ -154,8 +149,8 @@ fn quadratic(pts: &[(f64, f64)], bursts: &[BatchSample], pinned: Option<f64>) ->
     let mut y: Vec<f64> = pts.iter().map(|p| p.1).collect();
     for b in bursts {
         let (tokens, pairs) = b.load();
-        x.push([vec![0.0, tokens, pairs], vec![1.0; step]].concat());
-        y.push(b.step_s - pinned.unwrap_or(0.0));
+        x.push(vec![0.0, tokens, pairs, 1.0]);
+        y.push(b.step_s);
     }
     let (coef, se) = least_squares(&x, &y)?;
     coef.iter()
@@ -211,7 +206,7 @@ impl Curve {
 /// [`super::decode::PRECISE`] (1σ) on a line that describes them: then more
 /// lone requests would add little.
 pub fn precise(samples: &[TtftSample]) -> bool {
-    fit(samples, &[], None).is_some_and(|f| {
+    fit(samples, &[]).is_some_and(|f| {
         let c = &f.per_token_us;
         f.linear && c.value > 0.0 && c.uncertainty < super::decode::PRECISE * c.value
     })
@@ -299,7 +294,7 @@ mod tests {
     fn a_linear_server_gives_its_cost_per_token() {
         // 12 ms fixed, 150 µs per token.
         let s = samples(|n| 0.012 + 150e-6 * n, &[16, 512, 1024, 2048], 4);
-        let f = fit(&s, &[], None).unwrap();
+        let f = fit(&s, &[]).unwrap();
         assert!((f.per_token_us.value - 150.0).abs() < 0.05, "{f:?}");
         assert!((f.fixed_ms.value - 12.0).abs() < 0.2, "{f:?}");
         assert!(f.linear && f.per_token_us.uncertainty < 0.5);
@@ -313,7 +308,7 @@ mod tests {
         // line over 64..2040 tokens reads about 380 µs a token.
         let ttft = |n: f64| 0.06 + 280e-6 * n + 100e-9 * n * (n + 1.0) / 2.0;
         let s = samples(ttft, &[64, 512, 1024, 1536, 2040], 4);
-        let f = fit(&s, &[], None).unwrap();
+        let f = fit(&s, &[]).unwrap();
         assert!(f.linear, "{f:?}");
         assert!((f.per_token_us.value - 280.0).abs() < 2.0, "{f:?}");
         assert!((f.pair_ns.value - 100.0).abs() < 2.0, "{f:?}");
@@ -330,53 +325,9 @@ mod tests {
     }
 
     #[test]
-    fn steps_of_prompts_sent_together_with_a_known_fixed_cost_pin_the_cost_per_token() {
-        // Lone TTFTs 40 ms apart at random-looking places (a noisy host);
-        // the steps of 2,032 tokens whole, split in 16 and half of that.
-        let (b, q, fixed) = (280e-6, 100e-9, 0.09);
-        let noise = [0.04, -0.04, 0.0, 0.04, -0.04, 0.04, 0.0, -0.04];
-        let lone: Vec<TtftSample> = [64u32, 512, 1024, 1536, 2040]
-            .iter()
-            .cycle()
-            .take(20)
-            .enumerate()
-            .map(|(i, &n)| {
-                let n_f = f64::from(n);
-                TtftSample {
-                    prompt_tokens: n,
-                    ttft_s: 0.06 + b * n_f + q * n_f * (n_f + 1.0) / 2.0 + noise[i % 8],
-                    repeat: false,
-                }
-            })
-            .collect();
-        let burst = |prompts: u32, tokens: u32| {
-            let mut s = BatchSample {
-                prompts,
-                tokens,
-                step_s: 0.0,
-            };
-            let (t, pairs) = s.load();
-            s.step_s = fixed + b * t + q * pairs;
-            s
-        };
-        let bursts = [burst(1, 2032), burst(16, 127), burst(8, 127)].repeat(2);
-        let pinned = fit(&lone, &bursts, Some(fixed)).unwrap();
-        assert!(
-            (pinned.per_token_us.value - 280.0).abs() < 3.0,
-            "{pinned:?}"
-        );
-        assert!((pinned.pair_ns.value - 100.0).abs() < 3.0, "{pinned:?}");
-        assert_eq!(pinned.batch_step, None);
-        // Free, the steps' own fixed cost comes back beside them.
-        let free = fit(&lone, &bursts, None).unwrap();
-        let (s, _) = free.batch_step.unwrap();
-        assert!((s - 90.0).abs() < 10.0, "{free:?}");
-    }
-
-    #[test]
     fn a_line_leaves_the_pair_cost_a_range_from_zero() {
         let s = samples(|n| 0.012 + 150e-6 * n, &[16, 512, 1024, 2048], 4);
-        let f = fit(&s, &[], None).unwrap();
+        let f = fit(&s, &[]).unwrap();
         let q = &f.pair_ns;
         assert_eq!(q.status, crate::twin::Status::NotIdentifiable, "{q:?}");
         assert_eq!(q.low, 0.0);
@@ -393,7 +344,7 @@ mod tests {
             &[256, 1024, 2048, 3072],
             3,
         );
-        let f = fit(&s, &[], None).unwrap();
+        let f = fit(&s, &[]).unwrap();
         assert!(!f.linear);
         let e = &f.per_token_us;
         assert_eq!(e.status, crate::twin::Status::Misfit);

@@ -14,6 +14,7 @@ use crate::twin::interference::{self, InterferenceObs};
 use crate::twin::observe::{decode_level, kv_level_point, tokens_in_flight, GaugeSample};
 use crate::twin::plan::{self, InterferencePlan, Pilot, PrefillPlan};
 use crate::twin::prefill::TtftSample;
+use crate::twin::prefill_batch::{self, BatchPlan, BatchSample};
 use crate::twin::profile::ProbeSummary;
 use crate::workload::dataset::{self, DatasetKind};
 use crate::workload::RequestSpec;
@@ -25,9 +26,6 @@ use tokio::sync::watch;
 
 /// How often the decode levels scrape `/metrics`.
 const SCRAPE_EVERY: Duration = Duration::from_millis(50);
-#[path = "batch.rs"]
-mod batch;
-
 /// The longest a level waits for the server to finish what an earlier
 /// level left behind.
 const SETTLE_MAX: Duration = Duration::from_secs(10);
@@ -242,6 +240,45 @@ impl Probe<'_> {
         Ok(samples)
     }
 
+    /// Levels of a blocker then a burst of prompts sent together, whole and
+    /// split in turn, within `share`: the steps they show.
+    pub(super) async fn prefill_batch(
+        &mut self,
+        plan: &BatchPlan,
+        share: Duration,
+    ) -> Result<Vec<BatchSample>> {
+        let (t, until) = (Instant::now(), Instant::now() + share);
+        let (mut all, mut samples, mut levels) = (Vec::new(), Vec::new(), 0);
+        for i in 0.. {
+            let left = until.saturating_duration_since(Instant::now());
+            if left < plan.length.min(share / 2) {
+                break;
+            }
+            let (k, n) = plan.burst(i);
+            let mut specs = self.specs(plan.tokens, 1, 1)?;
+            specs.extend(self.specs(n, 1, k as usize)?);
+            let mut offsets = vec![Duration::ZERO];
+            offsets.extend(std::iter::repeat_n(plan.send_at, k as usize));
+            let releases = Releases::Scheduled(offsets);
+            let (r, _) = self
+                .level(releases, specs, None, plan.length.min(left), false)
+                .await?;
+            samples.extend(prefill_batch::observe(&r));
+            all.extend(r);
+            levels += 1;
+        }
+        let detail = format!(
+            "{levels} levels of a {n}-token prompt, then 1 x {n}, {k} x {m} or {h} x {m} tokens sent while it computes; {} computed in one step",
+            samples.len(),
+            n = plan.tokens,
+            k = plan.split,
+            h = plan.split / 2,
+            m = plan.tokens / plan.split,
+        );
+        self.summary("prefill_batch", &all, t.elapsed(), detail);
+        Ok(samples)
+    }
+
     /// `decoders` streams from the start, prompts at the plan's times.
     pub(super) async fn interference(
         &mut self,
@@ -250,10 +287,8 @@ impl Probe<'_> {
     ) -> Result<Option<InterferenceObs>> {
         let mut specs = self.specs(plan::DECODE_PROMPT, plan.decoder_output, decoders)?;
         specs.extend(self.specs(plan.prompt_tokens, 1, plan.sends.len())?);
-        specs.extend(self.specs(interference::SHORT_PROMPT, 1, plan.short_sends.len())?);
         let mut offsets = vec![Duration::ZERO; decoders];
         offsets.extend(&plan.sends);
-        offsets.extend(&plan.short_sends);
         let t = Instant::now();
         let (r, _) = self
             .level(
@@ -265,11 +300,9 @@ impl Probe<'_> {
             )
             .await?;
         let detail = format!(
-            "{decoders} streams decoding, {} prompts of {} tokens and {} of {} arriving",
+            "{decoders} streams decoding, {} prompts of {} tokens arriving",
             plan.sends.len(),
-            plan.prompt_tokens,
-            plan.short_sends.len(),
-            interference::SHORT_PROMPT
+            plan.prompt_tokens
         );
         self.summary("interference", &r, t.elapsed(), detail);
         let (streams, injected) = r.split_at(decoders.min(r.len()));
