@@ -78,26 +78,24 @@ pub fn fit(samples: &[TtftSample], bursts: &[BatchSample]) -> Option<PrefillFit>
     let mut lengths: Vec<u32> = samples.iter().map(|s| s.prompt_tokens).collect();
     lengths.sort_unstable();
     lengths.dedup();
-    let mut probes = format!(
+    let lone = format!(
         "{} lone requests at {} lengths ({}..{} tokens)",
         l.n,
         lengths.len(),
         lengths[0],
         lengths[lengths.len() - 1]
     );
-    if !bursts.is_empty() {
-        probes += &format!(
-            " and {} steps of prompts sent together (prefill_batch)",
-            bursts.len()
-        );
-    }
+    let probes = match bursts.len() {
+        0 => lone.clone(),
+        k => format!("{lone} and {k} steps of prompts sent together (prefill_batch)"),
+    };
     let longest = lengths[lengths.len() - 1];
     let curve = quadratic(&pts, bursts);
     if let Some(c) = curve.as_ref().filter(|c| c.identifiable()) {
         return Some(c.fit(&probes, longest));
     }
     let how = |what: &str| {
-        format!("{what} of the least-squares line of TTFT against prompt length: {probes}")
+        format!("{what} of the least-squares line of TTFT against prompt length: {lone}")
     };
     let mut per_token_us = Estimate::fitted(l.slope * 1e6, l.se_slope * 1e6, 0.0, how("slope"));
     let mut fixed_ms = Estimate::fitted(
@@ -111,6 +109,8 @@ pub fn fit(samples: &[TtftSample], bursts: &[BatchSample]) -> Option<PrefillFit>
         per_token_us = per_token_us.misfit(l.se_slope * 1e6, 0.0, why.clone());
         fixed_ms = fixed_ms.misfit(l.se_intercept * 1e3, 0.0, why);
     }
+    // The batched steps' fixed cost stands without a pair cost.
+    let batch_step = curve.as_ref().and_then(Curve::batch_step);
     Some(PrefillFit {
         per_token_us,
         fixed_ms,
@@ -118,7 +118,7 @@ pub fn fit(samples: &[TtftSample], bursts: &[BatchSample]) -> Option<PrefillFit>
             || Estimate::assumed(0.0, 0.0, Some(0.0), "fewer than 3 lengths: 0 assumed"),
             |c| c.pair_from_zero(&probes),
         ),
-        batch_step: None,
+        batch_step,
         longest,
         linear: l.not_linear.is_none(),
     })

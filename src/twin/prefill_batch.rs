@@ -27,6 +27,9 @@ use std::time::Duration;
 pub const SPLIT: u32 = 16;
 /// When the burst is sent, as a share of the blocker's expected prefill.
 pub const SEND_AT: f64 = 0.35;
+/// The most levels the probe runs (4 of each burst): on a fast server
+/// the budget's rest would hold hundreds.
+pub const MAX_LEVELS: usize = 12;
 /// The widest spread of a burst's first tokens, as a share of the step, for
 /// them to count as one step.
 pub const ONE_STEP_SPREAD: f64 = 0.2;

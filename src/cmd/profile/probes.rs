@@ -249,7 +249,7 @@ impl Probe<'_> {
     ) -> Result<Vec<BatchSample>> {
         let (t, until) = (Instant::now(), Instant::now() + share);
         let (mut all, mut samples, mut levels) = (Vec::new(), Vec::new(), 0);
-        for i in 0.. {
+        for i in 0..prefill_batch::MAX_LEVELS {
             let left = until.saturating_duration_since(Instant::now());
             if left < plan.length.min(share / 2) {
                 break;
