@@ -23,7 +23,6 @@
 
 use super::extra_costs::least_squares;
 use super::line;
-use super::prefill_batch::BatchSample;
 use super::profile::{Estimate, PrefixCaching};
 use crate::metrics::stats::mean;
 
@@ -34,6 +33,24 @@ pub struct TtftSample {
     pub ttft_s: f64,
     /// The same prompt as the sample just before it.
     pub repeat: bool,
+}
+
+/// One burst of prompts computed in one step ([`super::prefill_batch`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BatchSample {
+    pub prompts: u32,
+    /// Tokens of each prompt.
+    pub tokens: u32,
+    /// The step, seconds: the blocker's first token to the burst's.
+    pub step_s: f64,
+}
+
+impl BatchSample {
+    /// The step's prompt tokens and attention pairs.
+    pub fn load(&self) -> (f64, f64) {
+        let (k, n) = (f64::from(self.prompts), f64::from(self.tokens));
+        (k * n, k * n * (n + 1.0) / 2.0)
+    }
 }
 
 /// The prefill line.

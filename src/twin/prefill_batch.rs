@@ -19,6 +19,7 @@
 //! pair), 230-240 ms for 512 tokens however split: `s` about 95 ms where a
 //! decode step's base is 42.
 
+pub use super::prefill::BatchSample;
 use super::prefill::TtftSample;
 use crate::metrics::RequestRecord;
 use std::time::Duration;
@@ -86,24 +87,6 @@ pub fn plan(lone: &[TtftSample], budget: Option<u64>, batch_limit: usize) -> Opt
         send_at: Duration::from_secs_f64(SEND_AT * lone_s),
         length: Duration::from_secs_f64(4.0 * lone_s + 1.0),
     })
-}
-
-/// One burst computed in one step.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct BatchSample {
-    pub prompts: u32,
-    /// Tokens of each prompt.
-    pub tokens: u32,
-    /// The step, seconds: the blocker's first token to the burst's.
-    pub step_s: f64,
-}
-
-impl BatchSample {
-    /// The step's prompt tokens and attention pairs.
-    pub fn load(&self) -> (f64, f64) {
-        let (k, n) = (f64::from(self.prompts), f64::from(self.tokens));
-        (k * n, k * n * (n + 1.0) / 2.0)
-    }
 }
 
 /// The step a level shows, from its records (the blocker first): `None`
