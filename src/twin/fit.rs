@@ -116,28 +116,9 @@ fn fit_once(obs: &Observations, header: Header) -> ServerProfile {
             p.per_token_us.uncertainty * 1e-6,
         )
     });
-    // The interference probe's prompts cost their attention pairs too: its
-    // cost per token is the prefill's at their length.
-    let c_inj = obs.interference.as_ref().map_or(c_p, |o| {
-        let n = o
-            .injections
-            .iter()
-            .map(|i| i.prompt_tokens)
-            .max()
-            .unwrap_or(0);
-        pre.as_ref()
-            .filter(|_| n > 0)
-            .map_or(c_p, |p| p.cost_s(n) / f64::from(n))
-    });
+    let c_inj = injected_cost(obs, pre.as_ref(), c_p);
     let c_inj_sigma = c_p_sigma * c_inj / c_p.max(f64::MIN_POSITIVE);
-    let alpha = obs
-        .interference
-        .as_ref()
-        .and_then(|o| interference::fit_alpha(o, c_inj, c_inj_sigma))
-        .unwrap_or_else(|| {
-            warnings.push("prefill interference not measured: assumed 1 (one shared batch step), anywhere in 0..1".into());
-            Estimate::assumed(1.0, 0.0, Some(1.0), "not measured; 1 assumed (vLLM, SGLang, llama.cpp)")
-        });
+    let alpha = alpha(obs, c_inj, c_inj_sigma, &mut warnings);
     let ac = (
         alpha.value * c_p,
         (alpha.uncertainty * c_p).hypot(alpha.value * c_p_sigma),
@@ -199,6 +180,30 @@ fn fit_once(obs: &Observations, header: Header) -> ServerProfile {
         warnings,
         probes: header.probes,
     }
+}
+
+/// The interference probe's prompts' cost per token, seconds: the
+/// prefill's at their length (their attention pairs included); `c_p`
+/// without them or without a prefill fit.
+fn injected_cost(obs: &Observations, pre: Option<&PrefillFit>, c_p: f64) -> f64 {
+    let n = obs
+        .interference
+        .as_ref()
+        .and_then(|o| o.injections.iter().map(|i| i.prompt_tokens).max())
+        .unwrap_or(0);
+    pre.filter(|_| n > 0)
+        .map_or(c_p, |p| p.cost_s(n) / f64::from(n))
+}
+
+/// The prefill interference from the probe, or 1 assumed (and said so).
+fn alpha(obs: &Observations, c: f64, sigma: f64, warnings: &mut Vec<String>) -> Estimate {
+    obs.interference
+        .as_ref()
+        .and_then(|o| interference::fit_alpha(o, c, sigma))
+        .unwrap_or_else(|| {
+            warnings.push("prefill interference not measured: assumed 1 (one shared batch step), anywhere in 0..1".into());
+            Estimate::assumed(1.0, 0.0, Some(1.0), "not measured; 1 assumed (vLLM, SGLang, llama.cpp)")
+        })
 }
 
 /// The KV cache and prefix caching: what the probes measured, or what the
