@@ -34,7 +34,9 @@
 //! `c_q` adds `c_q·r·(n_c·s + n_c(n_c + 1)/2)` beside the prefill term (`s`
 //! the cached prefix each computed token also attends over); a prefill
 //! step's own fixed cost `F` adds `F·r·k_p` (each request's prefill steps
-//! paying it alone: an upper estimate when prompts share steps).
+//! paying it alone: an upper estimate when prompts share steps). The host's
+//! stalls ([`super::stalls`]) stretch `T` and a lone request's times by
+//! `1 + rate × mean`, their share on average.
 //!
 //! With a prefill interference `α < 1` ([`super::params`]), the prefill term
 //! of `T` is `α·per_prefill_token·r·n_c`, a prefill takes
@@ -145,6 +147,9 @@ pub fn capacity_cached(
         + c_d * r * (n_out - 1.0)
         + per_req * r
         + c_x * r * (n_out - 1.0) * context;
+    // The host's stalls lengthen every step by their share on average.
+    let stretch = 1.0 + p.stalls.share();
+    let batch_step_s = batch_step_s * stretch;
     let mu = r / batch_step_s;
 
     Capacity {
@@ -155,11 +160,12 @@ pub fn capacity_cached(
         completions_per_batch_step: r,
         batch_step_s,
         bottleneck,
-        lone_ttft_s: (n_in / budget).ceil() * (base + p.per_prefill_step.as_secs_f64())
+        lone_ttft_s: ((n_in / budget).ceil() * (base + p.per_prefill_step.as_secs_f64())
             + c_p * n_in
             + p.per_prefill_pair.as_secs_f64() * pairs
-            + per_req,
-        lone_tpot_s: base + c_d + c_x * context,
+            + per_req)
+            * stretch,
+        lone_tpot_s: (base + c_d + c_x * context) * stretch,
     }
 }
 
@@ -183,6 +189,7 @@ mod tests {
             per_request: std::time::Duration::ZERO,
             per_prefill_pair: std::time::Duration::ZERO,
             per_prefill_step: std::time::Duration::ZERO,
+            stalls: crate::sim::params::HostStalls::NONE,
         }
     }
 

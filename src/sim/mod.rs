@@ -16,6 +16,8 @@
 //! - [`params`]: the engine's parameters and the batch-step time formula, with
 //!   the prefill interference (how much an arriving prefill slows the
 //!   decoding batch: 1 one shared batch step, 0 disaggregated). Pure.
+//! - [`stalls`]: the host's stalls (the engine paused by what shares its
+//!   cores), seeded, lengthening the steps they fall in. Pure.
 //! - [`spec`]: speculative decoding: the seeded acceptance of each step's
 //!   drafts, its cost on top of the step time, vLLM's counters. Pure.
 //! - [`capacity`]: the sustainable rate μ for a workload shape. Pure.
@@ -74,6 +76,7 @@ pub mod server;
 pub mod server_log;
 pub mod shared;
 pub mod spec;
+pub mod stalls;
 pub mod stream;
 pub mod tls;
 pub mod usage;

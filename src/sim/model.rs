@@ -56,6 +56,7 @@ pub use super::events::{BatchStep, Counters, Event, EventKind};
 pub use super::params::{ModelParams, StepLoad};
 use super::prefix::PrefixCache;
 use super::spec::SpecDecode;
+use super::stalls::StallClock;
 #[path = "model_decode_run.rs"]
 mod decode_run;
 #[path = "model_speculate.rs"]
@@ -116,12 +117,15 @@ pub struct Engine {
     counters: Counters,
     /// Speculative decoding and the seed of its acceptance draws.
     spec: Option<(SpecDecode, u64)>,
+    /// The host's stalls, when the parameters have any.
+    stalls: Option<StallClock>,
 }
 
 impl Engine {
     /// An idle engine. The parameters should have passed [`ModelParams::validate`].
     pub fn new(params: ModelParams) -> Self {
         Self {
+            stalls: StallClock::new(params.stalls, 0),
             params,
             waiting: VecDeque::new(),
             running: Vec::new(),
@@ -137,6 +141,13 @@ impl Engine {
     /// off, the default), its acceptance draws seeded by `seed`.
     pub fn with_speculation(mut self, spec: Option<SpecDecode>, seed: u64) -> Self {
         self.spec = spec.map(|s| (s, seed));
+        self
+    }
+
+    /// The same engine with its stalls (if its parameters have any) drawn
+    /// from `seed` (0 otherwise).
+    pub fn with_stall_seed(mut self, seed: u64) -> Self {
+        self.stalls = StallClock::new(self.params.stalls, seed);
         self
     }
 
@@ -282,9 +293,10 @@ impl Engine {
         let spec = self
             .spec
             .map(|(spec, _)| spec.step_overhead(&self.params, d, s));
+        let cost = self.params.step_time(load) + spec.unwrap_or_default();
         Some(BatchStep {
             start: now,
-            duration: self.params.step_time(load) + spec.unwrap_or_default(),
+            duration: cost.saturating_add(self.stall(cost)),
             prefill_tokens,
             prefill_pairs: load.prefill_pairs,
             decode_seqs,
@@ -292,6 +304,19 @@ impl Engine {
             admitted: admitted as u32,
             events,
         })
+    }
+
+    /// What the host's stalls add to a step (or run of steps) costing
+    /// `busy`.
+    fn stall(&mut self, busy: Duration) -> Duration {
+        self.stalls.as_mut().map_or(Duration::ZERO, |c| c.run(busy))
+    }
+
+    /// Engine time before the next stall (`Duration::MAX` with none).
+    fn until_stall(&self) -> Duration {
+        self.stalls
+            .as_ref()
+            .map_or(Duration::MAX, StallClock::until_next)
     }
 
     /// The scheduled step's load (with the `admitted` requests) and draft

@@ -13,7 +13,10 @@
 //! The steps are identical but for their context: with a cost per context
 //! token `c`, each is `c × D` longer than the one before (every one of the
 //! `D` decoders attends over one more token), an arithmetic series.
-//! Speculative decoding draws per step, so it never takes this path.
+//! Speculative decoding draws per step, so it never takes this path; the
+//! host's stalls ([`crate::sim::stalls`]) cut a run before the step a stall
+//! falls in, which the slow path takes, so the stall clock consumes the same
+//! engine time either way.
 
 use super::{BatchStep, Engine, StepLoad};
 use std::time::Duration;
@@ -52,6 +55,21 @@ impl Series {
     fn step(&self, j: u32) -> Duration {
         let grown = self.grow.checked_mul(j).unwrap_or(Duration::MAX);
         self.first.saturating_add(grown)
+    }
+
+    /// How many steps end before `t` (from the first one's start): the
+    /// largest `j` with `span(j) < t`, at most `most`.
+    fn ending_before(&self, t: Duration, most: u32) -> u32 {
+        let (mut lo, mut hi) = (0, most);
+        while lo < hi {
+            let mid = lo + (hi - lo).div_ceil(2);
+            if self.span(mid) < t {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        lo
     }
 
     /// How many steps start before `t` (from the first one's start): the
@@ -117,10 +135,16 @@ impl Engine {
             // admit it first.
             k = series.starting_before(next.saturating_sub(now), k);
         }
+        // Steps that end before the host's next stall.
+        k = series.ending_before(self.until_stall(), k);
         if k < 2 || series.first.is_zero() {
             return None;
         }
         let last_start = now + series.span(k - 1);
+        // No stall falls in the run (it ends before the next): this only
+        // counts its engine time.
+        let stalled = self.stall(series.span(k));
+        debug_assert!(stalled.is_zero());
         let mut last = self.advance(k, last_start, series.step(k - 1));
         last.context_tokens = context + u64::from(k - 1) * d;
         Some(DecodeRun {

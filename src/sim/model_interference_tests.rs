@@ -21,6 +21,7 @@ fn params(alpha: f64) -> ModelParams {
         per_request: std::time::Duration::ZERO,
         per_prefill_pair: std::time::Duration::ZERO,
         per_prefill_step: std::time::Duration::ZERO,
+        stalls: crate::sim::params::HostStalls::NONE,
     }
 }
 

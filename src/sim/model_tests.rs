@@ -365,6 +365,7 @@ fn a_pooling_request_ends_with_its_prefill() {
         per_request: std::time::Duration::ZERO,
         per_prefill_pair: std::time::Duration::ZERO,
         per_prefill_step: std::time::Duration::ZERO,
+        stalls: crate::sim::params::HostStalls::NONE,
     };
     let mut engine = Engine::new(params).with_prefix_caching(false);
     engine.submit(7, 150, 0, Duration::ZERO);
@@ -400,6 +401,7 @@ fn a_chunked_prompt_pays_each_attention_pair_once() {
         per_decode_seq: Duration::ZERO,
         per_prefill_pair: Duration::from_micros(1),
         per_prefill_step: std::time::Duration::ZERO,
+        stalls: crate::sim::params::HostStalls::NONE,
         ..preset::tiny()
     };
     let mut engine = Engine::new(p).with_prefix_caching(false);

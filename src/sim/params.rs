@@ -50,11 +50,17 @@
 //!   steps its prefill spans); its own time to first token stays about
 //!   `n × per_prefill_token`, rounded up to whole steps.
 //!
+//! # Host stalls
+//! [`ModelParams::step_time`] is a step's cost. The engine
+//! ([`super::model::Engine`]) adds the host's stalls ([`super::stalls`]) that
+//! fall in it, drawn from a seeded clock: 0 in the presets.
+//!
 //! A lone request (nothing decoding) takes `⌈n / max_num_batched_tokens⌉`
 //! plain prefill steps to its first token, `⌈n / budget⌉ × step_base +
 //! per_prefill_token × n`, for every `α`.
 
 use super::blocks::BLOCK_TOKENS;
+pub use super::stalls::HostStalls;
 use std::time::Duration;
 
 /// Engine parameters: the batch limits and the step-time cost model.
@@ -102,6 +108,10 @@ pub struct ModelParams {
     /// `step_base` (another kernel path, the prompts' inputs built): vLLM
     /// on CPU, about 50 ms over a 42-ms decode base. 0 = none.
     pub per_prefill_step: Duration,
+    /// The host's stalls ([`super::stalls`]): each step lengthened by the
+    /// pauses falling in it, drawn by the engine. [`HostStalls::NONE`] in
+    /// the presets; a profile of an engine sharing its cores measures them.
+    pub stalls: HostStalls,
 }
 
 /// What one step carries, for its duration ([`ModelParams::step_time`]).
@@ -155,7 +165,7 @@ impl ModelParams {
                 self.prefill_interference
             ));
         }
-        Ok(())
+        self.stalls.validate()
     }
 
     /// Whether prefill shares the batch step fully (`α = 1`).
@@ -237,6 +247,7 @@ mod tests {
             per_request: Duration::ZERO,
             per_prefill_pair: std::time::Duration::ZERO,
             per_prefill_step: std::time::Duration::ZERO,
+            stalls: crate::sim::params::HostStalls::NONE,
         }
     }
 
@@ -248,6 +259,7 @@ mod tests {
             per_request: Duration::from_millis(30),
             per_prefill_pair: Duration::from_nanos(100),
             per_prefill_step: Duration::from_millis(5),
+            stalls: crate::sim::params::HostStalls::NONE,
             ..params(alpha)
         };
         let load = StepLoad {

@@ -31,6 +31,7 @@ pub fn tiny() -> ModelParams {
         per_request: std::time::Duration::ZERO,
         per_prefill_pair: std::time::Duration::ZERO,
         per_prefill_step: std::time::Duration::ZERO,
+        stalls: crate::sim::params::HostStalls::NONE,
     }
 }
 
@@ -59,6 +60,7 @@ pub fn seven_b_24gb() -> ModelParams {
         per_request: std::time::Duration::ZERO,
         per_prefill_pair: std::time::Duration::ZERO,
         per_prefill_step: std::time::Duration::ZERO,
+        stalls: crate::sim::params::HostStalls::NONE,
     }
 }
 

@@ -134,7 +134,8 @@ pub async fn start(cfg: SimConfig, listener: TcpListener) -> anyhow::Result<SimH
     let engine = EngineThread::spawn(
         Engine::new(cfg.params.clone())
             .with_prefix_caching(cfg.prefix_caching)
-            .with_speculation(cfg.spec, cfg.seed),
+            .with_speculation(cfg.spec, cfg.seed)
+            .with_stall_seed(cfg.seed),
         epoch,
         metrics.clone(),
         dispatch_tx.clone(),

@@ -159,6 +159,17 @@ impl VirtualRun {
     }
 }
 
+/// The host stalls' seed of a run: from its first arrival gaps, so it
+/// follows the arrivals' seed and not the rate (a knee search compares
+/// rates under the same draws).
+fn stall_seed(gaps: &[f64]) -> u64 {
+    gaps.iter()
+        .take(4)
+        .fold(0x9e37_79b9_7f4a_7c15, |h: u64, g| {
+            h.rotate_left(17) ^ g.to_bits()
+        })
+}
+
 /// `n` i.i.d. unit gaps (mean 1) of a renewal process with `burstiness`
 /// (Gamma shape; 1 is Poisson, infinity is evenly spaced), seeded.
 pub fn unit_gaps(seed: u64, burstiness: f64, n: usize) -> Result<Vec<f64>, String> {
@@ -201,7 +212,9 @@ pub fn simulate(
     let measured = load.warmup..load.warmup + load.requests;
     let prefix = prefix_blocks(load.shared_prefix);
     let mut tracks: Vec<Track> = Vec::with_capacity(arrivals.len());
-    let mut engine = Engine::new(params.clone()).with_prefix_caching(load.prefix_caching);
+    let mut engine = Engine::new(params.clone())
+        .with_prefix_caching(load.prefix_caching)
+        .with_stall_seed(stall_seed(gaps));
     let mut meter = UsageMeter::new(params, arrivals[load.warmup]);
     let mut clock = Duration::ZERO;
     let mut left = load.requests;

@@ -32,6 +32,7 @@ fn engine(
         per_request: std::time::Duration::ZERO,
         per_prefill_pair: std::time::Duration::ZERO,
         per_prefill_step: std::time::Duration::ZERO,
+        stalls: crate::sim::params::HostStalls::NONE,
     }
 }
 
@@ -90,6 +91,8 @@ proptest! {
         request_us in prop_oneof![Just(0u64), 1u64..50_000],
         pair_ns in prop_oneof![Just(0u64), 1u64..500],
         prefill_step_us in prop_oneof![Just(0u64), 1u64..50_000],
+        stall_rate in prop_oneof![Just(0.0f64), 0.1f64..50.0],
+        stall_us in 1u64..200_000,
         input in 1u32..400,
         output in 1u32..200,
         prefix in prop_oneof![Just(0u32), 16u32..200],
@@ -102,6 +105,10 @@ proptest! {
             per_request: Duration::from_micros(request_us),
             per_prefill_pair: Duration::from_nanos(pair_ns),
             per_prefill_step: Duration::from_micros(prefill_step_us),
+            stalls: crate::sim::params::HostStalls {
+                rate_per_s: stall_rate,
+                mean: Duration::from_micros(stall_us),
+            },
             ..engine(seqs, kv, budget, base_us, prefill_ns, seq_us, alpha)
         };
         let load = VirtualLoad {

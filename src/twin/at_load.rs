@@ -115,6 +115,7 @@ mod tests {
             per_request: std::time::Duration::ZERO,
             per_prefill_pair: std::time::Duration::ZERO,
             per_prefill_step: std::time::Duration::ZERO,
+            stalls: crate::sim::params::HostStalls::NONE,
         };
         TruthConfig {
             params,

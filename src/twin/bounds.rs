@@ -63,18 +63,25 @@ fn field(name: &str, e: &Estimate, range: Option<&Range>) -> Result<(), String> 
 }
 
 /// A fitted estimate whose standard error is smaller than its value (and
-/// finite) as it is; otherwise marked [`Status::NotIdentifiable`] with the
-/// reason, its range opened down to `floor`. Other statuses pass unchanged
-/// (a bound, a report or an assumption makes no claim of precision).
+/// finite, the value at or above `floor`) as it is; otherwise marked
+/// [`Status::NotIdentifiable`] with the reason, its range opened down to
+/// `floor`. Other statuses pass unchanged (a bound, a report or an
+/// assumption makes no claim of precision).
 pub fn identifiable(e: Estimate, floor: f64) -> Estimate {
     if !matches!(e.status, Status::Measured | Status::Misfit) {
         return e;
     }
     let (v, s) = (e.value, e.uncertainty);
-    if v.is_finite() && s.is_finite() && s < v.abs() {
+    if v.is_finite() && s.is_finite() && s < v.abs() && v >= floor {
         return e;
     }
-    let size = if s.is_finite() {
+    let size = if v < floor && s < v.abs() {
+        format!(
+            "its value ({}) is below what is physical ({}), held there",
+            num(v),
+            num(floor)
+        )
+    } else if s.is_finite() {
         format!(
             "its standard error ({}) is not smaller than its value ({})",
             num(s),

@@ -85,13 +85,19 @@ pub fn plain_levels(levels: &[DecodeLevel]) -> Vec<&DecodeLevel> {
 }
 
 /// Whether the KV cache, not the slot count, limited the level.
-fn kv_bound(l: &DecodeLevel) -> bool {
+pub fn kv_bound(l: &DecodeLevel) -> bool {
     l.preemptions.is_some_and(|p| p > 0.0) || l.kv_usage_max.is_some_and(|u| u >= 0.98)
 }
 
 /// Fits the levels; `interference` is `α × c_p` (seconds per prompt token)
-/// and its standard uncertainty. `None` without 3 fittable levels.
-pub fn fit(levels: &[DecodeLevel], interference: (f64, f64)) -> Option<DecodeFit> {
+/// and its standard uncertainty, `stall_share` the host's stalls' share of
+/// the steps' time ([`super::stalls`]), taken out of the mean gaps (the
+/// model adds it back). `None` without 3 fittable levels.
+pub fn fit(
+    levels: &[DecodeLevel],
+    interference: (f64, f64),
+    stall_share: f64,
+) -> Option<DecodeFit> {
     let plain = plain_levels(levels);
     let usable: Vec<&DecodeLevel> = plain
         .iter()
@@ -99,15 +105,19 @@ pub fn fit(levels: &[DecodeLevel], interference: (f64, f64)) -> Option<DecodeFit
         .filter(|l| l.gaps >= MIN_GAPS && !kv_bound(l))
         .collect();
     // The steps from each level's mean gap (steps tile the window, stalls
-    // and all), or from its median (what the extra costs are fitted on: one
-    // stall of a second in a level of a few seconds moves its mean, not its
-    // median).
+    // and all: less the stalls' share, which the model draws), or from its
+    // median (what the extra costs are fitted on: one stall of a second in
+    // a level of a few seconds moves its mean, not its median).
     let points = |ac: f64, median: bool| -> Vec<Point> {
         usable
             .iter()
             .map(|l| {
                 let share = (ac * l.prefill_tokens_per_s).clamp(0.0, 0.9);
-                let gap = if median { l.median_gap_s } else { l.mean_gap_s };
+                let gap = if median {
+                    l.median_gap_s
+                } else {
+                    l.mean_gap_s / (1.0 + stall_share.max(0.0))
+                };
                 Point {
                     batch: l.streaming,
                     context: l.mean_context,
@@ -151,7 +161,7 @@ pub fn fit(levels: &[DecodeLevel], interference: (f64, f64)) -> Option<DecodeFit
     )?;
     let how = |what: &str| {
         format!(
-            "{what} of the least-squares line of the decode step (mean token gap less the prompts' share and the context's cost) against the decoding batch: {} closed-loop levels, batches {}",
+            "{what} of the least-squares line of the decode step (mean token gap less the prompts' share, the host's stalls and the context's cost) against the decoding batch: {} closed-loop levels, batches {}",
             usable.len(),
             batches.join(", ")
         )
@@ -176,7 +186,7 @@ pub fn fit(levels: &[DecodeLevel], interference: (f64, f64)) -> Option<DecodeFit
 /// they ran to within [`PRECISE`] (its base and per-sequence cost at 1σ,
 /// any misfit's widening included): then more rounds would add little.
 pub fn precise(levels: &[DecodeLevel]) -> bool {
-    let Some(f) = fit(levels, (0.0, 0.0)) else {
+    let Some(f) = fit(levels, (0.0, 0.0), 0.0) else {
         return false;
     };
     let d = levels.iter().map(|l| l.streaming).fold(0.0, f64::max);

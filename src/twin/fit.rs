@@ -15,6 +15,7 @@ use super::profile::{
     Estimate, PrefixCaching, ProbeSummary, ProfileParams, ServerProfile, SCHEMA_VERSION,
 };
 use super::reported;
+use super::stalls;
 
 /// vLLM's default `--max-num-batched-tokens`, assumed when no probe showed it.
 pub const ASSUMED_BUDGET: f64 = 2048.0;
@@ -123,7 +124,8 @@ fn fit_once(obs: &Observations, header: Header) -> ServerProfile {
         alpha.value * c_p,
         (alpha.uncertainty * c_p).hypot(alpha.value * c_p_sigma),
     );
-    let dec = decode::fit(&obs.decode, ac);
+    let stall = stalls::fit(&obs.decode);
+    let dec = decode::fit(&obs.decode, ac, stall.share);
     let (step_base_ms, decode_seq_us, max_num_seqs, [context_token_us, request_ms]) =
         decode_parts(dec, &mut warnings);
     let (max_num_seqs, seqs_off) = reported::figure(
@@ -165,6 +167,8 @@ fn fit_once(obs: &Observations, header: Header) -> ServerProfile {
         request_ms,
         prefill_pair_ns,
         prefill_step_ms,
+        stall_rate_per_s: stall.rate_per_s,
+        stall_ms: stall.mean_ms,
     };
     warnings.extend(bounds::pin_down(&mut params, obs.most_held_tokens));
     ServerProfile {
@@ -397,3 +401,7 @@ fn model_len(obs: &Observations) -> Estimate {
 #[cfg(test)]
 #[path = "fit_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "fit_stall_tests.rs"]
+mod stall_tests;

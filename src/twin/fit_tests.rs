@@ -96,7 +96,7 @@ fn interference_obs(p: &ModelParams, pl: &Pilot, budget: Duration) -> Interferen
 
 /// Profiles `p` in fake time within `budget` (the decode levels get what
 /// the plan gives them).
-fn profile(p: &ModelParams, caching: bool, budget: Duration) -> ServerProfile {
+pub(super) fn profile(p: &ModelParams, caching: bool, budget: Duration) -> ServerProfile {
     fit(&observations(p, caching, budget), header(budget))
 }
 
@@ -207,7 +207,14 @@ fn header(budget: Duration) -> Header {
     }
 }
 
-fn params(m: u32, base_ms: u64, c_p_us: u64, c_d_us: u64, kv: u32, alpha: f64) -> ModelParams {
+pub(super) fn params(
+    m: u32,
+    base_ms: u64,
+    c_p_us: u64,
+    c_d_us: u64,
+    kv: u32,
+    alpha: f64,
+) -> ModelParams {
     ModelParams {
         max_num_seqs: m,
         max_num_batched_tokens: 2048,
@@ -222,10 +229,11 @@ fn params(m: u32, base_ms: u64, c_p_us: u64, c_d_us: u64, kv: u32, alpha: f64) -
         per_request: std::time::Duration::ZERO,
         per_prefill_pair: std::time::Duration::ZERO,
         per_prefill_step: std::time::Duration::ZERO,
+        stalls: crate::sim::params::HostStalls::NONE,
     }
 }
 
-fn close(e: &Estimate, truth: f64, tol: f64, what: &str) {
+pub(super) fn close(e: &Estimate, truth: f64, tol: f64, what: &str) {
     assert!(
         (e.value - truth).abs() <= tol * truth.abs().max(1e-9),
         "{what}: {} vs true {truth} ({e:?})",
@@ -316,6 +324,7 @@ fn a_prefill_quadratic_in_the_prompt_comes_back() {
     let p = ModelParams {
         per_prefill_pair: Duration::from_nanos(100),
         per_prefill_step: Duration::from_millis(50),
+        stalls: crate::sim::params::HostStalls::NONE,
         ..params(64, 40, 280, 900, 93_184, 1.0)
     };
     check(&p, true, 90);

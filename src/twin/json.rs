@@ -84,6 +84,11 @@ pub struct EngineJson {
     /// What a step computing prompt tokens costs beyond the base, ms.
     #[serde(default)]
     pub prefill_step_ms: f64,
+    /// The host's stalls: per second of engine time, and their mean, ms.
+    #[serde(default)]
+    pub stall_rate_per_s: f64,
+    #[serde(default)]
+    pub stall_ms: f64,
     pub prefix_caching: bool,
     /// Parameter sets at the ends of the parameters' uncertainty (0: taken as exact).
     pub corners: usize,
@@ -163,6 +168,8 @@ impl PredictJson {
                 request_ms: p.per_request.as_secs_f64() * 1e3,
                 prefill_pair_ns: p.per_prefill_pair.as_secs_f64() * 1e9,
                 prefill_step_ms: p.per_prefill_step.as_secs_f64() * 1e3,
+                stall_rate_per_s: p.stalls.rate_per_s,
+                stall_ms: p.stalls.mean.as_secs_f64() * 1e3,
                 prefix_caching: l.prefix_caching,
                 corners,
             },

@@ -9,14 +9,14 @@
 //! a file; randomness is seeded.
 //!
 //! # Layout
-//! - [`profile`]: `ServerProfile`, its `Estimate`s, the simulator parameters
-//!   at the central values and at the ends of the ranges (`params`,
-//!   `corners`).
+//! - [`profile`]: `ServerProfile`, the simulator parameters at the central
+//!   values and at the ends of the ranges (`params`, `corners`); its
+//!   parameters are [`estimate`]s.
 //! - [`plan`]: the probe design, sized to the budget from a pilot.
 //! - [`observe`]: records reduced to what the fits need (a decode level's
 //!   window and batch, tokens in flight against the KV gauge).
 //! - [`mod@line`]: least squares with standard errors and a lack-of-fit check.
-//! - [`prefill`], [`interference`], [`decode`], [`kv`]: one fit each
+//! - [`prefill`], [`interference`], [`decode`], [`kv`], [`stalls`]: one fit each
 //!   ([`prefill_batch`]: the steps of prompts sent together, beside the
 //!   lone ones).
 //! - [`fit`]: the fits in order, into a `ServerProfile`; [`reported`] what
@@ -40,6 +40,7 @@
 pub mod at_load;
 pub mod bounds;
 pub mod decode;
+pub mod estimate;
 pub mod explain;
 pub mod extra_costs;
 pub mod fit;
@@ -61,6 +62,7 @@ pub mod profile;
 pub mod ranges;
 pub mod render;
 pub mod reported;
+pub mod stalls;
 pub mod table;
 
 #[cfg(test)]

@@ -78,8 +78,33 @@ pub struct DecodeLevel {
     pub preemptions: Option<f64>,
     /// Peak KV usage seen, when reported.
     pub kv_usage_max: Option<f64>,
+    /// The window's gaps the host stalled ([`StallGaps`]).
+    pub stalls: StallGaps,
     /// Requests that failed (not counting those cut at the end).
     pub failed: usize,
+}
+
+/// A level's gaps over [`STALL_OVER`] times its median: steps the host
+/// stalled (a decode step's own cost scatters far less), and their summed
+/// excess over the median, s.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StallGaps {
+    pub gaps: usize,
+    pub excess_s: f64,
+}
+
+/// A gap this many times its level's median is a stalled step.
+pub const STALL_OVER: f64 = 2.0;
+
+impl StallGaps {
+    /// The stalled gaps among `sorted` (ascending), against `median`.
+    fn of(sorted: &[f64], median: f64) -> Self {
+        let over = &sorted[sorted.partition_point(|&g| g <= STALL_OVER * median)..];
+        Self {
+            gaps: over.len(),
+            excess_s: over.iter().map(|g| g - median).sum(),
+        }
+    }
 }
 
 /// The gaps of a level during which no request of the level waited for its
@@ -217,6 +242,7 @@ pub fn decode_level(
     let preempt: Vec<f64> = gauges.iter().filter_map(|g| g.preemptions).collect();
     let mean_gap_s = mean(&gaps);
     gaps.sort_by(f64::total_cmp);
+    let median_gap_s = median(&gaps);
     Some(DecodeLevel {
         concurrency,
         output_tokens,
@@ -225,7 +251,7 @@ pub fn decode_level(
         streaming: mean_cover(&spans, a, end),
         gaps: gaps.len(),
         mean_gap_s,
-        median_gap_s: median(&gaps),
+        median_gap_s,
         prefill_tokens_per_s: prompt_tokens / window.as_secs_f64(),
         mean_context,
         clean: clean_gaps(records, &spans, a, end),
@@ -236,6 +262,7 @@ pub fn decode_level(
             _ => None,
         },
         kv_usage_max: gauges.iter().filter_map(|g| g.kv_usage).reduce(f64::max),
+        stalls: StallGaps::of(&gaps, median_gap_s),
         failed: records
             .iter()
             .filter(|r| r.error.is_some() && !cut(r))

@@ -20,6 +20,7 @@ fn level(k: usize, running: f64) -> DecodeLevel {
         running_max: Some(running),
         preemptions: None,
         kv_usage_max: None,
+        stalls: Default::default(),
         failed: 0,
     }
 }

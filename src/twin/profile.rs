@@ -13,179 +13,23 @@
 //! the parameter sets at the ends of the ranges, for an interval on any
 //! prediction.
 
+pub use super::estimate::{Estimate, Status, SYSTEMATIC_SHARE};
 use super::predict::Misfit;
 use super::ranges;
 use crate::sim::blocks::BLOCK_TOKENS;
+use crate::sim::params::HostStalls;
 use crate::sim::{ModelParams, SimConfig};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// The JSON layout's version. 2 added [`Status::NotIdentifiable`], 3 the
-/// costs of context and of each request (read from older files as 0);
+/// costs of context and of each request (read from older files as 0; so
+/// are the later prefill pair and step costs and the host's stalls);
 /// [`ServerProfile::from_json`] reads it and every earlier one back to
 /// [`FIRST_SCHEMA_VERSION`], and refuses others.
 pub const SCHEMA_VERSION: u32 = 3;
 /// The oldest layout still read (version 1 has no `not_identifiable`).
 pub const FIRST_SCHEMA_VERSION: u32 = 1;
-
-/// How an [`Estimate`] was obtained.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Status {
-    /// Fitted from the probes; the model explained the data.
-    Measured,
-    /// Fitted, but the data departed from the model more than its noise
-    /// allows; the uncertainty is widened to cover the departure.
-    Misfit,
-    /// The probes only showed the value is at least `value` (`high` is None).
-    LowerBound,
-    /// The server said so (`/v1/models`, `/metrics`).
-    Reported,
-    /// Not measurable here; `value` is an assumption (`how` says which).
-    Assumed,
-    /// Fitted, but the probes do not pin it down: its standard error is not
-    /// smaller than its value (or not finite). `note` says why; the range
-    /// runs from the physical floor up, and `uncertainty` is at least the
-    /// value.
-    NotIdentifiable,
-}
-
-/// The least standard uncertainty a measured parameter's range allows, as a
-/// share of its value. A fit's σ is the scatter of its probes; what every
-/// probe shares (the HTTP path's timing, the client's clock) does not
-/// scatter and goes unseen. Measured by `bench/twin_recovery.sh`: on the
-/// simulator, where the truth is known, the median fitted prefill cost is
-/// 0.1–0.5% off while its σ says 0.15%, and a range of ±2σ alone missed the
-/// true value; ±1% (2 × 0.5%) holds it.
-pub const SYSTEMATIC_SHARE: f64 = 0.005;
-
-/// One measured parameter.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Estimate {
-    /// Central value, in the unit the field's name says.
-    pub value: f64,
-    /// Standard uncertainty (1σ), widened by any misfit; 0 when reported.
-    pub uncertainty: f64,
-    /// Lowest plausible value.
-    pub low: f64,
-    /// Highest plausible value; `None` when nothing bounds it from above.
-    pub high: Option<f64>,
-    pub status: Status,
-    /// How it was measured (which probe, which fit, how many samples).
-    pub how: String,
-    /// What the model did not explain, when it did not.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-}
-
-impl Estimate {
-    /// A fitted value with standard uncertainty `sigma`; the range is ±2σ,
-    /// and at least ±2 × [`SYSTEMATIC_SHARE`] of the value, floored at
-    /// `floor`.
-    pub fn fitted(value: f64, sigma: f64, floor: f64, how: impl Into<String>) -> Self {
-        let sigma = sigma.abs();
-        let reach = 2.0 * sigma.max(SYSTEMATIC_SHARE * value.abs());
-        Self {
-            value,
-            uncertainty: sigma,
-            low: (value - reach).max(floor),
-            high: Some(value + reach),
-            status: Status::Measured,
-            how: how.into(),
-            note: None,
-        }
-    }
-
-    /// The same estimate flagged as a misfit: `why` is recorded and the
-    /// uncertainty (and range) grow to at least `sigma`.
-    pub fn misfit(mut self, sigma: f64, floor: f64, why: impl Into<String>) -> Self {
-        let sigma = sigma.abs().max(self.uncertainty);
-        self.uncertainty = sigma;
-        let reach = 2.0 * sigma.max(SYSTEMATIC_SHARE * self.value.abs());
-        self.low = (self.value - reach).max(floor);
-        self.high = self.high.map(|_| self.value + reach);
-        self.status = Status::Misfit;
-        self.note = Some(why.into());
-        self
-    }
-
-    /// The same estimate marked [`Status::NotIdentifiable`]: `why` is
-    /// recorded, the range opens down to `floor`, and a standard error that
-    /// is not finite is stored as the value (a file holds only numbers).
-    pub fn not_identifiable(mut self, floor: f64, why: impl Into<String>) -> Self {
-        if !self.value.is_finite() {
-            self.value = floor;
-        }
-        let sigma = self.uncertainty.abs();
-        self.uncertainty = if sigma.is_finite() {
-            sigma.max(self.value.abs())
-        } else {
-            self.value.abs()
-        };
-        self.low = floor.min(self.value);
-        let high = self.value + 2.0 * sigma;
-        self.high = self.high.and(high.is_finite().then_some(high));
-        self.status = Status::NotIdentifiable;
-        self.note = Some(why.into());
-        self
-    }
-
-    /// At least `value`, nothing above it measured.
-    pub fn lower_bound(value: f64, how: impl Into<String>) -> Self {
-        Self {
-            value,
-            uncertainty: 0.0,
-            low: value,
-            high: None,
-            status: Status::LowerBound,
-            how: how.into(),
-            note: None,
-        }
-    }
-
-    /// A value the server reported.
-    pub fn reported(value: f64, how: impl Into<String>) -> Self {
-        Self {
-            status: Status::Reported,
-            high: Some(value),
-            ..Self::lower_bound(value, how)
-        }
-    }
-
-    /// A cost an older profile did not measure: 0, as kneecap modelled it
-    /// then.
-    pub fn not_profiled() -> Self {
-        Self::assumed(
-            0.0,
-            0.0,
-            Some(0.0),
-            "not in this profile (written before kneecap measured it): assumed 0",
-        )
-    }
-
-    /// An assumption within `low ..= high`.
-    pub fn assumed(value: f64, low: f64, high: Option<f64>, how: impl Into<String>) -> Self {
-        Self {
-            value,
-            uncertainty: 0.0,
-            low,
-            high,
-            status: Status::Assumed,
-            how: how.into(),
-            note: None,
-        }
-    }
-
-    /// The value at one end of the range: `high` (or `unbounded` when there
-    /// is none) if `up`, else `low`.
-    pub fn end(&self, up: bool, unbounded: f64) -> f64 {
-        if up {
-            self.high.unwrap_or(unbounded)
-        } else {
-            self.low
-        }
-    }
-}
 
 /// Whether the server reuses the KV of a prompt prefix it has seen.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -244,6 +88,13 @@ pub struct ProfileParams {
     /// milliseconds.
     #[serde(default = "Estimate::not_profiled")]
     pub prefill_step_ms: Estimate,
+    /// The host's stalls ([`crate::sim::stalls`]): how many per second of
+    /// engine time.
+    #[serde(default = "Estimate::not_profiled")]
+    pub stall_rate_per_s: Estimate,
+    /// Their mean length, milliseconds.
+    #[serde(default = "Estimate::not_profiled")]
+    pub stall_ms: Estimate,
 }
 
 /// What one probe did.
@@ -303,7 +154,7 @@ pub const UNBOUNDED_COUNT: f64 = 1.0e9;
 
 /// Which way each parameter moves capacity: `true` when a larger value
 /// means more capacity.
-pub(crate) const NAMES: [(&str, bool); 11] = [
+pub(crate) const NAMES: [(&str, bool); 13] = [
     ("step_base_ms", false),
     ("prefill_token_us", false),
     ("decode_seq_us", false),
@@ -315,6 +166,8 @@ pub(crate) const NAMES: [(&str, bool); 11] = [
     ("request_ms", false),
     ("prefill_pair_ns", false),
     ("prefill_step_ms", false),
+    ("stall_rate_per_s", false),
+    ("stall_ms", false),
 ];
 
 impl ServerProfile {
@@ -392,6 +245,8 @@ impl ServerProfile {
             ("per request", &p.request_ms, false),
             ("prefill per attention pair", &p.prefill_pair_ns, false),
             ("prefill step", &p.prefill_step_ms, false),
+            ("stall rate", &p.stall_rate_per_s, false),
+            ("stall length", &p.stall_ms, false),
         ];
         let flagged: Vec<_> = named
             .iter()
@@ -422,7 +277,7 @@ impl ServerProfile {
     }
 
     /// The estimates in [`NAMES`] order.
-    pub(crate) fn estimates(&self) -> [&Estimate; 11] {
+    pub(crate) fn estimates(&self) -> [&Estimate; 13] {
         let p = &self.params;
         [
             &p.step_base_ms,
@@ -436,6 +291,8 @@ impl ServerProfile {
             &p.request_ms,
             &p.prefill_pair_ns,
             &p.prefill_step_ms,
+            &p.stall_rate_per_s,
+            &p.stall_ms,
         ]
     }
 
@@ -466,6 +323,10 @@ impl ServerProfile {
             per_request: micros(v[8] * 1e3),
             per_prefill_pair: micros(v[9] * 1e-3),
             per_prefill_step: micros(v[10] * 1e3),
+            stalls: HostStalls {
+                rate_per_s: v[11],
+                mean: micros(v[12] * 1e3),
+            },
         }
     }
 }

@@ -18,7 +18,7 @@ pub struct Range {
 const COUNT_MAX: f64 = u32::MAX as f64;
 
 /// The ranges, in the order of the profile's `NAMES`.
-pub const RANGES: [Range; 11] = [
+pub const RANGES: [Range; 13] = [
     Range {
         min: 0.0,
         max: 60_000.0,
@@ -73,6 +73,16 @@ pub const RANGES: [Range; 11] = [
         min: 0.0,
         max: 60_000.0,
         unit: "ms per step computing prompt tokens",
+    },
+    Range {
+        min: 0.0,
+        max: crate::sim::stalls::MAX_RATE_PER_S,
+        unit: "stalls per second of engine time",
+    },
+    Range {
+        min: 0.0,
+        max: 60_000.0,
+        unit: "ms per stall",
     },
 ];
 

@@ -81,6 +81,13 @@ pub(super) fn engine_words(j: &PredictJson) -> String {
     if e.request_ms > 0.0 {
         interference += &format!(" + {} ms/request", round3(e.request_ms));
     }
+    if e.stall_rate_per_s > 0.0 && e.stall_ms > 0.0 {
+        interference += &format!(
+            ", host stalls {}/s of {} ms",
+            round3(e.stall_rate_per_s),
+            round3(e.stall_ms)
+        );
+    }
     format!(
         "engine {}: max-num-seqs {}, kv-cache-tokens {}, step {} ms + {} µs/prefill token + {} µs/decoding sequence{interference}, prefix caching {} ({uncertainty})",
         e.source,

@@ -93,6 +93,8 @@ pub fn render(p: &ServerProfile) -> String {
     row(&mut out, "per request", "ms", &q.request_ms);
     row(&mut out, "prefill per pair", "ns", &q.prefill_pair_ns);
     row(&mut out, "prefill step", "ms", &q.prefill_step_ms);
+    row(&mut out, "stalls", "per s", &q.stall_rate_per_s);
+    row(&mut out, "stall length", "ms", &q.stall_ms);
     let pc = &q.prefix_caching;
     let verdict = match pc.enabled {
         Some(true) => "on",

@@ -45,6 +45,8 @@ pub fn sample() -> ServerProfile {
             request_ms: Estimate::not_profiled(),
             prefill_pair_ns: Estimate::not_profiled(),
             prefill_step_ms: Estimate::not_profiled(),
+            stall_rate_per_s: Estimate::not_profiled(),
+            stall_ms: Estimate::not_profiled(),
         },
         warnings: vec![],
         probes: vec![ProbeSummary {
@@ -86,6 +88,30 @@ pub struct FakeRun {
     pub gauges: Vec<GaugeSample>,
 }
 
+/// A run's stall seed, from what it sends: one server serves every probe,
+/// so its stalls (if any) must not start over alike with each run.
+fn stall_seed(streams: &[Stream], end: Duration) -> u64 {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let mut h = DefaultHasher::new();
+    end.hash(&mut h);
+    for s in streams {
+        match s {
+            Stream::Sequential(asks) => asks
+                .iter()
+                .for_each(|a| (a.prompt, a.output, a.prompt_id).hash(&mut h)),
+            Stream::Closed {
+                streams,
+                prompt,
+                output,
+            } => (streams, prompt, output).hash(&mut h),
+            Stream::Timed(asks) => asks
+                .iter()
+                .for_each(|(t, a)| (t, a.prompt, a.output, a.prompt_id).hash(&mut h)),
+        }
+    }
+    h.finish()
+}
+
 /// Runs the engine model on fake time with a zero-latency client, as the
 /// real-time driver would (a request sent during a step joins the next);
 /// requests unfinished at `end` are cut (cancelled, partial tokens kept).
@@ -98,7 +124,9 @@ pub fn fake_run(
     every: Duration,
 ) -> FakeRun {
     let mut client = FakeClient::new(streams);
-    let mut engine = Engine::new(params.clone()).with_prefix_caching(caching);
+    let mut engine = Engine::new(params.clone())
+        .with_prefix_caching(caching)
+        .with_stall_seed(stall_seed(streams, end));
     let (mut now, mut next_gauge) = (Duration::ZERO, Duration::ZERO);
     while now < end {
         client.submit_due(&mut engine, now);
@@ -285,6 +313,7 @@ pub fn vllm_levels() -> Vec<DecodeLevel> {
         running_max: Some(d.min(128.0)),
         preemptions: Some(0.0),
         kv_usage_max: Some(0.3),
+        stalls: Default::default(),
         failed: 0,
     };
     let mut ls: Vec<DecodeLevel> = [1, 2, 4, 8, 16, 32, 64, 128]

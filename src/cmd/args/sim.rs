@@ -367,6 +367,7 @@ mod tests {
             per_request: std::time::Duration::ZERO,
             per_prefill_pair: std::time::Duration::ZERO,
             per_prefill_step: std::time::Duration::ZERO,
+            stalls: crate::sim::params::HostStalls::NONE,
         };
         assert_eq!(o.config.params, want);
     }

@@ -1,0 +1,54 @@
+//! The pipeline on fake time against a host that stalls: the stalls come
+//! back from the decode levels' gaps, and the decode line without them.
+
+use super::tests::{close, params, profile};
+use crate::sim::params::HostStalls;
+use crate::sim::ModelParams;
+use crate::twin::Status;
+use std::time::Duration;
+
+fn stalling(rate_per_s: f64, mean_ms: u64) -> ModelParams {
+    ModelParams {
+        stalls: HostStalls {
+            rate_per_s,
+            mean: Duration::from_millis(mean_ms),
+        },
+        ..params(16, 10, 100, 200, 40_000, 1.0)
+    }
+}
+
+#[test]
+fn a_host_that_stalls_comes_back_with_its_decode_line() {
+    // 4 stalls a second of 60 ms: a quarter more time on every step.
+    let p = stalling(4.0, 60);
+    let prof = profile(&p, true, Duration::from_secs(60));
+    let e = &prof.params;
+    assert_eq!(e.stall_rate_per_s.status, Status::Measured);
+    // A stall shorter than its step's cost goes unseen (a Gamma(2) of 60
+    // ms is under a 35-ms step a third of the time) and about 40 stalls
+    // fall in the levels: each within ±35%, their product (the share
+    // taken out of the decode line) within ±0.08, about 2σ.
+    close(&e.stall_rate_per_s, 4.0, 0.35, "stall rate");
+    close(&e.stall_ms, 60.0, 0.35, "stall mean");
+    let share = e.stall_rate_per_s.value * e.stall_ms.value * 1e-3;
+    assert!(
+        (share - 0.24).abs() < 0.08,
+        "share {share}: {:?} {:?}",
+        e.stall_rate_per_s,
+        e.stall_ms
+    );
+    close(&e.step_base_ms, 10.0, 0.10, "step base");
+    close(&e.decode_seq_us, 200.0, 0.15, "decode");
+}
+
+#[test]
+fn a_quiet_host_shows_no_stalls() {
+    let prof = profile(
+        &params(16, 10, 100, 200, 40_000, 1.0),
+        true,
+        Duration::from_secs(60),
+    );
+    let e = &prof.params;
+    assert_eq!(e.stall_rate_per_s.value, 0.0, "{:?}", e.stall_rate_per_s);
+    assert_eq!(e.stall_rate_per_s.status, Status::NotIdentifiable);
+}
