@@ -403,5 +403,5 @@ fn model_len(obs: &Observations) -> Estimate {
 mod tests;
 
 #[cfg(test)]
-#[path = "fit_stall_tests.rs"]
-mod stall_tests;
+#[path = "fit_more_tests.rs"]
+mod more_tests;

@@ -101,7 +101,7 @@ pub(super) fn profile(p: &ModelParams, caching: bool, budget: Duration) -> Serve
 }
 
 /// What the probes see of `p` in fake time within `budget`.
-fn observations(p: &ModelParams, caching: bool, budget: Duration) -> Observations {
+pub(super) fn observations(p: &ModelParams, caching: bool, budget: Duration) -> Observations {
     let pl = pilot(p, caching);
     let mut obs = Observations {
         prefill: prefill_samples(p, caching, &pl, budget),
@@ -194,7 +194,7 @@ fn shape_levels(
     }
 }
 
-fn header(budget: Duration) -> Header {
+pub(super) fn header(budget: Duration) -> Header {
     Header {
         kneecap_version: "test".into(),
         base_url: "fake".into(),
@@ -474,34 +474,5 @@ fn the_servers_own_cache_figures_are_reported_beside_the_probes() {
         !close.warnings.iter().any(|w| w.starts_with("KV cache")),
         "{:?}",
         close.warnings
-    );
-}
-
-#[test]
-fn prompts_longer_than_a_reported_token_budget_pay_a_step_base_per_chunk() {
-    // 256 tokens a step: a 2,000-token prompt runs as 8 steps of 30 ms base.
-    let p = ModelParams {
-        max_num_batched_tokens: 256,
-        ..params(8, 30, 200, 300, 40_000, 1.0)
-    };
-    let mut obs = observations(&p, true, Duration::from_secs(30));
-    let plain = fit(&obs, header(Duration::from_secs(30)));
-    // Read as one line (or curve), the chunks' bases land in the cost of
-    // the prompt's tokens: over 1.3 x 200 µs each at 1,024 tokens.
-    let m = plain.params();
-    let n = 1024.0_f64;
-    let cost = m.per_prefill_token.as_secs_f64() * n
-        + m.per_prefill_pair.as_secs_f64() * n * (n + 1.0) / 2.0;
-    assert!(cost > 1.3 * 200e-6 * n, "{:?}", plain.params);
-    obs.reported_token_budget = Some(256);
-    let prof = fit(&obs, header(Duration::from_secs(30)));
-    close(&prof.params.prefill_token_us, 200.0, 0.05, "prefill");
-    assert!(
-        prof.params
-            .prefill_token_us
-            .how
-            .contains("token budget (256)"),
-        "{}",
-        prof.params.prefill_token_us.how
     );
 }

@@ -1,7 +1,9 @@
-//! The pipeline on fake time against a host that stalls: the stalls come
-//! back from the decode levels' gaps, and the decode line without them.
+//! More of the pipeline on fake time: a host that stalls (the stalls come
+//! back from the decode levels' gaps, and the decode line without them),
+//! and a token budget the server reports.
 
-use super::tests::{close, params, profile};
+use super::fit;
+use super::tests::{close, header, observations, params, profile};
 use crate::sim::params::HostStalls;
 use crate::sim::ModelParams;
 use crate::twin::Status;
@@ -51,4 +53,33 @@ fn a_quiet_host_shows_no_stalls() {
     let e = &prof.params;
     assert_eq!(e.stall_rate_per_s.value, 0.0, "{:?}", e.stall_rate_per_s);
     assert_eq!(e.stall_rate_per_s.status, Status::NotIdentifiable);
+}
+
+#[test]
+fn prompts_longer_than_a_reported_token_budget_pay_a_step_base_per_chunk() {
+    // 256 tokens a step: a 2,000-token prompt runs as 8 steps of 30 ms base.
+    let p = ModelParams {
+        max_num_batched_tokens: 256,
+        ..params(8, 30, 200, 300, 40_000, 1.0)
+    };
+    let mut obs = observations(&p, true, Duration::from_secs(30));
+    let plain = fit(&obs, header(Duration::from_secs(30)));
+    // Read as one line (or curve), the chunks' bases land in the cost of
+    // the prompt's tokens: over 1.3 x 200 µs each at 1,024 tokens.
+    let m = plain.params();
+    let n = 1024.0_f64;
+    let cost = m.per_prefill_token.as_secs_f64() * n
+        + m.per_prefill_pair.as_secs_f64() * n * (n + 1.0) / 2.0;
+    assert!(cost > 1.3 * 200e-6 * n, "{:?}", plain.params);
+    obs.reported_token_budget = Some(256);
+    let prof = fit(&obs, header(Duration::from_secs(30)));
+    close(&prof.params.prefill_token_us, 200.0, 0.05, "prefill");
+    assert!(
+        prof.params
+            .prefill_token_us
+            .how
+            .contains("token budget (256)"),
+        "{}",
+        prof.params.prefill_token_us.how
+    );
 }
