@@ -211,10 +211,11 @@ impl ServerProfile {
         out
     }
 
-    /// Sets `cfg`'s engine parameters (central values) and prefix caching
-    /// (kept as it is when the profile could not tell).
+    /// Sets `cfg`'s engine parameters (central values, the host's stalls
+    /// drawn: [`Self::drawn`]) and prefix caching (kept as it is when the
+    /// profile could not tell).
     pub fn apply(&self, cfg: &mut SimConfig) {
-        cfg.params = self.params();
+        cfg.params = self.drawn(self.params());
         if let Some(on) = self.params.prefix_caching.enabled {
             cfg.prefix_caching = on;
         }
@@ -296,16 +297,47 @@ impl ServerProfile {
         ]
     }
 
+    /// `twin` (a set from [`Self::params`] or [`Self::corners`]) as the
+    /// simulator serving the profile runs it: the host's stalls drawn at
+    /// their central values, and the decode step without their share (the
+    /// profile's decode line is fitted less it, [`super::decode::fit`]).
+    pub fn drawn(&self, twin: ModelParams) -> ModelParams {
+        let stalls = self.stalls();
+        let plain = 1.0 / (1.0 + stalls.share());
+        ModelParams {
+            step_base: twin.step_base.mul_f64(plain).max(Duration::from_micros(1)),
+            per_decode_seq: twin.per_decode_seq.mul_f64(plain),
+            stalls,
+            ..twin
+        }
+    }
+
+    /// The host's stalls at their central values, held in their ranges.
+    fn stalls(&self) -> HostStalls {
+        let e = self.estimates();
+        HostStalls {
+            rate_per_s: ranges::clamp(11, e[11].value),
+            mean: micros(ranges::clamp(12, e[12].value) * 1e3),
+        }
+    }
+
     /// A parameter set with each of the values chosen by `pick`, held
     /// inside its physical range ([`ranges::clamp`]): whatever the file
     /// says, the set is valid and the simulator's arithmetic stays finite.
+    /// The twin takes the host's stalls at their mean: the decode step
+    /// longer by their share (as the decode levels' mean gaps had it), none
+    /// drawn. Drawn as independent events in
+    /// engine time they made queues vLLM's CPU engine did not have (its
+    /// TTFT p99 came out 2–8× the measured one on 8 sequences and 256
+    /// tokens a step: docs/benchmarks/2026-12-07.md); the simulator serving
+    /// a profile draws them ([`Self::drawn`]).
     fn at(&self, pick: impl Fn(usize, &Estimate) -> f64) -> ModelParams {
         let e = self.estimates();
         let v: Vec<f64> = (0..NAMES.len())
             .map(|i| ranges::clamp(i, pick(i, e[i])))
             .collect();
         let max_model_len = count(ranges::clamp_model_len(self.params.max_model_len.value)).max(2);
-        ModelParams {
+        let params = ModelParams {
             step_base: micros(v[0] * 1e3).max(Duration::from_micros(1)),
             per_prefill_token: micros(v[1]),
             per_decode_seq: micros(v[2]),
@@ -323,10 +355,17 @@ impl ServerProfile {
             per_request: micros(v[8] * 1e3),
             per_prefill_pair: micros(v[9] * 1e-3),
             per_prefill_step: micros(v[10] * 1e3),
-            stalls: HostStalls {
-                rate_per_s: v[11],
-                mean: micros(v[12] * 1e3),
-            },
+            stalls: HostStalls::NONE,
+        };
+        let mean = HostStalls {
+            rate_per_s: v[11],
+            mean: micros(v[12] * 1e3),
+        };
+        let stretch = 1.0 + mean.share();
+        ModelParams {
+            step_base: params.step_base.mul_f64(stretch),
+            per_decode_seq: params.per_decode_seq.mul_f64(stretch),
+            ..params
         }
     }
 }

@@ -202,3 +202,30 @@ fn a_small_fitted_sigma_still_leaves_the_range_one_percent_each_side() {
     assert!((e.low - 90.0).abs() < 1e-9 && (e.high.unwrap() - 110.0).abs() < 1e-9);
     assert_eq!(e.uncertainty, 5.0);
 }
+
+/// The twin takes the host's stalls at their mean; the simulator serving
+/// the profile draws them over the decode step without their share.
+#[test]
+fn stalls_are_a_mean_for_the_twin_and_drawn_by_the_simulator() {
+    let mut prof = sample();
+    prof.params.stall_rate_per_s = Estimate::fitted(3.0, 0.3, 0.0, "synthetic");
+    prof.params.stall_ms = Estimate::fitted(100.0, 10.0, 0.0, "synthetic");
+    // 3 a second of 100 ms: 30% more on the decode step (5 ms, 50 µs).
+    let twin = prof.params();
+    assert_eq!(twin.stalls, crate::sim::params::HostStalls::NONE);
+    assert!(
+        (twin.step_base.as_secs_f64() - 0.0065).abs() < 1e-9,
+        "{twin:?}"
+    );
+    assert!((twin.per_decode_seq.as_secs_f64() - 65e-6).abs() < 1e-12);
+    let drawn = prof.drawn(twin.clone());
+    assert_eq!(drawn.stalls.rate_per_s, 3.0);
+    assert_eq!(drawn.stalls.mean, std::time::Duration::from_millis(100));
+    assert!((drawn.step_base.as_secs_f64() - 0.005).abs() < 1e-9);
+    assert!((drawn.per_decode_seq.as_secs_f64() - 50e-6).abs() < 1e-12);
+    // Prefill is not the stalls' to stretch.
+    assert_eq!(drawn.per_prefill_token, twin.per_prefill_token);
+    let mut cfg = crate::sim::SimConfig::from_preset("tiny").unwrap();
+    prof.apply(&mut cfg);
+    assert_eq!(cfg.params, drawn);
+}
