@@ -388,6 +388,10 @@ const NOT_RUN_IN_CI: &[(&str, &str)] = &[
          of one-step sweeps; tests/vllm_e2e checks one held-out knee in .ci/run",
     ),
     (
+        "python3 bench/twin_vllm.py --repredict",
+        "reads a twin_vllm.sh run's measured steps (the real vLLM engine, 80          min), which CI does not make",
+    ),
+    (
         "bench/twin_speed.sh",
         "a speed benchmark (tests never assert speed): old and new \
          predictions timed side by side (issue 39)",
