@@ -36,7 +36,7 @@ pub struct StallFit {
 /// Fits the stalls of the plain (short-prompt) levels that did not fill the
 /// KV cache, counted in engine time (a level's gaps over its streams are
 /// its steps) on the levels whose steps are short enough for a stall to
-/// show ([`shows_stalls`]).
+/// show (`shows_stalls`).
 pub fn fit(levels: &[DecodeLevel]) -> StallFit {
     let usable: Vec<&DecodeLevel> = plain_levels(levels)
         .into_iter()
