@@ -104,28 +104,7 @@ pub fn fit(
         .copied()
         .filter(|l| l.gaps >= MIN_GAPS && !kv_bound(l))
         .collect();
-    // The steps from each level's mean gap (steps tile the window, stalls
-    // and all: less the stalls' share, which the model draws), or from its
-    // median (what the extra costs are fitted on: one stall of a second in
-    // a level of a few seconds moves its mean, not its median).
-    let points = |ac: f64, median: bool| -> Vec<Point> {
-        usable
-            .iter()
-            .map(|l| {
-                let share = (ac * l.prefill_tokens_per_s).clamp(0.0, 0.9);
-                let gap = if median {
-                    l.median_gap_s
-                } else {
-                    l.mean_gap_s / (1.0 + stall_share.max(0.0))
-                };
-                Point {
-                    batch: l.streaming,
-                    context: l.mean_context,
-                    step_s: gap * (1.0 - share),
-                }
-            })
-            .collect()
-    };
+    let points = |ac: f64, median: bool| -> Vec<Point> { steps(&usable, ac, median, stall_share) };
     // The long-context levels add their clean gaps (no prompt beside them).
     let long: Vec<Point> = levels
         .iter()
@@ -180,6 +159,30 @@ pub fn fit(
         request_ms: extra.request_ms,
         warnings,
     })
+}
+
+/// Each level's decode step: from its mean gap (steps tile the window,
+/// stalls and all: less the stalls' share, which the model draws), or from
+/// its median (what the extra costs are fitted on: one stall of a second in
+/// a level of a few seconds moves its mean, not its median); less the
+/// prompts' share `ac` per prompt token.
+fn steps(usable: &[&DecodeLevel], ac: f64, median: bool, stall_share: f64) -> Vec<Point> {
+    usable
+        .iter()
+        .map(|l| {
+            let share = (ac * l.prefill_tokens_per_s).clamp(0.0, 0.9);
+            let gap = if median {
+                l.median_gap_s
+            } else {
+                l.mean_gap_s / (1.0 + stall_share.max(0.0))
+            };
+            Point {
+                batch: l.streaming,
+                context: l.mean_context,
+                step_s: gap * (1.0 - share),
+            }
+        })
+        .collect()
 }
 
 /// Whether the levels so far pin the decode step at the largest batch
