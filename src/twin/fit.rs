@@ -14,6 +14,7 @@ use super::prefill_batch::BatchSample;
 use super::profile::{
     Estimate, PrefixCaching, ProbeSummary, ProfileParams, ServerProfile, SCHEMA_VERSION,
 };
+use super::prompt_step;
 use super::reported;
 use super::stalls;
 
@@ -136,7 +137,8 @@ fn fit_once(obs: &Observations, header: Header) -> ServerProfile {
     warnings.extend(seqs_off);
     let (prefill_token_us, prefill_fixed_ms, prefill_pair_ns) =
         prefill_parts(pre.as_ref(), &mut warnings);
-    let prefill_step_ms = prefill_step(pre.as_ref(), &step_base_ms);
+    let prefill_step_ms = beside_decoders(obs, pre.as_ref(), alpha.value, c_p)
+        .unwrap_or_else(|| prefill_step(pre.as_ref(), &step_base_ms));
     if let Some(w) = fixed_cost_gap(&prefill_fixed_ms, &step_base_ms, &prefill_step_ms) {
         warnings.push(w);
     }
@@ -300,8 +302,25 @@ fn prefill_parts(
     }
 }
 
+/// What a step computing a short prompt beside decoders costs beyond the
+/// prompt's tokens ([`prompt_step`]), when the interference probe sent
+/// short prompts.
+fn beside_decoders(
+    obs: &Observations,
+    pre: Option<&PrefillFit>,
+    alpha: f64,
+    c_p: f64,
+) -> Option<Estimate> {
+    let probe = obs.interference.as_ref()?;
+    let cost = |n: u32| pre.map_or(c_p * f64::from(n), |p| p.cost_s(n));
+    let reading = prompt_step::fixed_cost_ms(probe, alpha, cost)?;
+    Some(prompt_step::estimate(reading, probe.decoders))
+}
+
 /// What a step of prompts sent together costs beyond the decode step's
-/// base: the batched steps' fixed cost less the base (held at 0 below it;
+/// base when the short prompts beside decoders do not say
+/// ([`beside_decoders`]): the
+/// batched steps' fixed cost less the base (held at 0 below it;
 /// not identifiable when its σ is not below it); not profiled without
 /// batched steps or a measured base.
 fn prefill_step(pre: Option<&PrefillFit>, base: &Estimate) -> Estimate {

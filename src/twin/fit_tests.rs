@@ -83,13 +83,20 @@ fn interference_obs(p: &ModelParams, pl: &Pilot, budget: Duration) -> Interferen
             })
             .collect(),
     );
-    let prompts = Stream::Timed(
-        plan.sends
+    let mut prompts: Vec<(Duration, Ask)> = plan
+        .sends
+        .iter()
+        .enumerate()
+        .map(|(i, &t)| (t, ask(plan.prompt_tokens, 1, 600 + i as u64)))
+        .collect();
+    prompts.extend(
+        plan.short_sends
             .iter()
             .enumerate()
-            .map(|(i, &t)| (t, ask(plan.prompt_tokens, 1, 600 + i as u64)))
-            .collect(),
+            .map(|(i, &t)| (t, ask(plan.short_tokens, 1, 700 + i as u64))),
     );
+    prompts.sort_by_key(|p| p.0);
+    let prompts = Stream::Timed(prompts);
     let run = fake_run(p, true, &[decoders, prompts], plan.length, GAUGE);
     interference::observe(&run.records[0], &run.records[1]).unwrap()
 }
@@ -291,6 +298,11 @@ fn check(p: &ModelParams, caching: bool, budget_s: u64) -> ServerProfile {
     let step_ms = p.per_prefill_step.as_secs_f64() * 1e3;
     if step_ms > 0.0 {
         close(&e.prefill_step_ms, step_ms, 0.10, "prefill step");
+        assert!(
+            e.prefill_step_ms.how.contains("short prompts"),
+            "{:?}",
+            e.prefill_step_ms
+        );
     } else {
         let base_ms = p.step_base.as_secs_f64() * 1e3;
         assert!(

@@ -48,6 +48,33 @@ pub struct InterferenceObs {
     pub injections: Vec<Injection>,
 }
 
+/// Short prompts (one step's worth, [`super::prompt_step`]) are sent only
+/// beside long ones at least this many times longer, and told apart by
+/// length.
+pub const LONG_OVER_SHORT: u32 = 4;
+
+impl InterferenceObs {
+    /// The longest prompt's length over [`LONG_OVER_SHORT`].
+    fn short_max(&self) -> u32 {
+        let longest = self.injections.iter().map(|i| i.prompt_tokens).max();
+        longest.unwrap_or(0) / LONG_OVER_SHORT
+    }
+
+    /// The long prompts: those `α` and the token budget are read from.
+    pub fn long(&self) -> impl Iterator<Item = &Injection> {
+        let s = self.short_max();
+        self.injections.iter().filter(move |i| i.prompt_tokens > s)
+    }
+
+    /// The short prompts, if the probe sent any.
+    pub fn short(&self) -> impl Iterator<Item = &Injection> {
+        let s = self.short_max();
+        self.injections
+            .iter()
+            .filter(move |i| i.prompt_tokens > 0 && i.prompt_tokens <= s)
+    }
+}
+
 /// Reduces the probe's records: `decoders` stream long outputs, `injected`
 /// are the prompts (their `sent` and `first_token` bound each prefill).
 pub fn observe(decoders: &[RequestRecord], injected: &[RequestRecord]) -> Option<InterferenceObs> {
@@ -124,8 +151,7 @@ pub fn fit_alpha(obs: &InterferenceObs, c_p: f64, c_p_sigma: f64) -> Option<Esti
         return None;
     }
     let each: Vec<f64> = obs
-        .injections
-        .iter()
+        .long()
         .filter(|i| i.prompt_tokens > 0)
         .map(|i| i.extra_s / (c_p * f64::from(i.prompt_tokens)))
         .collect();
@@ -141,8 +167,7 @@ pub fn fit_alpha(obs: &InterferenceObs, c_p: f64, c_p_sigma: f64) -> Option<Esti
     };
     // One prompt's resolution: the decoders' gap noise over its prefill cost.
     let tokens = mean(
-        &obs.injections
-            .iter()
+        &obs.long()
             .map(|i| f64::from(i.prompt_tokens))
             .collect::<Vec<_>>(),
     );
@@ -181,8 +206,7 @@ pub fn fit_budget(
         return None;
     }
     let chunks: Vec<f64> = obs
-        .injections
-        .iter()
+        .long()
         .filter(|i| i.lengthened_s.len() >= 2)
         .filter_map(|i| i.lengthened_s.iter().copied().reduce(f64::max))
         .map(|e| e / (a * c_p))

@@ -59,6 +59,7 @@ pub mod prefill;
 pub mod prefill_batch;
 pub mod prior;
 pub mod profile;
+pub mod prompt_step;
 pub mod ranges;
 pub mod render;
 pub mod reported;

@@ -11,7 +11,9 @@
 //! share; every level the command runs is also cancelled at the budget's end.
 
 use super::decode::{saturated, slots, MIN_GAPS};
+use super::interference::LONG_OVER_SHORT;
 use super::observe::{DecodeLevel, KvPoint};
+use super::prompt_step::SHORT_PROMPT;
 use std::time::Duration;
 
 /// Shares of the budget.
@@ -166,13 +168,18 @@ pub struct InterferencePlan {
     pub prompt_tokens: u32,
     /// When each prompt is sent, from the probe's start.
     pub sends: Vec<Duration>,
+    /// Short prompts ([`super::prompt_step`]) and when each is sent: two after
+    /// each long one's prefill, none when the long ones are not at least
+    /// [`LONG_OVER_SHORT`] times longer.
+    pub short_tokens: u32,
+    pub short_sends: Vec<Duration>,
     /// When the probe is cut.
     pub length: Duration,
 }
 
 /// Prompts whose prefill costs about 5 decode steps (at least 50 ms), as
 /// many as fit the share (3..=6), spaced so each prefill ends well before
-/// the next begins.
+/// the next begins; after each, two short ones.
 pub fn interference(pilot: &Pilot, budget: Duration, max_len: u32) -> InterferencePlan {
     let share = budget.as_secs_f64() * INTERFERENCE_SHARE;
     let g = pilot.lone_gap_s;
@@ -192,10 +199,27 @@ pub fn interference(pilot: &Pilot, budget: Duration, max_len: u32) -> Interferen
         .collect();
     let length = Duration::from_secs_f64(s * (count + 1) as f64);
     let want = (1.5 * length.as_secs_f64() / g) as u32 + 16;
+    // A long prefill ends before half the spacing; the short prompts come
+    // after it, each with room for its one step.
+    let short_sends = if n >= LONG_OVER_SHORT * SHORT_PROMPT {
+        sends
+            .iter()
+            .flat_map(|&t| {
+                [
+                    t + Duration::from_secs_f64(0.55 * s),
+                    t + Duration::from_secs_f64(0.775 * s),
+                ]
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     InterferencePlan {
         decoder_output: want.min(max_len.saturating_sub(DECODE_PROMPT + 1)).max(2),
         prompt_tokens: n,
         sends,
+        short_tokens: SHORT_PROMPT,
+        short_sends,
         length,
     }
 }

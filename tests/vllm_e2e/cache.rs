@@ -33,7 +33,7 @@ pub fn prefix_cache_hits_and_resets(server: &VllmServer, dir: &Path) {
 fn sweep_hit_rate(server: &VllmServer, dir: &Path, name: &str, flags: &str) -> f64 {
     let path = dir.join(format!("cache-{name}.json"));
     let line = format!(
-        "sweep --base-url {} --tokenizer {} --random-input-len 1000 --random-output-len 4 \
+        "sweep --base-url {} --tokenizer {} --random-input-len 1000 --random-output-len 16 \
          --seed 11 --rates 0.5 --step-duration 8s --step-warmup 0s --step-min-requests 3 \
          --step-drain 60s --slo p99_ttft_ms<=60000 --disable-tqdm -o {} {flags}",
         server.url,
@@ -63,15 +63,18 @@ fn sweep_hit_rate(server: &VllmServer, dir: &Path, name: &str, flags: &str) -> f
         step["prefix_cache_reset"].as_bool().unwrap_or(false),
         !flags.is_empty()
     );
-    // A cached prompt is served in a fraction of the 250 ms gauge period:
-    // only the uncached steps must catch the batch busy.
+    // With 4 tokens out, a cold step's four requests once all slipped
+    // between the 250 ms samples (CI, 2026-12-07, p99 TTFT 391 ms); 16 keep
+    // each running half a second longer (48 made the 8 s step too short
+    // for its Little's-law check). A cached step may still slip through:
+    // only the uncached steps must be caught.
     gauges(name, step, name != "warm");
     hits / queried
 }
 
 /// The step's gauge series: vLLM's names, every field sampled, and when
-/// `busy` (1000-token prefills, over half a second each) a running batch and
-/// KV blocks in use seen at some sample.
+/// `busy` (each request decoding 16 tokens, half a second or more) a
+/// running batch and KV blocks in use seen at some sample.
 fn gauges(name: &str, step: &Value, busy: bool) {
     assert_eq!(step["queue_source"], "vllm", "{name}");
     let queue = step["queue"].as_array().unwrap();

@@ -286,9 +286,18 @@ impl Probe<'_> {
         decoders: usize,
     ) -> Result<Option<InterferenceObs>> {
         let mut specs = self.specs(plan::DECODE_PROMPT, plan.decoder_output, decoders)?;
-        specs.extend(self.specs(plan.prompt_tokens, 1, plan.sends.len())?);
         let mut offsets = vec![Duration::ZERO; decoders];
-        offsets.extend(&plan.sends);
+        let long = self.specs(plan.prompt_tokens, 1, plan.sends.len())?;
+        let short = self.specs(plan.short_tokens, 1, plan.short_sends.len())?;
+        // Released in time order.
+        let mut prompts: Vec<(Duration, RequestSpec)> =
+            plan.sends.iter().copied().zip(long).collect();
+        prompts.extend(plan.short_sends.iter().copied().zip(short));
+        prompts.sort_by_key(|p| p.0);
+        for (at, spec) in prompts {
+            offsets.push(at);
+            specs.push(spec);
+        }
         let t = Instant::now();
         let (r, _) = self
             .level(
@@ -300,9 +309,11 @@ impl Probe<'_> {
             )
             .await?;
         let detail = format!(
-            "{decoders} streams decoding, {} prompts of {} tokens arriving",
+            "{decoders} streams decoding, {} prompts of {} tokens and {} of {} arriving",
             plan.sends.len(),
-            plan.prompt_tokens
+            plan.prompt_tokens,
+            plan.short_sends.len(),
+            plan.short_tokens
         );
         self.summary("interference", &r, t.elapsed(), detail);
         let (streams, injected) = r.split_at(decoders.min(r.len()));

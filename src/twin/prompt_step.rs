@@ -1,0 +1,79 @@
+//! The fixed cost of a step that computes a prompt beside decoders, from
+//! the interference probe's short prompts. Pure.
+//!
+//! Every served workload sees it: a prompt or two arriving beside a
+//! running batch. The interference probe sends, between its long prompts,
+//! short ones (a few dozen tokens, one step's worth); what a short prompt
+//! costs the decoders streaming beside it (their time over its prefill
+//! beyond their baseline gaps, [`super::interference`]) is
+//! `α × (F + c(n))` (`sim::params`): the prompt's own cost `c(n)` comes
+//! from the prefill curve, the rest is `F`. The median over the prompts,
+//! so a host stall that falls on one does not move it.
+//!
+//! A step of sixteen prompts and no decoders (the batched prefill probe)
+//! costs more per step on vLLM on CPU: its fixed part read 124 ± 47 ms,
+//! where the engine's steps rebuilt from a run's token times add about
+//! 13 ms for a 128-token prompt beside decoders, beyond its tokens' cost
+//! (docs/benchmarks/2026-12-07.md). So `F` comes from the short prompts
+//! when the probe has them, and from the batched steps only without.
+
+use super::estimate::Estimate;
+use super::interference::InterferenceObs;
+use crate::metrics::stats::median;
+
+/// The short prompts' length, tokens: one step's worth on any server.
+pub const SHORT_PROMPT: u32 = 32;
+/// Fewest short prompts for a reading.
+pub const MIN_PROMPTS: usize = 3;
+
+/// `F`, ms, and its standard error, from the short prompts: the median of
+/// `extra / α − c(n)` over them, `prompt_cost_s(n)` the prefill curve's
+/// cost of `n` tokens. `None` under [`MIN_PROMPTS`] short prompts or with
+/// `α` too small for a prompt beside decoders to show.
+pub fn fixed_cost_ms(
+    obs: &InterferenceObs,
+    alpha: f64,
+    prompt_cost_s: impl Fn(u32) -> f64,
+) -> Option<(f64, f64, usize)> {
+    if alpha < 0.2 {
+        return None;
+    }
+    let mut each: Vec<f64> = obs
+        .short()
+        .map(|i| (i.extra_s / alpha - prompt_cost_s(i.prompt_tokens)) * 1e3)
+        .collect();
+    if each.len() < MIN_PROMPTS {
+        return None;
+    }
+    each.sort_by(f64::total_cmp);
+    let mid = median(&each);
+    let mut dev: Vec<f64> = each.iter().map(|x| (x - mid).abs()).collect();
+    dev.sort_by(f64::total_cmp);
+    let m = each.len() as f64;
+    // The median's standard error: 1.253 σ/√m, σ from the MAD; at least
+    // the decoders' own gap noise over √m.
+    let sigma = (1.253 * 1.4826 * median(&dev)).max(obs.gap_noise_s * 1e3 / alpha) / m.sqrt();
+    Some((mid, sigma, each.len()))
+}
+
+/// The profile's `prefill_step_ms` from [`fixed_cost_ms`]'s reading: held
+/// at 0 below it, not identifiable when its σ is not below its value.
+pub fn estimate((mid, sigma, prompts): (f64, f64, usize), decoders: usize) -> Estimate {
+    let mut e = Estimate::fitted(
+        mid.max(0.0),
+        sigma,
+        0.0,
+        format!("{prompts} short prompts arriving beside {decoders} decoding streams: the median of the decoders' lost time over each prefill / interference, less the prompt's own cost (the prefill curve)"),
+    );
+    if mid < 0.0 {
+        e.how += " (below 0: held at 0)";
+    }
+    if sigma.partial_cmp(&e.value) != Some(std::cmp::Ordering::Less) {
+        e = e.not_identifiable(0.0, format!("its standard error ({sigma:.2} ms) is not below its value ({:.2} ms): the probes cannot tell it from 0", mid.max(0.0)));
+    }
+    e
+}
+
+#[cfg(test)]
+#[path = "prompt_step_tests.rs"]
+mod tests;
