@@ -308,12 +308,14 @@ impl Probe<'_> {
                 false,
             )
             .await?;
+        let short = match plan.short_sends.len() {
+            0 => String::new(),
+            n => format!(" and {n} of {}", plan.short_tokens),
+        };
         let detail = format!(
-            "{decoders} streams decoding, {} prompts of {} tokens and {} of {} arriving",
+            "{decoders} streams decoding, {} prompts of {} tokens{short} arriving",
             plan.sends.len(),
             plan.prompt_tokens,
-            plan.short_sends.len(),
-            plan.short_tokens
         );
         self.summary("interference", &r, t.elapsed(), detail);
         let (streams, injected) = r.split_at(decoders.min(r.len()));
