@@ -34,6 +34,11 @@ pub struct Injection {
     pub decoders: usize,
     /// The first such decoder's lengthened gaps, each minus the baseline, s.
     pub lengthened_s: Vec<f64>,
+    /// The step that emitted the prompt's first token (the decoders' gap
+    /// ending nearest it) less the baseline, mean over the decoders, s:
+    /// what computing the prompt added to its step, with none of the
+    /// front end's time before it (a short prompt's whole prefill).
+    pub step_extra_s: f64,
 }
 
 /// The interference probe, reduced.
@@ -114,6 +119,7 @@ fn injection(
 ) -> Option<Injection> {
     let first = r.first_token?;
     let mut extras = Vec::new();
+    let mut steps = Vec::new();
     let mut lengthened = None;
     for t in decoders {
         let Some(a) = t.iter().rposition(|&x| x <= r.sent) else {
@@ -127,6 +133,9 @@ fn injection(
         }
         let span = (t[b] - t[a]).as_secs_f64();
         extras.push(span - (b - a) as f64 * g0);
+        if b > a {
+            steps.push((t[b] - t[b - 1]).as_secs_f64() - g0);
+        }
         if lengthened.is_none() {
             let long: Vec<f64> = t[a..=b]
                 .windows(2)
@@ -141,6 +150,7 @@ fn injection(
         extra_s: mean(&extras),
         decoders: extras.len(),
         lengthened_s: lengthened.unwrap_or_default(),
+        step_extra_s: if steps.is_empty() { 0.0 } else { mean(&steps) },
     })
 }
 

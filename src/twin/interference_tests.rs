@@ -134,3 +134,30 @@ fn chunked_prompts_show_the_budget() {
         (crate::twin::Status::LowerBound, 303.0, None)
     );
 }
+
+/// A short prompt waits 55 ms in the front end, a 120-ms stall among the
+/// decoders' steps meanwhile; the step that computes it is 7 ms longer.
+/// The whole wait counts the stall; the prompt's own step does not.
+#[test]
+fn the_step_that_computed_a_prompt_leaves_the_wait_before_it_out() {
+    // 10 ms steps from 10 ms; the 4th step stalled (130 ms), the 7th the
+    // prompt's (17 ms).
+    let mut times = vec![10.0];
+    for k in 1..=20 {
+        let step = match k {
+            4 => 130.0,
+            7 => 17.0,
+            _ => 10.0,
+        };
+        times.push(times[k - 1] + step);
+    }
+    let first = times[7];
+    let dec: Vec<RequestRecord> = (0..3)
+        .map(|d| decoder(&times.iter().map(|t| t + 0.1 * d as f64).collect::<Vec<_>>()))
+        .collect();
+    let obs = observe(&dec, &[prompt(times[1] + 2.0, first, 32)]).unwrap();
+    let i = &obs.injections[0];
+    assert!((obs.baseline_gap_s - 0.010).abs() < 1e-9);
+    assert!((i.step_extra_s - 0.007).abs() < 1e-9, "{i:?}");
+    assert!((i.extra_s - 0.127).abs() < 1e-9, "{i:?}");
+}

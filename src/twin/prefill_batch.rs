@@ -17,7 +17,10 @@
 //! cost of a step that computes prompt tokens. On vLLM on CPU: 655 ms for
 //! sixteen 128-token prompts, 857 ms for one of 2,040 tokens (100 ns a
 //! pair), 230-240 ms for 512 tokens however split: `s` about 95 ms where a
-//! decode step's base is 42.
+//! decode step's base is 42. The profile's `F` comes from this `s` only
+//! when the interference probe sent no short prompt
+//! ([`super::prompt_step`]): beside decoders, what served traffic meets,
+//! a prompt's step on that engine costs a few ms beyond its tokens.
 
 pub use super::prefill::BatchSample;
 use super::prefill::TtftSample;

@@ -3,12 +3,17 @@
 //!
 //! Every served workload sees it: a prompt or two arriving beside a
 //! running batch. The interference probe sends, between its long prompts,
-//! short ones (a few dozen tokens, one step's worth); what a short prompt
-//! costs the decoders streaming beside it (their time over its prefill
-//! beyond their baseline gaps, [`super::interference`]) is
+//! short ones (a few dozen tokens, one step's worth). The step that
+//! computed a short prompt is the decoders' gap that ends with its first
+//! token; that gap beyond their baseline ([`super::interference`]) is
 //! `α × (F + c(n))` (`sim::params`): the prompt's own cost `c(n)` comes
-//! from the prefill curve, the rest is `F`. The median over the prompts,
-//! so a host stall that falls on one does not move it.
+//! from the prefill curve, the rest is `F`. One step, not the whole wait
+//! for the first token: the front end's time before the engine sees the
+//! prompt is left out, and with it most of the host's stalls (on vLLM on
+//! CPU one step in seven or eight; a wait of several steps meets one a
+//! third to a half of the time, and the median over the whole waits read
+//! 0 to 117 ms across four profiles of one engine). The median over the
+//! prompts, so a stall that falls on one does not move it.
 //!
 //! A step of sixteen prompts and no decoders (the batched prefill probe)
 //! costs more per step on vLLM on CPU: its fixed part read 124 ± 47 ms,
@@ -27,7 +32,7 @@ pub const SHORT_PROMPT: u32 = 32;
 pub const MIN_PROMPTS: usize = 3;
 
 /// `F`, ms, and its standard error, from the short prompts: the median of
-/// `extra / α − c(n)` over them, `prompt_cost_s(n)` the prefill curve's
+/// `step extra / α − c(n)` over them, `prompt_cost_s(n)` the prefill curve's
 /// cost of `n` tokens. `None` under [`MIN_PROMPTS`] short prompts or with
 /// `α` too small for a prompt beside decoders to show.
 pub fn fixed_cost_ms(
@@ -40,7 +45,7 @@ pub fn fixed_cost_ms(
     }
     let mut each: Vec<f64> = obs
         .short()
-        .map(|i| (i.extra_s / alpha - prompt_cost_s(i.prompt_tokens)) * 1e3)
+        .map(|i| (i.step_extra_s / alpha - prompt_cost_s(i.prompt_tokens)) * 1e3)
         .collect();
     if each.len() < MIN_PROMPTS {
         return None;
@@ -63,7 +68,7 @@ pub fn estimate((mid, sigma, prompts): (f64, f64, usize), decoders: usize) -> Es
         mid.max(0.0),
         sigma,
         0.0,
-        format!("{prompts} short prompts arriving beside {decoders} decoding streams: the median of the decoders' lost time over each prefill / interference, less the prompt's own cost (the prefill curve)"),
+        format!("{prompts} short prompts arriving beside {decoders} decoding streams: the median of the step that computed each (the decoders' gap ending with its first token) less their baseline gap, over the interference, less the prompt's own cost (the prefill curve)"),
     );
     if mid < 0.0 {
         e.how += " (below 0: held at 0)";

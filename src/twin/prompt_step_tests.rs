@@ -1,19 +1,30 @@
 use super::*;
 use crate::twin::interference::Injection;
 
-fn injection(prompt_tokens: u32, extra_ms: f64) -> Injection {
+/// A prompt whose own step came out `step_ms` longer than the decoders'
+/// baseline; over its whole wait they lost 100 ms more (the front end's
+/// time, a stall), which the reading must leave out.
+fn injection(prompt_tokens: u32, step_ms: f64) -> Injection {
     Injection {
         prompt_tokens,
-        extra_s: extra_ms / 1e3,
+        extra_s: (step_ms + 100.0) / 1e3,
         decoders: 3,
         lengthened_s: Vec::new(),
+        step_extra_s: step_ms / 1e3,
     }
 }
 
-/// Three long prompts, and short ones of 32 tokens whose decoders lost
-/// 20, 21, 22, 23 ms, and one that met a 150-ms stall.
+/// Three long prompts, and short ones of 32 tokens whose steps came out
+/// as given (ms over the baseline).
 fn probe(shorts: &[f64]) -> InterferenceObs {
-    let mut injections = vec![injection(600, 90.0); 3];
+    let long = Injection {
+        prompt_tokens: 600,
+        extra_s: 0.090,
+        decoders: 3,
+        lengthened_s: Vec::new(),
+        step_extra_s: 0.090,
+    };
+    let mut injections = vec![long; 3];
     injections.extend(shorts.iter().map(|&e| injection(32, e)));
     InterferenceObs {
         decoders: 3,
