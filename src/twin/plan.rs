@@ -177,6 +177,21 @@ pub struct InterferencePlan {
     pub length: Duration,
 }
 
+impl InterferencePlan {
+    /// What the probe sends, in a line.
+    pub fn describe(&self, decoders: usize) -> String {
+        let short = match self.short_sends.len() {
+            0 => String::new(),
+            n => format!(" and {n} of {}", self.short_tokens),
+        };
+        format!(
+            "{decoders} streams decoding, {} prompts of {} tokens{short} arriving",
+            self.sends.len(),
+            self.prompt_tokens,
+        )
+    }
+}
+
 /// Prompts whose prefill costs about 5 decode steps (at least 50 ms), as
 /// many as fit the share (3..=6), spaced so each prefill ends well before
 /// the next begins; after each, two short ones.

@@ -308,16 +308,7 @@ impl Probe<'_> {
                 false,
             )
             .await?;
-        let short = match plan.short_sends.len() {
-            0 => String::new(),
-            n => format!(" and {n} of {}", plan.short_tokens),
-        };
-        let detail = format!(
-            "{decoders} streams decoding, {} prompts of {} tokens{short} arriving",
-            plan.sends.len(),
-            plan.prompt_tokens,
-        );
-        self.summary("interference", &r, t.elapsed(), detail);
+        self.summary("interference", &r, t.elapsed(), plan.describe(decoders));
         let (streams, injected) = r.split_at(decoders.min(r.len()));
         Ok(interference::observe(streams, injected))
     }
