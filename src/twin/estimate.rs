@@ -72,6 +72,24 @@ impl Estimate {
         }
     }
 
+    /// A fitted cost that cannot be negative: a value below 0 is held at 0
+    /// (`how` says what was fitted), and one whose σ is not below its
+    /// value is named not identifiable.
+    pub fn fitted_cost(value: f64, sigma: f64, how: impl Into<String>) -> Self {
+        let held = value.max(0.0);
+        let mut e = Self::fitted(held, sigma, 0.0, how);
+        if value < 0.0 {
+            e.how += &format!(" (fitted {value:.3}, below 0: held at 0)");
+        }
+        if sigma.partial_cmp(&held) != Some(std::cmp::Ordering::Less) {
+            e = e.not_identifiable(
+                0.0,
+                format!("its standard error ({sigma:.3}) is not below its value ({held:.3}): the probes cannot tell it from 0"),
+            );
+        }
+        e
+    }
+
     /// The same estimate flagged as a misfit: `why` is recorded and the
     /// uncertainty (and range) grow to at least `sigma`.
     pub fn misfit(mut self, sigma: f64, floor: f64, why: impl Into<String>) -> Self {

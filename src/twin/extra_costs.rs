@@ -105,18 +105,7 @@ fn estimate(fitted: Option<(f64, f64)>, probed: bool, what: &str, unprobed: &str
         };
         return Estimate::assumed(0.0, 0.0, Some(0.0), format!("not probed: {why}; 0 assumed"));
     };
-    let held = value.max(0.0);
-    let mut e = Estimate::fitted(held, se, 0.0, how);
-    if value < 0.0 {
-        e.how += &format!(" (fitted {value:.3}, below 0: held at 0)");
-    }
-    if se.partial_cmp(&held) != Some(std::cmp::Ordering::Less) {
-        e = e.not_identifiable(
-            0.0,
-            format!("its standard error ({se:.3}) is not below its value ({held:.3}): the probes cannot tell it from 0"),
-        );
-    }
-    e
+    Estimate::fitted_cost(value, se, how)
 }
 
 /// Ordinary least squares of `y` on the rows of `x` (each row the same

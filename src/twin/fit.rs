@@ -340,21 +340,11 @@ fn prefill_step(pre: Option<&PrefillFit>, base: &Estimate) -> Estimate {
             "the step base is not measured: 0 assumed",
         );
     }
-    let extra = s - base.value;
-    let sigma = se.hypot(base.uncertainty);
-    let mut e = Estimate::fitted(
-        extra.max(0.0),
-        sigma,
-        0.0,
+    Estimate::fitted_cost(
+        s - base.value,
+        se.hypot(base.uncertainty),
         format!("the fixed cost of a step of prompts sent together ({s:.1} ± {se:.1} ms, from the prefill curve) less the step base"),
-    );
-    if extra < 0.0 {
-        e.how += " (below it: held at 0)";
-    }
-    if sigma.partial_cmp(&e.value) != Some(std::cmp::Ordering::Less) {
-        e = e.not_identifiable(0.0, format!("its standard error ({sigma:.1}) is not below its value ({:.1}): the probes cannot tell it from 0", extra.max(0.0)));
-    }
-    e
+    )
 }
 
 /// A fixed TTFT cost beyond the step base (and the prefill step's own):

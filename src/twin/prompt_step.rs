@@ -64,19 +64,11 @@ pub fn fixed_cost_ms(
 /// The profile's `prefill_step_ms` from [`fixed_cost_ms`]'s reading: held
 /// at 0 below it, not identifiable when its σ is not below its value.
 pub fn estimate((mid, sigma, prompts): (f64, f64, usize), decoders: usize) -> Estimate {
-    let mut e = Estimate::fitted(
-        mid.max(0.0),
+    Estimate::fitted_cost(
+        mid,
         sigma,
-        0.0,
         format!("{prompts} short prompts arriving beside {decoders} decoding streams: the median of the step that computed each (the decoders' gap ending with its first token) less their baseline gap, over the interference, less the prompt's own cost (the prefill curve)"),
-    );
-    if mid < 0.0 {
-        e.how += " (below 0: held at 0)";
-    }
-    if sigma.partial_cmp(&e.value) != Some(std::cmp::Ordering::Less) {
-        e = e.not_identifiable(0.0, format!("its standard error ({sigma:.2} ms) is not below its value ({:.2} ms): the probes cannot tell it from 0", mid.max(0.0)));
-    }
-    e
+    )
 }
 
 #[cfg(test)]
