@@ -109,7 +109,9 @@ pub fn capacity_cached(
     let c_p = p.per_prefill_token.as_secs_f64();
     let c_d = p.per_decode_seq.as_secs_f64();
 
-    let alpha = p.prefill_interference.clamp(0.0, 1.0);
+    let alpha = p
+        .prefill_interference
+        .clamp(0.0, super::params::MAX_INTERFERENCE);
     let seqs = f64::from(p.max_num_seqs.max(1));
     let kv_batch = (f64::from(p.kv_cache_tokens) - shared).max(0.0) / (n_in + n_out / 2.0);
     let (batch, mut bottleneck) = if kv_batch < seqs {

@@ -248,10 +248,10 @@ pub fn explain_cached(
         us(p.per_prefill_token),
         us(p.per_decode_seq)
     );
-    if p.prefill_interference < 1.0 {
+    if p.prefill_interference != 1.0 {
         let _ = writeln!(
             s,
-            "  prefill interference {:.2}: that share of a prefill lengthens the decode steps beside it (0 = disaggregated)",
+            "  prefill interference {:.2}: a prefill lengthens the decode steps beside it by that times its lone cost (0 = disaggregated)",
             p.prefill_interference
         );
     }

@@ -9,7 +9,7 @@
 //!      + per_decode_seq × D + per_context_token × C + per_request × A`
 //!
 //! (`F` is [`ModelParams::per_prefill_step`] when `P > 0`, else 0)
-//! where `α` is [`ModelParams::prefill_interference`], in `[0, 1]`, `Q` the
+//! where `α` is [`ModelParams::prefill_interference`], in `[0, 3]`, `Q` the
 //! prompt tokens' attention pairs (each computed prompt token with every
 //! token before it in its sequence, cached prefix included: a chunk of `t`
 //! tokens after `c` computed ones has `t·c + t(t+1)/2`), `C` the
@@ -45,6 +45,12 @@
 //!   separate prefill workers: decode steps last `step_base + per_decode_seq
 //!   × D` whatever arrives, and a prompt of `n` tokens arriving beside them is
 //!   computed over the decode steps that fit `n × per_prefill_token`.
+//! - `α > 1`: a prompt computed beside decoders costs more than alone
+//!   (another kernel path for a mixed batch: vLLM on CPU, a prompt's step
+//!   beside decoders 1.3 to 1.6 times its lone prefill, from steps rebuilt
+//!   from token times; docs/benchmarks/2026-12-07.md). The step is shared
+//!   as at 1, each prompt token costing `α` times its lone cost; a lone
+//!   prompt costs its lone cost.
 //! - In between, a prompt of `n` tokens adds `α × per_prefill_token × n` in
 //!   all to the steps of the sequences decoding beside it (spread over the
 //!   steps its prefill spans); its own time to first token stays about
@@ -82,8 +88,9 @@ pub struct ModelParams {
     /// Cost of each sequence decoding one token in a step.
     pub per_decode_seq: Duration,
     /// How much of a prefill's compute lengthens the steps of the sequences
-    /// decoding beside it, in `[0, 1]` (see the module docs): 1 (default) =
-    /// one shared batch step, 0 = prefill on other workers.
+    /// decoding beside it, in `[0, MAX_INTERFERENCE]` (see the module
+    /// docs): 1 (default) = one shared batch step, 0 = prefill on other
+    /// workers, over 1 = a mixed step computes prompts slower than alone.
     pub prefill_interference: f64,
     /// Tokens per KV block, a positive multiple of [`BLOCK_TOKENS`] (vLLM's
     /// `--block-size`: 16 on GPUs, 128 on its CPU backend). The prefix cache
@@ -131,6 +138,9 @@ pub struct StepLoad {
 
 /// The default [`ModelParams::prefill_interference`]: one shared batch step.
 pub const SHARED_STEP: f64 = 1.0;
+/// The largest [`ModelParams::prefill_interference`]: a prompt beside
+/// decoders costing three times its lone prefill.
+pub const MAX_INTERFERENCE: f64 = 3.0;
 
 impl ModelParams {
     /// Checks the parameters are usable; the message names the offending field.
@@ -159,16 +169,16 @@ impl ModelParams {
         if self.step_base.is_zero() {
             return Err("step_base must be positive".into());
         }
-        if !(0.0..=1.0).contains(&self.prefill_interference) {
+        if !(0.0..=MAX_INTERFERENCE).contains(&self.prefill_interference) {
             return Err(format!(
-                "prefill_interference must be between 0 and 1, got {}",
+                "prefill_interference must be between 0 and {MAX_INTERFERENCE}, got {}",
                 self.prefill_interference
             ));
         }
         self.stalls.validate()
     }
 
-    /// Whether prefill shares the batch step fully (`α = 1`).
+    /// Whether prefill shares the batch step fully (`α ≥ 1`).
     fn shared_batch_step(&self) -> bool {
         self.prefill_interference >= SHARED_STEP
     }
@@ -195,7 +205,7 @@ impl ModelParams {
         let prefill = self.per_prefill_token.as_nanos() * u128::from(load.prefill_tokens)
             + self.per_prefill_pair.as_nanos() * u128::from(load.prefill_pairs)
             + fixed;
-        let prefill = if self.shared_batch_step() || load.decode_seqs == 0 {
+        let prefill = if self.prefill_interference == SHARED_STEP || load.decode_seqs == 0 {
             prefill
         } else {
             (prefill as f64 * self.prefill_interference.max(0.0)).round() as u128
@@ -320,11 +330,12 @@ mod tests {
     }
 
     #[test]
-    fn interference_outside_zero_to_one_is_refused() {
-        for bad in [-0.1, 1.5, f64::NAN] {
+    fn interference_outside_zero_to_three_is_refused() {
+        for bad in [-0.1, 3.5, f64::NAN] {
             let err = params(bad).validate().unwrap_err();
             assert!(err.contains("prefill_interference"), "{err}");
         }
         assert_eq!(params(0.0).validate(), Ok(()));
+        assert_eq!(params(1.5).validate(), Ok(()));
     }
 }

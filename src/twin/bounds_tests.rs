@@ -19,7 +19,7 @@ fn a_value_outside_its_physical_range_is_refused_in_one_line_naming_the_field() 
         "{err}"
     );
     let mut p = sample();
-    p.params.prefill_interference.value = 1.5;
+    p.params.prefill_interference.value = 3.5;
     assert!(check(&p).unwrap_err().contains("prefill_interference"));
     let mut p = sample();
     p.params.max_num_seqs.value = 0.0;

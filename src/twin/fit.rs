@@ -207,7 +207,7 @@ fn alpha(obs: &Observations, c: f64, sigma: f64, warnings: &mut Vec<String>) -> 
         .as_ref()
         .and_then(|o| interference::fit_alpha(o, c, sigma))
         .unwrap_or_else(|| {
-            warnings.push("prefill interference not measured: assumed 1 (one shared batch step), anywhere in 0..1".into());
+            warnings.push("prefill interference not measured: assumed 1 (one shared batch step), anywhere in 0..3".into());
             Estimate::assumed(1.0, 0.0, Some(1.0), "not measured; 1 assumed (vLLM, SGLang, llama.cpp)")
         })
 }

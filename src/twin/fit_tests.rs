@@ -188,7 +188,11 @@ fn shape_levels(
             .map_or(pl.lone_gap_s, |d| d.2)
     };
     for _ in 0..plan::SHAPE_ROUNDS {
-        for l in plan::shape_levels(pl, p.max_model_len, limit, room, gap) {
+        let prompt_s = |n: u32| match prefill::fit(&obs.prefill, &[]) {
+            Some(f) => f.cost_s(n),
+            None => pl.per_token_s * f64::from(n),
+        };
+        for l in plan::shape_levels(pl, p.max_model_len, limit, room, (gap, prompt_s)) {
             let stream = Stream::Closed {
                 streams: l.streams,
                 prompt: l.prompt,

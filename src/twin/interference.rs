@@ -9,7 +9,10 @@
 //! decoders (`extra`). The simulator's model says `extra = α × per-token
 //! prefill cost × n` (see `sim::params`), so each prompt gives
 //! `α_i = extra_i / (c_p × n_i)`; `α` is their mean, with the standard error
-//! of that mean and the prefill cost's own uncertainty carried over.
+//! of that mean and the prefill cost's own uncertainty carried over. It is
+//! not held at 1: on vLLM's CPU engine a prompt's step beside decoders costs
+//! 1.3 to 1.6 times its lone prefill (steps rebuilt from token times), so
+//! `α` runs up to [`MAX_INTERFERENCE`].
 //!
 //! The gaps a prompt lengthened also show how it was split: a prefill in
 //! one step lengthens one gap; chunked prefill lengthens several, each by
@@ -21,6 +24,7 @@ use super::observe::token_times;
 use super::profile::Estimate;
 use crate::metrics::stats::{mean, median};
 use crate::metrics::RequestRecord;
+use crate::sim::params::MAX_INTERFERENCE;
 use std::time::Duration;
 
 /// What the decoders saw around one injected prompt.
@@ -156,14 +160,22 @@ fn injection(
 
 /// `α` from the probe, given the prefill cost per token `c_p` and its
 /// standard uncertainty (seconds); `None` without a usable injection.
+///
+/// A step computing a prompt beside decoders also costs them a fixed part
+/// (`α × F`, [`super::prompt_step`]); the short prompts' median loss
+/// carries it with their own few tokens, so each long prompt's loss less
+/// that, over the cost of the tokens it has beyond theirs, is `α` whatever
+/// `F` is (in fake time, a server of `α` 1 and `F` 50 ms read 1.26 over the
+/// long prompts' tokens alone). Without short prompts `F` is taken as 0.
 pub fn fit_alpha(obs: &InterferenceObs, c_p: f64, c_p_sigma: f64) -> Option<Estimate> {
     if c_p <= 0.0 {
         return None;
     }
+    let (short_loss, short_tokens) = short_median(obs).unwrap_or((0.0, 0.0));
     let each: Vec<f64> = obs
         .long()
-        .filter(|i| i.prompt_tokens > 0)
-        .map(|i| i.extra_s / (c_p * f64::from(i.prompt_tokens)))
+        .filter(|i| f64::from(i.prompt_tokens) > short_tokens)
+        .map(|i| (i.extra_s - short_loss) / (c_p * (f64::from(i.prompt_tokens) - short_tokens)))
         .collect();
     if each.is_empty() {
         return None;
@@ -188,18 +200,32 @@ pub fn fit_alpha(obs: &InterferenceObs, c_p: f64, c_p_sigma: f64) -> Option<Esti
         each.len(),
         obs.decoders
     );
-    let mut e = Estimate::fitted(raw.clamp(0.0, 1.0), sigma, 0.0, how);
-    e.high = e.high.map(|h| h.min(1.0));
-    if !(-0.1..=1.1).contains(&raw) && (raw - raw.clamp(0.0, 1.0)).abs() > 3.0 * sigma {
+    let held = raw.clamp(0.0, MAX_INTERFERENCE);
+    let mut e = Estimate::fitted(held, sigma, 0.0, how);
+    e.high = e.high.map(|h| h.min(MAX_INTERFERENCE));
+    if (raw - held).abs() > 0.1 && (raw - held).abs() > 3.0 * sigma {
         let why = format!(
-            "the decoders lost {:.0}% of the prompts' prefill time, outside the model's 0-100%: their steps do not scale with prompt tokens as the model's do",
-            raw * 100.0
+            "the decoders lost {:.0}% of the prompts' prefill time, outside the model's 0-{:.0}%: their steps do not scale with prompt tokens as the model's do",
+            raw * 100.0,
+            MAX_INTERFERENCE * 100.0
         );
-        let wide = (raw - raw.clamp(0.0, 1.0)).abs();
-        e = e.misfit(wide, 0.0, why);
-        e.high = e.high.map(|h| h.min(1.0));
+        e = e.misfit((raw - held).abs(), 0.0, why);
+        e.high = e.high.map(|h| h.min(MAX_INTERFERENCE));
     }
     Some(e)
+}
+
+/// The short prompts' median loss to the decoders (the step that computed
+/// each, seconds) and their mean length; `None` under
+/// [`super::prompt_step::MIN_PROMPTS`] of them.
+fn short_median(obs: &InterferenceObs) -> Option<(f64, f64)> {
+    let mut losses: Vec<f64> = obs.short().map(|i| i.step_extra_s).collect();
+    if losses.len() < super::prompt_step::MIN_PROMPTS {
+        return None;
+    }
+    losses.sort_by(f64::total_cmp);
+    let tokens: Vec<f64> = obs.short().map(|i| f64::from(i.prompt_tokens)).collect();
+    Some((median(&losses), mean(&tokens)))
 }
 
 /// The per-step token budget when chunking showed it, else a lower bound:

@@ -105,14 +105,19 @@ fn the_prefill_costs_uncertainty_carries_into_alpha() {
 }
 
 #[test]
-fn more_lost_than_the_whole_prefill_is_a_misfit() {
-    // The decoders lost 40 ms a prompt, but the fit says a prompt costs 20.
+fn more_lost_than_three_times_the_whole_prefill_is_a_misfit() {
+    // The decoders lost 40 ms a prompt, but the fit says a prompt costs 4.
     let obs = probe(1.0, 400, None);
-    let e = fit_alpha(&obs, 50e-6, 1e-6).unwrap();
+    let e = fit_alpha(&obs, 10e-6, 1e-6).unwrap();
     assert_eq!(e.status, crate::twin::Status::Misfit);
-    assert_eq!(e.value, 1.0);
-    assert!(e.uncertainty >= 0.99, "{e:?}");
-    assert!(e.note.unwrap().contains("200%"));
+    assert_eq!(e.value, 3.0);
+    assert!(e.uncertainty >= 6.99, "{e:?}");
+    assert!(e.note.unwrap().contains("1000%"));
+    // Twice is a mixed step slower than a lone prefill: measured, not held
+    // at 1.
+    let e = fit_alpha(&obs, 50e-6, 1e-6).unwrap();
+    assert_eq!(e.status, crate::twin::Status::Measured);
+    assert!((e.value - 2.0).abs() < 1e-9, "{e:?}");
 }
 
 #[test]

@@ -48,6 +48,10 @@ pub const MIN_CONTEXT_STREAMS: usize = 4;
 /// probe's time (it runs up to [`SHAPE_ROUNDS`] times).
 pub const CONTEXT_ROOM_SHARE: f64 = 0.1;
 pub const CONTEXT_PROMPT: u32 = 1024;
+/// How much longer than its prompts' lone prefills a long level's first
+/// wave is taken to last (vLLM on CPU: ten 1,024-token prompts took 3.09 s,
+/// 1.06 times ten lone ones by the prefill curve).
+pub const WAVE_MARGIN: f64 = 1.25;
 /// Rounds of that level at most.
 pub const SHAPE_ROUNDS: usize = 2;
 /// The highest concurrency the decode levels try.
@@ -309,21 +313,28 @@ pub struct ShapeLevel {
 /// the level fits in `room` (more streams, a larger share of the step that
 /// the context takes); none when `max_len` leaves
 /// no prompt 8 times [`DECODE_PROMPT`]. `gap(k)` is the expected token gap
-/// at `k` streams.
+/// at `k` streams; `prompt_s(n)` a lone prompt of `n` tokens' prefill,
+/// seconds, taken no lower than the pilot's line (the prefill probe's
+/// curve, when it has one: the pilot's straight line from two
+/// lone prompts left out the attention pairs and made vLLM's level of ten
+/// 1,024-token prompts end before their first wave was through, with no
+/// plain decode step in it).
 pub fn shape_levels(
     pilot: &Pilot,
     max_len: u32,
     limit: usize,
     room: Duration,
-    gap: impl Fn(usize) -> f64,
+    (gap, prompt_s): (impl Fn(usize) -> f64, impl Fn(u32) -> f64),
 ) -> Vec<ShapeLevel> {
     let prompt = CONTEXT_PROMPT.min(max_len.saturating_sub(DECODE_OUTPUT + 1));
     if prompt < 8 * DECODE_PROMPT {
         return Vec::new();
     }
     let level = |k: usize| {
-        // The first wave's prefill, then 36 steps.
-        let first = pilot.short_ttft_s + pilot.per_token_s * f64::from(prompt) * k as f64;
+        // The first wave's prefill (with a quarter more for the steps it
+        // shares with the decoders it started), then 36 steps.
+        let wave = prompt_s(prompt).max(pilot.per_token_s * f64::from(prompt));
+        let first = pilot.short_ttft_s + WAVE_MARGIN * wave * k as f64;
         ShapeLevel {
             streams: k,
             prompt,

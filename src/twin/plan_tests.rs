@@ -116,24 +116,50 @@ fn interference_decoders_leave_a_slot_free_for_the_prompts() {
 #[test]
 fn the_long_context_level_fits_the_model_length_and_the_batch_limit() {
     let p = pilot(0.05, 300e-6, 0.05);
+    let line = |n: u32| 300e-6 * f64::from(n);
     let room = Duration::from_secs(4);
-    let levels = shape_levels(&p, 2048, 128, room, |_| 0.06);
+    let levels = shape_levels(&p, 2048, 128, room, (|_| 0.06, line));
     assert_eq!(levels.len(), 1);
     let ctx = levels[0];
-    // 16 streams would take 7.2 s, 8 streams 4.7 s: 4 fit.
+    // 16 streams would take 8.4 s, 8 streams 5.3 s: 4 fit.
     assert_eq!((ctx.streams, ctx.prompt, ctx.output), (4, 1024, 64));
-    // The long prompts' first wave (4 × 1024 × 300 µs) and 36 gaps.
-    assert!((ctx.length.as_secs_f64() - (0.05 + 1.2288 + 2.16)).abs() < 1e-6);
-    let roomy = shape_levels(&p, 2048, 128, Duration::from_secs(8), |_| 0.06);
+    // The long prompts' first wave (4 × 1024 × 300 µs, a quarter more)
+    // and 36 gaps.
+    assert!((ctx.length.as_secs_f64() - (0.05 + 1.25 * 1.2288 + 2.16)).abs() < 1e-6);
+    let roomy = shape_levels(&p, 2048, 128, Duration::from_secs(9), (|_| 0.06, line));
     assert_eq!(roomy[0].streams, 16);
-    let tight = shape_levels(&p, 2048, 128, Duration::from_secs(1), |_| 0.06);
+    let tight = shape_levels(&p, 2048, 128, Duration::from_secs(1), (|_| 0.06, line));
     assert_eq!(tight[0].streams, 4, "never fewer than 4");
     // A short context leaves none; a batch limit of 2 caps the streams.
-    assert!(shape_levels(&p, 100, 128, room, |_| 0.06).is_empty());
-    let small = shape_levels(&p, 2048, 2, room, |_| 0.06);
+    assert!(shape_levels(&p, 100, 128, room, (|_| 0.06, line)).is_empty());
+    let small = shape_levels(&p, 2048, 2, room, (|_| 0.06, line));
     assert!(small.iter().all(|l| l.streams == 2), "{small:?}");
-    let short = shape_levels(&p, 600, 128, room, |_| 0.06);
+    let short = shape_levels(&p, 600, 128, room, (|_| 0.06, line));
     assert_eq!((short[0].prompt, short[0].output), (535, 64));
+}
+
+#[test]
+fn the_long_level_lasts_its_first_wave_by_the_prefill_curve_not_the_pilots_line() {
+    // The pilot's line says 300 µs a token; the prefill probe's curve (its
+    // attention pairs) says a 1,024-token prompt takes 0.45 s: ten of them
+    // take 4.5 s, a quarter more 5.7 s, and the level lasts past that.
+    let p = pilot(0.05, 300e-6, 0.05);
+    let curve = |n: u32| 300e-6 * f64::from(n) + 280e-9 * f64::from(n) * f64::from(n + 1) / 2.0;
+    let room = Duration::from_secs(30);
+    let by_line = shape_levels(&p, 2048, 10, room, (|_| 0.06, |n| 300e-6 * f64::from(n)));
+    let by_curve = shape_levels(&p, 2048, 10, room, (|_| 0.06, curve));
+    assert_eq!((by_line[0].streams, by_curve[0].streams), (10, 10));
+    let wave = 10.0 * curve(1024);
+    assert!(wave > 4.4 && wave < 4.6, "{wave}");
+    let length = by_curve[0].length.as_secs_f64();
+    assert!(
+        (length - (0.05 + 1.25 * wave + 36.0 * 0.06)).abs() < 1e-6,
+        "{length}"
+    );
+    assert!(by_line[0].length.as_secs_f64() < length - 1.0);
+    // A curve below the pilot's line does not shorten it.
+    let low = shape_levels(&p, 2048, 10, room, (|_| 0.06, |_| 0.0));
+    assert_eq!(low[0].length, by_line[0].length);
 }
 
 #[test]

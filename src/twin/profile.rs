@@ -17,7 +17,7 @@ pub use super::estimate::{Estimate, Status, SYSTEMATIC_SHARE};
 use super::predict::Misfit;
 use super::ranges;
 use crate::sim::blocks::BLOCK_TOKENS;
-use crate::sim::params::HostStalls;
+use crate::sim::params::{HostStalls, MAX_INTERFERENCE};
 use crate::sim::{ModelParams, SimConfig};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -346,7 +346,7 @@ impl ServerProfile {
             max_num_batched_tokens: count(v[5]),
             max_model_len,
             prefill_interference: if v[6].is_finite() {
-                v[6].clamp(0.0, 1.0)
+                v[6].clamp(0.0, MAX_INTERFERENCE)
             } else {
                 1.0
             },

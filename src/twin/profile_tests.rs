@@ -95,10 +95,11 @@ fn corners_move_each_parameter_to_the_ends_of_its_range() {
     // A lower bound has no upper end: the fast corner lifts the limit.
     assert_eq!(slow.max_num_batched_tokens, 1024);
     assert_eq!(fast.max_num_batched_tokens, UNBOUNDED_COUNT as u32);
-    // A reported value has no spread; interference stays within 0..=1.
+    // A reported value has no spread; interference moves ±2σ too (a
+    // mixed step may compute prompts slower than alone).
     assert_eq!(slow.kv_cache_tokens, fast.kv_cache_tokens);
     assert_eq!(fast.prefill_interference, 0.96);
-    assert_eq!(slow.prefill_interference, 1.0);
+    assert_eq!(slow.prefill_interference, 1.04);
     let one = corners
         .iter()
         .find(|c| c.name == "decode_seq_us high")

@@ -14,15 +14,17 @@ fn injection(prompt_tokens: u32, step_ms: f64) -> Injection {
     }
 }
 
-/// Three long prompts, and short ones of 32 tokens whose steps came out
-/// as given (ms over the baseline).
+/// Three long prompts of 600 tokens (each cost the decoders 106.2 ms: at
+/// 0.15 ms a token and α 1, 90 ms of tokens and a 16.2-ms fixed part), and
+/// short ones of 32 tokens whose steps came out as given (ms over the
+/// baseline).
 fn probe(shorts: &[f64]) -> InterferenceObs {
     let long = Injection {
         prompt_tokens: 600,
-        extra_s: 0.090,
+        extra_s: 0.1062,
         decoders: 3,
         lengthened_s: Vec::new(),
-        step_extra_s: 0.090,
+        step_extra_s: 0.1062,
     };
     let mut injections = vec![long; 3];
     injections.extend(shorts.iter().map(|&e| injection(32, e)));
@@ -61,14 +63,18 @@ fn too_few_short_prompts_or_none_give_no_reading() {
 }
 
 #[test]
-fn the_long_prompts_alone_give_alpha() {
+fn the_short_prompts_loss_takes_the_fixed_part_out_of_alpha() {
     let obs = probe(&[20.0, 21.0, 22.0]);
     assert_eq!(obs.long().count(), 3);
     assert_eq!(obs.short().count(), 3);
-    // 90 ms lost over 600 tokens at 0.15 ms: α = 1, the short ones' much
-    // larger loss per token left out.
-    let a = crate::twin::interference::fit_alpha(&obs, 1.5e-4, 0.0).unwrap();
+    // The short ones lost 21 ms (4.8 ms of tokens and the fixed 16.2): the
+    // long ones' 106.2 less that, over 568 tokens at 0.15 ms, is α = 1.
+    let fit = |o: &InterferenceObs| crate::twin::interference::fit_alpha(o, 1.5e-4, 0.0).unwrap();
+    let a = fit(&obs);
     assert!((a.value - 1.0).abs() < 1e-9, "{a:?}");
+    // Without short prompts the fixed part counts as tokens: 106.2 / 90.
+    let a = fit(&probe(&[]));
+    assert!((a.value - 1.18).abs() < 1e-9, "{a:?}");
 }
 
 #[test]

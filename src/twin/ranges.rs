@@ -51,8 +51,8 @@ pub const RANGES: [Range; 13] = [
     },
     Range {
         min: 0.0,
-        max: 1.0,
-        unit: "a share",
+        max: crate::sim::params::MAX_INTERFERENCE,
+        unit: "times a prompt's lone cost, beside decoders",
     },
     Range {
         min: 0.0,

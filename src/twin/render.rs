@@ -61,7 +61,7 @@ pub(super) fn engine_words(j: &PredictJson) -> String {
             e.corners
         )
     };
-    let mut interference = if e.prefill_interference < 1.0 {
+    let mut interference = if e.prefill_interference != 1.0 {
         format!(", prefill interference {:.2}", e.prefill_interference)
     } else {
         String::new()

@@ -86,7 +86,7 @@ pub fn render(p: &ServerProfile) -> String {
     row(
         &mut out,
         "prefill interference",
-        "0..1",
+        "0..3",
         &q.prefill_interference,
     );
     row(&mut out, "context per token", "us", &q.context_token_us);

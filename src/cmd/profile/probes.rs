@@ -13,7 +13,7 @@ use crate::twin::fit::Observations;
 use crate::twin::interference::{self, InterferenceObs};
 use crate::twin::observe::{decode_level, kv_level_point, tokens_in_flight, GaugeSample};
 use crate::twin::plan::{self, InterferencePlan, Pilot, PrefillPlan};
-use crate::twin::prefill::TtftSample;
+use crate::twin::prefill::{self, TtftSample};
 use crate::twin::prefill_batch::{self, BatchPlan, BatchSample};
 use crate::twin::profile::ProbeSummary;
 use crate::workload::dataset::{self, DatasetKind};
@@ -331,11 +331,13 @@ impl Probe<'_> {
         // which the steps of a loaded level exceed), but only from the
         // repeats: the first climb to the batch limit comes first.
         let room = share.mul_f64(plan::CONTEXT_ROOM_SHARE);
-        let kept: Duration =
-            plan::shape_levels(pilot, max_len, usize::MAX, room, |_| pilot.lone_gap_s)
-                .iter()
-                .map(|l| l.length)
-                .sum();
+        let curve = prefill::fit(&obs.prefill, &[]);
+        let lone = |n: u32| curve.as_ref().map_or(0.0, |f| f.cost_s(n));
+        let gap = |_| pilot.lone_gap_s;
+        let kept: Duration = plan::shape_levels(pilot, max_len, usize::MAX, room, (gap, lone))
+            .iter()
+            .map(|l| l.length)
+            .sum();
         let repeats_until = end.checked_sub(kept.mul_f64(2.5)).unwrap_or(t);
         let mut done: Vec<(usize, bool, f64)> = Vec::new();
         let mut all = Vec::new();
@@ -361,7 +363,7 @@ impl Probe<'_> {
             }
         }
         let shapes = self
-            .shape_levels(pilot, (max_len, room), end, &done, obs, &mut all)
+            .shape_levels((pilot, &lone), (max_len, room), end, &done, obs, &mut all)
             .await?;
         let levels: Vec<String> = done.iter().map(|d| d.0.to_string()).collect();
         let detail = format!(
@@ -377,7 +379,7 @@ impl Probe<'_> {
     /// what they were, for the probe's summary.
     async fn shape_levels(
         &mut self,
-        pilot: &Pilot,
+        (pilot, lone): (&Pilot, &impl Fn(u32) -> f64),
         (max_len, room): (u32, Duration),
         end: Instant,
         done: &[(usize, bool, f64)],
@@ -391,7 +393,7 @@ impl Probe<'_> {
                 .min_by_key(|d| d.0.abs_diff(k))
                 .map_or(pilot.lone_gap_s, |d| d.2)
         };
-        let levels = plan::shape_levels(pilot, max_len, limit, room, gap);
+        let levels = plan::shape_levels(pilot, max_len, limit, room, (gap, lone));
         let mut ran = Vec::new();
         for _ in 0..plan::SHAPE_ROUNDS {
             for l in &levels {
