@@ -34,6 +34,11 @@ pub const LONGEST_PREFILL: u32 = 2048;
 pub const PREFILL_OUTPUT: u32 = 2;
 /// Decoders of the interference probe, fewer on a smaller batch limit.
 pub const DECODERS: usize = 3;
+/// Most long prompts the interference probe sends: their median (a host
+/// stall on one prompt's step moves it little) wants a dozen or more; six
+/// (their mean) read 0.98, 1.28 and 1.48 in three profiles of one vLLM
+/// engine.
+pub const LONG_PROMPTS: usize = 16;
 /// Prompt and output of a decode-level request.
 pub const DECODE_PROMPT: u32 = 8;
 pub const DECODE_OUTPUT: u32 = 64;
@@ -197,15 +202,15 @@ impl InterferencePlan {
 }
 
 /// Prompts whose prefill costs about 5 decode steps (at least 50 ms), as
-/// many as fit the share (3..=6), spaced so each prefill ends well before
-/// the next begins; after each, two short ones.
+/// many as fit the share (3..=[`LONG_PROMPTS`]), spaced so each prefill
+/// ends well before the next begins; after each, two short ones.
 pub fn interference(pilot: &Pilot, budget: Duration, max_len: u32) -> InterferencePlan {
     let share = budget.as_secs_f64() * INTERFERENCE_SHARE;
     let g = pilot.lone_gap_s;
     let cap = max_len.saturating_sub(2).clamp(16, 8192);
     let mut n = ((5.0 * g).max(0.05) / pilot.per_token_s).clamp(64.0, f64::from(cap)) as u32;
     let spacing = |n: u32| 2.0 * (pilot.short_ttft_s + pilot.per_token_s * f64::from(n)) + 6.0 * g;
-    let mut count = 6usize;
+    let mut count = LONG_PROMPTS;
     while count > 3 && (count + 1) as f64 * spacing(n) > share {
         count -= 1;
     }

@@ -89,7 +89,7 @@ fn interference_prompts_cost_several_steps_and_fit_their_share() {
     let plan = interference(&p, Duration::from_secs(120), 4096);
     // 50 ms of prefill at 100 µs a token.
     assert_eq!(plan.prompt_tokens, 500);
-    assert_eq!(plan.sends.len(), 6);
+    assert_eq!(plan.sends.len(), LONG_PROMPTS);
     assert!(plan.length.as_secs_f64() <= 120.0 * INTERFERENCE_SHARE);
     assert!(plan
         .sends
