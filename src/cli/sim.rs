@@ -168,10 +168,11 @@ pub struct SimEngineArgs {
     #[arg(long, value_name = "US")]
     pub decode_seq_us: Option<f64>,
     /// Override: how much an arriving prefill slows the sequences already
-    /// decoding, 0..=1: 1 (default) prefill and decode share one batch step
+    /// decoding, 0..=3: 1 (default) prefill and decode share one batch step
     /// (vLLM, SGLang, llama.cpp); 0 prefill runs on other workers
-    /// (disaggregated prefill/decode).
-    #[arg(long, value_name = "FRACTION")]
+    /// (disaggregated prefill/decode); above 1 a prompt computed beside
+    /// decoders costs that many times its lone prefill (vLLM on CPU).
+    #[arg(long, value_name = "FACTOR")]
     pub prefill_interference: Option<f64>,
     /// Turn the simulated prefix cache off (vLLM's --no-enable-prefix-caching).
     #[arg(long)]
