@@ -27,6 +27,10 @@ use crate::metrics::RequestRecord;
 use crate::sim::params::MAX_INTERFERENCE;
 use std::time::Duration;
 
+/// Fewest short prompts for a reading of their loss (here, and the fixed
+/// cost of a prompt's step in `prompt_step`).
+pub const MIN_SHORT_PROMPTS: usize = 3;
+
 /// What the decoders saw around one injected prompt.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Injection {
@@ -225,10 +229,10 @@ fn median_and_error(mut values: Vec<f64>) -> (f64, f64) {
 
 /// The short prompts' median loss to the decoders (the step that computed
 /// each, seconds) and their mean length; `None` under
-/// [`super::prompt_step::MIN_PROMPTS`] of them.
+/// [`MIN_SHORT_PROMPTS`] of them.
 fn short_median(obs: &InterferenceObs) -> Option<(f64, f64)> {
     let mut losses: Vec<f64> = obs.short().map(|i| i.step_extra_s).collect();
-    if losses.len() < super::prompt_step::MIN_PROMPTS {
+    if losses.len() < MIN_SHORT_PROMPTS {
         return None;
     }
     losses.sort_by(f64::total_cmp);

@@ -29,7 +29,7 @@ use crate::metrics::stats::median;
 /// The short prompts' length, tokens: one step's worth on any server.
 pub const SHORT_PROMPT: u32 = 32;
 /// Fewest short prompts for a reading.
-pub const MIN_PROMPTS: usize = 3;
+pub const MIN_PROMPTS: usize = super::interference::MIN_SHORT_PROMPTS;
 
 /// `F`, ms, and its standard error, from the short prompts: the median of
 /// `step extra / α − c(n)` over them, `prompt_cost_s(n)` the prefill curve's
