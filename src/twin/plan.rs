@@ -55,7 +55,7 @@ pub const CONTEXT_ROOM_SHARE: f64 = 0.1;
 pub const CONTEXT_PROMPT: u32 = 1024;
 /// How much longer than its prompts' lone prefills a long level's first
 /// wave is taken to last (vLLM on CPU: ten 1,024-token prompts took 3.09 s,
-/// 1.06 times ten lone ones by the prefill curve).
+/// 1.06 to 1.17 times ten lone ones by two profiles' prefill curves).
 pub const WAVE_MARGIN: f64 = 1.25;
 /// Rounds of that level at most.
 pub const SHAPE_ROUNDS: usize = 2;
