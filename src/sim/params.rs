@@ -205,7 +205,7 @@ impl ModelParams {
         let prefill = self.per_prefill_token.as_nanos() * u128::from(load.prefill_tokens)
             + self.per_prefill_pair.as_nanos() * u128::from(load.prefill_pairs)
             + fixed;
-        let prefill = if self.prefill_interference == SHARED_STEP || load.decode_seqs == 0 {
+        let prefill = if load.decode_seqs == 0 {
             prefill
         } else {
             (prefill as f64 * self.prefill_interference.max(0.0)).round() as u128

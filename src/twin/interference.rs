@@ -22,7 +22,7 @@
 
 use super::observe::token_times;
 use super::profile::Estimate;
-use crate::metrics::stats::{mean, median};
+use crate::metrics::stats::{mean, median, median_error, robust_sigma};
 use crate::metrics::RequestRecord;
 use crate::sim::params::MAX_INTERFERENCE;
 use std::time::Duration;
@@ -101,9 +101,7 @@ pub fn observe(decoders: &[RequestRecord], injected: &[RequestRecord]) -> Option
     }
     gaps.sort_by(f64::total_cmp);
     let g0 = median(&gaps);
-    let mut dev: Vec<f64> = gaps.iter().map(|g| (g - g0).abs()).collect();
-    dev.sort_by(f64::total_cmp);
-    let noise = 1.4826 * median(&dev);
+    let noise = robust_sigma(&gaps);
     let threshold = (5.0 * noise).max(0.05 * g0);
     let injections = injected
         .iter()
@@ -176,7 +174,7 @@ pub fn fit_alpha(obs: &InterferenceObs, c_p: f64, c_p_sigma: f64) -> Option<Esti
         return None;
     }
     let (short_loss, short_tokens) = short_median(obs).unwrap_or((0.0, 0.0));
-    let each: Vec<f64> = obs
+    let mut each: Vec<f64> = obs
         .long()
         .filter(|i| f64::from(i.prompt_tokens) > short_tokens)
         .map(|i| (i.extra_s - short_loss) / (c_p * (f64::from(i.prompt_tokens) - short_tokens)))
@@ -185,7 +183,12 @@ pub fn fit_alpha(obs: &InterferenceObs, c_p: f64, c_p_sigma: f64) -> Option<Esti
         return None;
     }
     let m = each.len() as f64;
-    let (raw, spread) = median_and_error(each);
+    each.sort_by(f64::total_cmp);
+    // The median: a host stall that falls on one prompt's step moves it
+    // little (the model adds the stalls on its own, `sim::stalls`). On vLLM
+    // on CPU one long prompt in two or three met one: six 400-token prompts
+    // read 0.65, 0.72, 0.83, 1.38, 1.77 and 2.35.
+    let (raw, spread) = (median(&each), median_error(&each));
     // One prompt's resolution: the decoders' gap noise over its prefill cost.
     let tokens = mean(
         &obs.long()
@@ -211,20 +214,6 @@ pub fn fit_alpha(obs: &InterferenceObs, c_p: f64, c_p_sigma: f64) -> Option<Esti
         e.high = e.high.map(|h| h.min(MAX_INTERFERENCE));
     }
     Some(e)
-}
-
-/// The median of `values` and its standard error (1.253 σ/√m, σ from the
-/// median absolute deviation): a host stall that falls on one prompt's
-/// step moves neither (the model adds the stalls on its own,
-/// `sim::stalls`). On vLLM on CPU one long prompt in two or three met one:
-/// six 400-token prompts read 0.65, 0.72, 0.83, 1.38, 1.77 and 2.35.
-fn median_and_error(mut values: Vec<f64>) -> (f64, f64) {
-    values.sort_by(f64::total_cmp);
-    let mid = median(&values);
-    let mut dev: Vec<f64> = values.iter().map(|v| (v - mid).abs()).collect();
-    dev.sort_by(f64::total_cmp);
-    let m = values.len() as f64;
-    (mid, 1.253 * 1.4826 * median(&dev) / m.sqrt())
 }
 
 /// The short prompts' median loss to the decoders (the step that computed

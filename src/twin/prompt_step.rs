@@ -24,7 +24,7 @@
 
 use super::estimate::Estimate;
 use super::interference::InterferenceObs;
-use crate::metrics::stats::median;
+use crate::metrics::stats::{median, median_error};
 
 /// The short prompts' length, tokens: one step's worth on any server.
 pub const SHORT_PROMPT: u32 = 32;
@@ -51,14 +51,11 @@ pub fn fixed_cost_ms(
         return None;
     }
     each.sort_by(f64::total_cmp);
-    let mid = median(&each);
-    let mut dev: Vec<f64> = each.iter().map(|x| (x - mid).abs()).collect();
-    dev.sort_by(f64::total_cmp);
     let m = each.len() as f64;
-    // The median's standard error: 1.253 σ/√m, σ from the MAD; at least
-    // the decoders' own gap noise over √m.
-    let sigma = (1.253 * 1.4826 * median(&dev)).max(obs.gap_noise_s * 1e3 / alpha) / m.sqrt();
-    Some((mid, sigma, each.len()))
+    // The median's standard error, at least the decoders' own gap noise
+    // over √m.
+    let sigma = median_error(&each).max(obs.gap_noise_s * 1e3 / alpha / m.sqrt());
+    Some((median(&each), sigma, each.len()))
 }
 
 /// The profile's `prefill_step_ms` from [`fixed_cost_ms`]'s reading: held

@@ -55,6 +55,25 @@ pub fn median(sorted: &[f64]) -> f64 {
     }
 }
 
+/// Robust spread of an ascending slice: 1.4826 × the median absolute
+/// deviation from its median (σ for normal data, and a few outliers, a
+/// host's stalls, do not move it); 0 for an empty slice.
+pub fn robust_sigma(sorted: &[f64]) -> f64 {
+    let mid = median(sorted);
+    let mut dev: Vec<f64> = sorted.iter().map(|v| (v - mid).abs()).collect();
+    dev.sort_by(f64::total_cmp);
+    1.4826 * median(&dev)
+}
+
+/// Standard error of the median of an ascending slice, 1.253 ×
+/// [`robust_sigma`] / √n; 0 for an empty slice.
+pub fn median_error(sorted: &[f64]) -> f64 {
+    match sorted.len() {
+        0 => 0.0,
+        n => 1.253 * robust_sigma(sorted) / (n as f64).sqrt(),
+    }
+}
+
 /// Percentile `p` (0–100) of an ascending slice, by NumPy's default method
 /// (`method="linear"`): rank = p/100·(n−1), linear interpolation between the
 /// two closest ranks. This is the only percentile implementation in kneecap.
@@ -146,6 +165,16 @@ mod tests {
             (got - want).abs() <= 1e-12 * want.abs().max(1.0),
             "got {got}, want {want}"
         );
+    }
+
+    #[test]
+    fn the_robust_sigma_ignores_an_outlier_and_the_median_error_shrinks_with_n() {
+        // Deviations from 3: 2, 1, 0, 1, 97: MAD 1.
+        let v = [1.0, 2.0, 3.0, 4.0, 100.0];
+        assert!((robust_sigma(&v) - 1.4826).abs() < 1e-12);
+        assert!((median_error(&v) - 1.253 * 1.4826 / 5f64.sqrt()).abs() < 1e-12);
+        assert_eq!((robust_sigma(&[]), median_error(&[])), (0.0, 0.0));
+        assert_eq!(median_error(&[7.0]), 0.0);
     }
 
     #[test]

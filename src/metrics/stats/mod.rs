@@ -24,7 +24,10 @@ pub mod stamps;
 #[cfg(test)]
 pub(crate) mod testing;
 
-pub use distribution::{distribution, mean, median, percentile, percentile_key, std_population};
+pub use distribution::{
+    distribution, mean, median, median_error, percentile, percentile_key, robust_sigma,
+    std_population,
+};
 pub use peak::{max_concurrent_requests, max_output_tokens_per_s};
 pub use request::{
     goodput_tpot_seconds, meets_slo, request_goodput, successful, tpot_seconds, Samples,
