@@ -34,11 +34,12 @@ pub const LONGEST_PREFILL: u32 = 2048;
 pub const PREFILL_OUTPUT: u32 = 2;
 /// Decoders of the interference probe, fewer on a smaller batch limit.
 pub const DECODERS: usize = 3;
-/// Most long prompts the interference probe sends: their median (a host
-/// stall on one prompt's step moves it little) wants a dozen or more; six
-/// (their mean) read 0.98, 1.28 and 1.48 in three profiles of one vLLM
-/// engine.
-pub const LONG_PROMPTS: usize = 16;
+/// Most long prompts the interference probe sends: the centre of their
+/// shortest half (nearly half of them meet a host stall on vLLM on CPU)
+/// wants a dozen or more; six (their mean) read 0.98, 1.28 and 1.48 in
+/// three profiles of one vLLM engine. At 90 s of budget 24 about fill the
+/// probe's share.
+pub const LONG_PROMPTS: usize = 24;
 /// Prompt and output of a decode-level request.
 pub const DECODE_PROMPT: u32 = 8;
 pub const DECODE_OUTPUT: u32 = 64;

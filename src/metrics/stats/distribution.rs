@@ -74,6 +74,27 @@ pub fn median_error(sorted: &[f64]) -> f64 {
     }
 }
 
+/// Centre of the shortest half of an ascending slice (the "shorth"): the
+/// median of the ⌊n/2⌋ + 1 consecutive values that span the least range.
+/// When under half the values are pushed one way (a host's stalls lengthen
+/// some readings) it stays with the rest, where the median moves toward
+/// them; for symmetric data it is near the median. 0 for an empty slice.
+pub fn shorth_center(sorted: &[f64]) -> f64 {
+    let n = sorted.len();
+    if n == 0 {
+        return 0.0;
+    }
+    let h = n / 2 + 1;
+    let range = |i: usize| sorted[i + h - 1] - sorted[i];
+    let least = (0..=n - h).map(range).fold(f64::INFINITY, f64::min);
+    // The middle one of equally short halves (evenly spread data: the median).
+    let shortest: Vec<usize> = (0..=n - h)
+        .filter(|&i| range(i) <= least + 1e-12 * least.abs())
+        .collect();
+    let start = shortest[(shortest.len() - 1) / 2];
+    median(&sorted[start..start + h])
+}
+
 /// Percentile `p` (0–100) of an ascending slice, by NumPy's default method
 /// (`method="linear"`): rank = p/100·(n−1), linear interpolation between the
 /// two closest ranks. This is the only percentile implementation in kneecap.
@@ -165,6 +186,24 @@ mod tests {
             (got - want).abs() <= 1e-12 * want.abs().max(1.0),
             "got {got}, want {want}"
         );
+    }
+
+    #[test]
+    fn the_shorth_stays_with_the_majority_where_the_median_moves() {
+        // Nine readings 0.8..1.2 and seven pushed up past 1.6 (stalls).
+        let mut v: Vec<f64> = (0..9).map(|i| 0.8 + 0.05 * f64::from(i)).collect();
+        v.extend((0..7).map(|i| 1.6 + 0.05 * f64::from(i)));
+        v.sort_by(f64::total_cmp);
+        assert!(
+            (shorth_center(&v) - 1.0).abs() < 1e-9,
+            "{}",
+            shorth_center(&v)
+        );
+        assert!((median(&v) - 1.175).abs() < 1e-9);
+        // Symmetric: the median's neighbourhood.
+        let sym = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0];
+        assert!((shorth_center(&sym) - median(&sym)).abs() <= 0.5);
+        assert_eq!((shorth_center(&[]), shorth_center(&[2.0])), (0.0, 2.0));
     }
 
     #[test]

@@ -26,7 +26,7 @@ pub(crate) mod testing;
 
 pub use distribution::{
     distribution, mean, median, median_error, percentile, percentile_key, robust_sigma,
-    std_population,
+    shorth_center, std_population,
 };
 pub use peak::{max_concurrent_requests, max_output_tokens_per_s};
 pub use request::{
