@@ -29,6 +29,11 @@ pub struct ProfileArgs {
     /// [default: TARGET/metrics].
     #[arg(long, help_heading = "Profile")]
     pub metrics_url: Option<String>,
+    /// Fit again the observations a profile JSON holds (what its probes
+    /// saw, which `kneecap profile` writes into it), with this kneecap's
+    /// fit; no server is contacted and the probes are not sent again.
+    #[arg(long, value_name = "FILE", help_heading = "Profile")]
+    pub refit: Option<PathBuf>,
     /// The built-in simulator's engine (without --base-url), as `kneecap sim` takes it.
     #[command(flatten, next_help_heading = "Built-in simulator")]
     pub sim: SimEngineArgs,

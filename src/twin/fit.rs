@@ -8,6 +8,7 @@ use super::bounds;
 use super::decode::{self, DecodeFit};
 use super::interference::{self, InterferenceObs};
 use super::kv;
+use super::mixed::{self, MixedObs};
 use super::observe::{DecodeLevel, KvPoint};
 use super::prefill::{self, PrefillFit, TtftSample};
 use super::prefill_batch::BatchSample;
@@ -17,12 +18,14 @@ use super::profile::{
 use super::prompt_step;
 use super::reported;
 use super::stalls;
+use serde::{Deserialize, Serialize};
 
 /// vLLM's default `--max-num-batched-tokens`, assumed when no probe showed it.
 pub const ASSUMED_BUDGET: f64 = 2048.0;
 
 /// Everything the probes saw.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Observations {
     /// Lone requests (concurrency 1), in the order sent.
     pub prefill: Vec<TtftSample>,
@@ -32,6 +35,8 @@ pub struct Observations {
     pub interference: Option<InterferenceObs>,
     /// Closed-loop levels at rising concurrency.
     pub decode: Vec<DecodeLevel>,
+    /// A full batch with prompts arriving ([`super::mixed`]).
+    pub mixed: Option<MixedObs>,
     /// Tokens in flight against KV usage, one mean point per decode level.
     pub kv_points: Vec<KvPoint>,
     /// The most tokens the probes held in flight at once.
@@ -67,6 +72,41 @@ pub struct Header {
     pub budget_s: f64,
     pub elapsed_s: f64,
     pub probes: Vec<ProbeSummary>,
+}
+
+/// A profile with what its probes saw, as `kneecap profile` writes it: the
+/// profile's keys, and `observations`, which `kneecap profile --refit`
+/// fits again (a newer fit of the same probes, no server needed). Readers
+/// of the profile alone ignore the extra key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Saved {
+    #[serde(flatten)]
+    pub profile: ServerProfile,
+    pub observations: Option<Observations>,
+}
+
+impl Saved {
+    /// The saved profile, pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// The profile fitted again from its observations, with the saved
+    /// profile's header; `None` when it holds none.
+    pub fn refit(&self) -> Option<ServerProfile> {
+        let p = &self.profile;
+        let header = Header {
+            kneecap_version: p.kneecap_version.clone(),
+            base_url: p.base_url.clone(),
+            simulated: p.simulated,
+            model: p.model.clone(),
+            gauges: p.gauges.clone(),
+            budget_s: p.budget_s,
+            elapsed_s: p.elapsed_s,
+            probes: p.probes.clone(),
+        };
+        Some(fit(self.observations.as_ref()?, header))
+    }
 }
 
 /// Fits every parameter; what could not be measured is assumed, bounded
@@ -127,6 +167,7 @@ fn fit_once(obs: &Observations, header: Header) -> ServerProfile {
     );
     let stall = stalls::fit(&obs.decode);
     let dec = decode::fit(&obs.decode, ac, stall.share);
+    let loaded = (obs.mixed.as_ref(), dec.clone(), pre.as_ref());
     let (step_base_ms, decode_seq_us, max_num_seqs, [context_token_us, request_ms]) =
         decode_parts(dec, &mut warnings);
     let (max_num_seqs, seqs_off) = reported::figure(
@@ -139,6 +180,14 @@ fn fit_once(obs: &Observations, header: Header) -> ServerProfile {
         prefill_parts(pre.as_ref(), &mut warnings);
     let prefill_step_ms = beside_decoders(obs, pre.as_ref(), alpha.value, c_p)
         .unwrap_or_else(|| prefill_step(pre.as_ref(), &step_base_ms));
+    let quiet_decoders = obs.interference.as_ref().map_or(0, |o| o.decoders);
+    let alpha = under_load(
+        loaded,
+        (stall.share, quiet_decoders),
+        &prefill_step_ms,
+        alpha,
+        &mut warnings,
+    );
     if let Some(w) = fixed_cost_gap(&prefill_fixed_ms, &step_base_ms, &prefill_step_ms) {
         warnings.push(w);
     }
@@ -199,6 +248,38 @@ fn injected_cost(obs: &Observations, pre: Option<&PrefillFit>, c_p: f64) -> f64 
         .unwrap_or(0);
     pre.filter(|_| n > 0)
         .map_or(c_p, |p| p.cost_s(n) / f64::from(n))
+}
+
+/// The interference the mixed level shows, when it pins it down; else the
+/// interference probe's `quiet` one (and said so).
+fn under_load(
+    (level, dec, pre): (Option<&MixedObs>, Option<DecodeFit>, Option<&PrefillFit>),
+    (stall_share, quiet_decoders): (f64, usize),
+    prefill_step_ms: &Estimate,
+    quiet: Estimate,
+    warnings: &mut Vec<String>,
+) -> Estimate {
+    let (Some(level), Some(dec), Some(pre)) = (level, dec, pre) else {
+        return quiet;
+    };
+    match mixed::fit_alpha(level, &dec, stall_share, pre, prefill_step_ms.value) {
+        Some(mut e) if e.uncertainty < e.value => {
+            e.how += &format!(
+                "; beside {quiet_decoders} decoders of an otherwise idle server it read {:.2} ± {:.2}",
+                quiet.value,
+                quiet.uncertainty
+            );
+            e
+        }
+        Some(e) => {
+            warnings.push(format!(
+                "the mixed level's interference ({:.2} ± {:.2}) is not pinned down: the interference probe's {:.2} is kept",
+                e.value, e.uncertainty, quiet.value
+            ));
+            quiet
+        }
+        None => quiet,
+    }
 }
 
 /// The prefill interference from the probe, or 1 assumed (and said so).

@@ -1,9 +1,9 @@
 //! More of the pipeline on fake time: a host that stalls (the stalls come
 //! back from the decode levels' gaps, and the decode line without them),
-//! and a token budget the server reports.
+//! a token budget the server reports, and a saved profile fitted again.
 
-use super::fit;
 use super::tests::{close, header, observations, params, profile};
+use super::{fit, Saved};
 use crate::sim::params::HostStalls;
 use crate::sim::ModelParams;
 use crate::twin::Status;
@@ -82,4 +82,30 @@ fn prompts_longer_than_a_reported_token_budget_pay_a_step_base_per_chunk() {
         "{}",
         prof.params.prefill_token_us.how
     );
+}
+
+#[test]
+fn a_saved_profile_fits_again_to_the_same_parameters() {
+    let p = stalling(2.0, 80);
+    let obs = observations(&p, true, Duration::from_secs(30));
+    let first = fit(&obs, header(Duration::from_secs(30)));
+    let saved = Saved {
+        profile: first.clone(),
+        observations: Some(obs),
+    };
+    let text = saved.to_json();
+    // The plain profile reader takes the file as it is (the extra key
+    // ignored), and the saved form reads back whole.
+    let plain = crate::twin::ServerProfile::from_json(&text).unwrap();
+    assert_eq!(plain.params, first.params);
+    let back: Saved = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, saved);
+    let again = back.refit().unwrap();
+    assert_eq!(again.params, first.params);
+    assert_eq!(again.warnings, first.warnings);
+    let none = Saved {
+        observations: None,
+        ..back
+    };
+    assert_eq!(none.refit(), None);
 }

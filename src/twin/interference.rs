@@ -25,6 +25,7 @@ use super::profile::Estimate;
 use crate::metrics::stats::{mean, median, median_error, robust_sigma, shorth_center};
 use crate::metrics::RequestRecord;
 use crate::sim::params::MAX_INTERFERENCE;
+use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// Fewest short prompts for a reading of their loss (here, and the fixed
@@ -32,7 +33,7 @@ use std::time::Duration;
 pub const MIN_SHORT_PROMPTS: usize = 3;
 
 /// What the decoders saw around one injected prompt.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Injection {
     pub prompt_tokens: u32,
     /// Decoder time beyond the baseline over the prompt's prefill, mean
@@ -50,7 +51,7 @@ pub struct Injection {
 }
 
 /// The interference probe, reduced.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InterferenceObs {
     /// Decoding streams.
     pub decoders: usize,

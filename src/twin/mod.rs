@@ -52,6 +52,7 @@ pub mod knee;
 pub mod kv;
 pub mod line;
 pub mod measured;
+pub mod mixed;
 pub mod observe;
 pub mod plan;
 pub mod predict;

@@ -6,6 +6,7 @@
 
 use crate::metrics::stats::{mean, median};
 use crate::metrics::{ErrorKind, RequestRecord};
+use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// One reading of the server's gauges during a level.
@@ -46,7 +47,7 @@ fn cut(r: &RequestRecord) -> bool {
 /// A closed-loop level of short prompts and long outputs, over its steady
 /// window (from when the decoding batch first reached 90% of its peak to
 /// the level's end).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DecodeLevel {
     /// Streams offered.
     pub concurrency: usize,
@@ -87,7 +88,7 @@ pub struct DecodeLevel {
 /// A level's gaps over [`STALL_OVER`] times its median: steps the host
 /// stalled (a decode step's own cost scatters far less), and their summed
 /// excess over the median, s.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct StallGaps {
     pub gaps: usize,
     pub excess_s: f64,
@@ -110,7 +111,7 @@ impl StallGaps {
 /// The gaps of a level during which no request of the level waited for its
 /// first token: plain decode steps, with no prompt computed beside them
 /// (whatever the server's way of mixing prefill into its steps).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct CleanGaps {
     pub gaps: usize,
     pub median_gap_s: f64,
@@ -214,6 +215,18 @@ pub fn decode_level(
 ) -> Option<DecodeLevel> {
     let spans = streaming_spans(records, end);
     let a = steady_start(&spans)?;
+    level_from(concurrency, output_tokens, records, gauges, (a, end))
+}
+
+/// [`decode_level`] over the window `[a, end]` given.
+pub fn level_from(
+    concurrency: usize,
+    output_tokens: u32,
+    records: &[RequestRecord],
+    gauges: &[GaugeSample],
+    (a, end): (Duration, Duration),
+) -> Option<DecodeLevel> {
+    let spans = streaming_spans(records, end);
     let window = end.saturating_sub(a);
     let mut gaps: Vec<f64> = Vec::new();
     let mut context = 0.0;
@@ -289,7 +302,7 @@ pub fn tokens_in_flight(records: &[RequestRecord], t: Duration) -> (f64, usize) 
 }
 
 /// One KV reading against the tokens in flight.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct KvPoint {
     /// Tokens whose KV is computed: each streaming request's prompt and
     /// received tokens but the last (a sampled token's KV is computed in the

@@ -5,8 +5,9 @@
 //! The budget is shared: the pilot and warm-up take what they take, then
 //! about [`PREFILL_SHARE`] goes to lone requests (the prefill line and the
 //! prefix-cache pairs), [`INTERFERENCE_SHARE`] to decoders with prompts
-//! arriving, and the rest, less [`SLACK_SHARE`], to closed-loop decode
-//! levels; what those leave (at least [`MORE_PREFILL_SHARE`]) goes to more
+//! arriving, [`MIXED_SHARE`] to a full batch with prompts arriving
+//! ([`super::mixed`]), and the rest, less [`SLACK_SHARE`], to closed-loop
+//! decode levels; what those leave (at least [`MORE_PREFILL_SHARE`]) goes to more
 //! rounds of lone requests. Lengths shrink before a probe outgrows its
 //! share; every level the command runs is also cancelled at the budget's end.
 
@@ -18,7 +19,7 @@ use std::time::Duration;
 
 /// Shares of the budget.
 pub const PREFILL_SHARE: f64 = 0.25;
-pub const INTERFERENCE_SHARE: f64 = 0.20;
+pub const INTERFERENCE_SHARE: f64 = 0.10;
 pub const SLACK_SHARE: f64 = 0.08;
 /// Left over after the other probes (a small batch limit ends the decode
 /// levels early), at least this much goes to more rounds of lone prefills.
@@ -27,6 +28,8 @@ pub const MORE_PREFILL_SHARE: f64 = 0.05;
 /// together ([`super::prefill_batch`]), which also take what the other
 /// probes leave.
 pub const PREFILL_BATCH_SHARE: f64 = 0.06;
+/// Kept from the decode levels for the mixed level ([`super::mixed`]).
+pub const MIXED_SHARE: f64 = 0.15;
 /// Longest prompt the prefill line uses (vLLM's default token budget, so a
 /// lone prompt is one step).
 pub const LONGEST_PREFILL: u32 = 2048;
@@ -37,8 +40,9 @@ pub const DECODERS: usize = 3;
 /// Most long prompts the interference probe sends: the centre of their
 /// shortest half (nearly half of them meet a host stall on vLLM on CPU)
 /// wants a dozen or more; six (their mean) read 0.98, 1.28 and 1.48 in
-/// three profiles of one vLLM engine. At 90 s of budget 24 about fill the
-/// probe's share.
+/// three profiles of one vLLM engine. At 90 s of budget the probe's share
+/// (halved since the mixed level gives the interference a knee sees,
+/// [`super::mixed`]) holds about 12.
 pub const LONG_PROMPTS: usize = 24;
 /// Prompt and output of a decode-level request.
 pub const DECODE_PROMPT: u32 = 8;

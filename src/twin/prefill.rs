@@ -25,9 +25,10 @@ use super::extra_costs::least_squares;
 use super::line;
 use super::profile::{Estimate, PrefixCaching};
 use crate::metrics::stats::{mean, median, robust_sigma};
+use serde::{Deserialize, Serialize};
 
 /// One lone request.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct TtftSample {
     pub prompt_tokens: u32,
     pub ttft_s: f64,
@@ -36,7 +37,7 @@ pub struct TtftSample {
 }
 
 /// One burst of prompts computed in one step ([`super::prefill_batch`]).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct BatchSample {
     pub prompts: u32,
     /// Tokens of each prompt.

@@ -22,8 +22,9 @@ use std::time::{Duration, Instant};
 /// `profile --budget`, seconds.
 const BUDGET_S: u64 = 90;
 /// The held-out shape: the probes send 16-token and longer lone prompts
-/// with 2-token outputs, 8-token prompts with 64-token outputs, and
-/// interference prompts with 1-token outputs (`src/twin/plan.rs`).
+/// with 2-token outputs, 8-token prompts with 64-token outputs,
+/// interference prompts with 1-token outputs (`src/twin/plan.rs`) and
+/// 256-token prompts with 16-48-token outputs (`src/twin/mixed.rs`).
 const SHAPE: &str = "--random-input-len 128 --random-output-len 32";
 const SLO: &str = "p90_ttft_ms<=2000";
 /// The sweep's loads as multiples of the predicted knee; the bar's ends

@@ -4,6 +4,7 @@
 //! ([`crate::twin::plan`]) sizes to the budget, fits them
 //! ([`crate::twin::fit`]), prints the table and writes the profile JSON.
 
+mod mixed_probe;
 mod probes;
 
 use super::args::profile::{profile_config, ProfileConfig};
@@ -12,12 +13,14 @@ use super::target::{self, Server};
 use crate::cli::ProfileArgs;
 use crate::client::openai;
 use crate::client::scrape::{GaugeSource, Scraper};
-use crate::twin::fit::{self, Header, Observations};
+use crate::twin::fit::{self, Header, Observations, Saved};
+use crate::twin::plan::Pilot;
 use crate::twin::ServerProfile;
-use crate::twin::{plan, prefill, prefill_batch};
+use crate::twin::{mixed, plan, prefill, prefill_batch};
 use crate::workload::dataset::DatasetKind;
 use anyhow::Result;
 use probes::Probe;
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -27,6 +30,9 @@ const ASSUMED_MAX_LEN: u32 = 2048;
 
 /// Run `kneecap profile`.
 pub async fn execute(args: &ProfileArgs, interrupt: watch::Receiver<bool>) -> Result<ExitCode> {
+    if let Some(path) = &args.refit {
+        return refit(path, args.output.as_deref());
+    }
     let started = Instant::now();
     let cfg = profile_config(args)?;
     let dir = cfg.output.parent().filter(|p| !p.as_os_str().is_empty());
@@ -38,15 +44,44 @@ pub async fn execute(args: &ProfileArgs, interrupt: watch::Receiver<bool>) -> Re
     };
     let outcome = profile(&cfg, &server, started, interrupt).await;
     server.shutdown().await;
-    let profile = outcome?;
-    print!("{}", crate::twin::table::render(&profile));
-    crate::report::save::write_atomic(&cfg.output, profile.to_json().as_bytes())?;
+    let saved = outcome?;
+    write(&saved, &cfg.output)
+}
+
+/// Prints the profile's table and writes it, with its observations.
+fn write(saved: &Saved, output: &Path) -> Result<ExitCode> {
+    print!("{}", crate::twin::table::render(&saved.profile));
+    crate::report::save::write_atomic(output, saved.to_json().as_bytes())?;
     eprintln!(
         "kneecap: profile written to {} (serve it with: kneecap sim --profile {})",
-        cfg.output.display(),
-        cfg.output.display()
+        output.display(),
+        output.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--refit FILE`: the observations FILE holds, fitted again; written to
+/// `-o` (FILE itself is never overwritten unless named there).
+fn refit(path: &Path, output: Option<&Path>) -> Result<ExitCode> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        anyhow::anyhow!(
+            "--refit: cannot read '{}': {e}; give a JSON `kneecap profile -o FILE` wrote",
+            path.display()
+        )
+    })?;
+    let saved: Saved = serde_json::from_str(&text).map_err(|e| {
+        anyhow::anyhow!(
+            "--refit '{}': not a kneecap profile JSON: {e}",
+            path.display()
+        )
+    })?;
+    let Some(profile) = saved.refit() else {
+        anyhow::bail!("--refit '{}': the profile holds no observations (written by an older kneecap); profile the server again", path.display());
+    };
+    let Some(output) = output else {
+        anyhow::bail!("--refit needs -o FILE for the refitted profile");
+    };
+    write(&Saved { profile, ..saved }, output)
 }
 
 /// Profile a started server for `sweep --predict`: `run` as the sweep's
@@ -67,7 +102,9 @@ pub(crate) async fn measure(
         metrics_url,
         sim: None,
     };
-    profile(&cfg, server, Instant::now(), interrupt).await
+    Ok(profile(&cfg, server, Instant::now(), interrupt)
+        .await?
+        .profile)
 }
 
 /// Prepares the client, runs the probes and fits them.
@@ -76,7 +113,7 @@ async fn profile(
     server: &Server,
     started: Instant,
     interrupt: watch::Receiver<bool>,
-) -> Result<ServerProfile> {
+) -> Result<Saved> {
     let mut run = cfg.run.clone();
     // The ready check sends one short request; the probes make their own.
     run.dataset.kind = DatasetKind::Random {
@@ -141,7 +178,10 @@ async fn profile(
         elapsed_s: started.elapsed().as_secs_f64(),
         probes: probe.summaries.clone(),
     };
-    Ok(fit::fit(&obs, header))
+    Ok(Saved {
+        profile: fit::fit(&obs, header),
+        observations: Some(obs),
+    })
 }
 
 /// The probes in order: pilot, lone prefills, decode levels, interference
@@ -176,9 +216,8 @@ async fn observe(
         slot_context: listed.1,
         ..Default::default()
     };
-    let decode_share = probe
-        .left()
-        .saturating_sub(inter.length + share(plan::PREFILL_BATCH_SHARE) + share(plan::SLACK_SHARE));
+    let kept = share(plan::PREFILL_BATCH_SHARE + plan::MIXED_SHARE + plan::SLACK_SHARE);
+    let decode_share = probe.left().saturating_sub(inter.length + kept);
     probe
         .decode(&pilot, decode_share, max_len, &mut obs)
         .await?;
@@ -187,10 +226,14 @@ async fn observe(
         obs.interference = probe.interference(&inter, decoders).await?;
         obs.longest_request = obs.longest_request.max(inter.prompt_tokens + 1);
     }
+    let limit = plan::batch_limit(&obs.decode);
+    let room = share(plan::MIXED_SHARE).min(probe.left().saturating_sub(share(plan::SLACK_SHARE)));
+    if let Some(mp) = mixed::plan(limit, max_len, room, mixed_costs(&pilot, &obs)) {
+        obs.mixed = probe.mixed(&mp).await?;
+    }
     // Prompts sent together take what the other probes left (at least
     // their share, kept from the decode levels); without them, that time
     // goes to more lone prefills when the line is not yet precise.
-    let limit = plan::batch_limit(&obs.decode);
     let extra = probe.left().saturating_sub(share(plan::SLACK_SHARE));
     if let Some(bp) = prefill_batch::plan(&obs.prefill, token_budget, limit) {
         obs.prefill_batch = probe.prefill_batch(&bp, extra).await?;
@@ -203,6 +246,23 @@ async fn observe(
         obs.kv_systematic = 0.0;
     }
     Ok(obs)
+}
+
+/// For the mixed level's plan: a lone prompt of its length's prefill
+/// (the curve's, at least the pilot's line) and the token gap the decode
+/// levels saw nearest a concurrency.
+fn mixed_costs<'a>(pilot: &Pilot, obs: &'a Observations) -> (f64, impl Fn(usize) -> f64 + 'a) {
+    let n = crate::twin::mixed::PROMPT;
+    let curve = prefill::fit(&obs.prefill, &[]).map_or(0.0, |f| f.cost_s(n));
+    let lone = curve.max(pilot.per_token_s * f64::from(n));
+    let fallback = pilot.lone_gap_s;
+    let gap = move |k: usize| {
+        obs.decode
+            .iter()
+            .min_by_key(|l| l.concurrency.abs_diff(k))
+            .map_or(fallback, |l| l.mean_gap_s)
+    };
+    (lone, gap)
 }
 
 /// `max_model_len` and the context of one slot (llama.cpp) of the served

@@ -50,7 +50,7 @@ impl Probe<'_> {
     }
 
     /// `n` fresh prompts of `input` tokens asking for `output` tokens.
-    fn specs(&mut self, input: u32, output: u32, n: usize) -> Result<Vec<RequestSpec>> {
+    pub(super) fn specs(&mut self, input: u32, output: u32, n: usize) -> Result<Vec<RequestSpec>> {
         self.seed += 1;
         let mut ds = self.cfg.dataset.clone();
         ds.kind = DatasetKind::Random {
@@ -91,7 +91,7 @@ impl Probe<'_> {
     /// Runs one level, cut at `length` (and at the deadline), scraping the
     /// gauges when `scrape`, once the server has settled. Errors when
     /// interrupted.
-    async fn level(
+    pub(super) async fn level(
         &mut self,
         releases: Releases,
         specs: Vec<RequestSpec>,
@@ -146,7 +146,13 @@ impl Probe<'_> {
         Ok((out.records, samples))
     }
 
-    fn summary(&mut self, name: &str, records: &[RequestRecord], took: Duration, detail: String) {
+    pub(super) fn summary(
+        &mut self,
+        name: &str,
+        records: &[RequestRecord],
+        took: Duration,
+        detail: String,
+    ) {
         let failed = records.iter().filter(|r| failed(r)).count();
         eprintln!(
             "kneecap profile: {name} probe: {} requests ({failed} failed) in {:.1} s: {detail}",
