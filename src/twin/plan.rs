@@ -80,6 +80,30 @@ pub struct Pilot {
     pub lone_gap_s: f64,
 }
 
+impl PrefillPlan {
+    /// The probe's name in its summary: the first rounds, or more.
+    pub fn name(&self) -> &'static str {
+        match self.twice.is_empty() {
+            false => "prefill",
+            true => "prefill (more rounds)",
+        }
+    }
+
+    /// What the probe sends, in a line.
+    pub fn describe(&self) -> String {
+        match self.twice.is_empty() {
+            false => format!(
+                "lengths {:?} x {} rounds, the two longest sent twice in a row",
+                self.lengths, self.rounds
+            ),
+            true => format!(
+                "lengths {:?} again, in the time the other probes left",
+                self.lengths
+            ),
+        }
+    }
+}
+
 impl Pilot {
     /// From `(prompt tokens, TTFT)` of the short and long requests and the
     /// short one's gaps; costs never below a microsecond.

@@ -242,7 +242,7 @@ impl Probe<'_> {
             }));
             all.extend(r);
         }
-        self.summary(prefill_name(plan), &all, t.elapsed(), prefill_detail(plan));
+        self.summary(plan.name(), &all, t.elapsed(), plan.describe());
         Ok(samples)
     }
 
@@ -450,27 +450,6 @@ impl Probe<'_> {
         }
         all.extend(r);
         Ok((seen, bad))
-    }
-}
-
-/// The prefill probe's name in its summary: the first rounds, or more.
-fn prefill_name(plan: &PrefillPlan) -> &'static str {
-    match plan.twice.is_empty() {
-        false => "prefill",
-        true => "prefill (more rounds)",
-    }
-}
-
-fn prefill_detail(plan: &PrefillPlan) -> String {
-    match plan.twice.is_empty() {
-        false => format!(
-            "lengths {:?} x {} rounds, the two longest sent twice in a row",
-            plan.lengths, plan.rounds
-        ),
-        true => format!(
-            "lengths {:?} again, in the time the other probes left",
-            plan.lengths
-        ),
     }
 }
 
