@@ -250,8 +250,9 @@ fn injected_cost(obs: &Observations, pre: Option<&PrefillFit>, c_p: f64) -> f64 
         .map_or(c_p, |p| p.cost_s(n) / f64::from(n))
 }
 
-/// The interference the mixed level shows, when it pins it down; else the
-/// interference probe's `quiet` one (and said so).
+/// The interference the mixed level shows, when it pins it down (with the
+/// interference probe's `quiet` one when the two agree); else the quiet
+/// one (and said so).
 fn under_load(
     (level, dec, pre): (Option<&MixedObs>, Option<DecodeFit>, Option<&PrefillFit>),
     (stall_share, quiet_decoders): (f64, usize),
@@ -263,14 +264,7 @@ fn under_load(
         return quiet;
     };
     match mixed::fit_alpha(level, &dec, stall_share, pre, prefill_step_ms.value) {
-        Some(mut e) if e.uncertainty < e.value => {
-            e.how += &format!(
-                "; beside {quiet_decoders} decoders of an otherwise idle server it read {:.2} ± {:.2}",
-                quiet.value,
-                quiet.uncertainty
-            );
-            e
-        }
+        Some(e) if e.uncertainty < e.value => mixed::combine(e, &quiet, quiet_decoders),
         Some(e) => {
             warnings.push(format!(
                 "the mixed level's interference ({:.2} ± {:.2}) is not pinned down: the interference probe's {:.2} is kept",

@@ -4,12 +4,14 @@
 //! fit from the level's counts and the other fits' costs.
 //!
 //! **Why.** The interference probe measures `α` beside three decoders with
-//! the server otherwise idle. On vLLM on a 2-core CPU a prompt computed in a
-//! full batch costs the decoders far more than that: its front end streams
-//! a hundred outputs on the same cores. Seven profiles of one engine (dev
-//! mode, 2026-12-07) read `α` 0.46–1.04 beside three decoders and predicted
-//! the 128/32 knee at 14.3–17.3 req/s, where two sweeps of it measured
-//! 11–12.5 (throughput flat at 9.5–10.9 req/s): docs/benchmarks/2026-12-07.md.
+//! the server otherwise idle. On vLLM on a 2-core CPU the steps of a full
+//! batch with prompts arriving take far longer than that model says (most
+//! likely its front end, streaming a hundred outputs, takes the cores the
+//! engine computes on). Seven profiles of one engine (dev mode, 2026-12-07)
+//! read `α` 0.46–1.95 beside three decoders and predicted the 128/32 knee
+//! at 10.5–17.3 req/s, five of them above 14, where four sweeps measured
+//! 11–12.5 (throughput flat at 9.9–10.9 req/s); nine with this level
+//! predicted 10.6–13.7 (docs/benchmarks/2026-12-07.md, "The mixed level").
 //!
 //! **The level.** `streams` = the batch limit (at most [`MAX_STREAMS`])
 //! closed-loop streams of [`PROMPT`]-token prompts whose outputs spread over
@@ -33,7 +35,7 @@
 use super::decode::DecodeFit;
 use super::observe::DecodeLevel;
 use super::prefill::PrefillFit;
-use super::profile::Estimate;
+use super::profile::{Estimate, Status};
 use crate::sim::params::MAX_INTERFERENCE;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -46,6 +48,11 @@ const OUTPUT_LOW: u32 = 16;
 const OUTPUT_SPREAD: u32 = 33;
 /// Most streams (vLLM's default batch limit is 128).
 pub const MAX_STREAMS: usize = 128;
+/// Steps the window lasts at most (about five turnovers of each stream);
+/// a slow engine's level is cut to its room first (vLLM on CPU: about 45
+/// steps in 15% of 90 s), a fast one's is not cut short (the simulator's
+/// README engine: 40 steps made a 0.5-s window that read `α` 0.84 of 1).
+const WINDOW_STEPS: f64 = 160.0;
 /// Fewest usable gaps and prompts in the window.
 const MIN_GAPS: usize = 100;
 const MIN_PROMPTS: f64 = 8.0;
@@ -75,9 +82,9 @@ pub struct MixedObs {
 /// token gap the decode levels saw at `streams`. The ramp releases a stream
 /// every eighth of a lone prefill (faster than the engine computes them:
 /// it is busy from the ramp's end, the window's start); the level then
-/// runs 40 more steps at the full batch's gap (twice the decode levels',
-/// for the prompts), and is cut to `room`. `None` when `room` leaves
-/// under 20 such steps.
+/// runs [`WINDOW_STEPS`] more steps at the full batch's gap (twice the
+/// decode levels', for the prompts), and is cut to `room`. `None` when
+/// `room` leaves under 20 such steps.
 pub fn plan(
     limit: usize,
     max_len: u32,
@@ -93,7 +100,7 @@ pub fn plan(
     let step = 2.0 * plain;
     let spacing = (prompt_s / 8.0).max(0.001);
     let ramp_s = spacing * streams as f64;
-    let length = (ramp_s + 40.0 * step).min(room.as_secs_f64());
+    let length = (ramp_s + WINDOW_STEPS * step).min(room.as_secs_f64());
     if length < ramp_s + 20.0 * step {
         return None;
     }
@@ -145,6 +152,36 @@ pub fn fit_alpha(
     let mut e = Estimate::fitted(held, sigma, 0.0, how);
     e.high = e.high.map(|h| h.min(MAX_INTERFERENCE));
     Some(e)
+}
+
+/// The mixed level's `loaded` interference beside the interference probe's
+/// `quiet` one: when the two agree (within twice their combined σ) they
+/// read one `α`, and their inverse-variance mean is the estimate; when
+/// they do not, the full batch's is the one a knee sees. On the simulator
+/// (no front end sharing the engine's cores) a 0.5-s level read 0.84 ±
+/// 0.10 where the probe read 0.98 ± 0.002 of a true 1.
+pub fn combine(loaded: Estimate, quiet: &Estimate, quiet_decoders: usize) -> Estimate {
+    let (a, sa) = (loaded.value, loaded.uncertainty);
+    let (b, sb) = (quiet.value, quiet.uncertainty);
+    let measured = quiet.status == Status::Measured && sb > 0.0 && sb.is_finite();
+    let apart = (a - b).abs() / sa.hypot(sb);
+    let quiet_read = format!(
+        "beside {quiet_decoders} decoders of an otherwise idle server it read {b:.2} ± {sb:.2}"
+    );
+    if !measured || apart > 2.0 {
+        let mut e = loaded;
+        e.how += &format!("; {quiet_read}, {apart:.1}σ apart: the full batch's is taken");
+        return e;
+    }
+    let (wa, wb) = (sa.powi(-2), sb.powi(-2));
+    let value = (a * wa + b * wb) / (wa + wb);
+    let how = format!(
+        "{}; {quiet_read}: the two agree ({apart:.1}σ apart), their inverse-variance mean",
+        loaded.how
+    );
+    let mut e = Estimate::fitted(value, (wa + wb).sqrt().recip(), 0.0, how);
+    e.high = e.high.map(|h| h.min(MAX_INTERFERENCE));
+    e
 }
 
 /// The costs the window's time is split by, seconds.

@@ -125,3 +125,23 @@ fn the_plan_fills_the_batch_on_a_ramp_and_keeps_to_its_room() {
     let small = plan(8, 300, Duration::from_secs(14), (0.08, gap)).unwrap();
     assert_eq!((small.streams, small.prompt), (8, 300 - 50));
 }
+
+#[test]
+fn two_readings_that_agree_are_averaged_and_two_that_do_not_leave_the_full_batchs() {
+    let loaded = |v: f64| Estimate::fitted(v, 0.1, 0.0, "mixed");
+    // The simulator's README engine: 0.84 ± 0.1 beside 0.98 ± 0.002.
+    let quiet = est(0.98, 0.002);
+    let e = combine(loaded(0.84), &quiet, 3);
+    assert!((e.value - 0.98).abs() < 0.001, "{e:?}");
+    assert!(e.uncertainty < 0.002 && e.how.contains("agree"), "{e:?}");
+    // vLLM on CPU: 1.31 ± 0.1 beside 0.70 ± 0.2 (2.7σ apart).
+    let e = combine(loaded(1.31), &est(0.70, 0.2), 3);
+    assert_eq!(e.value, 1.31);
+    assert!(e.how.contains("full batch"), "{e:?}");
+    // Equal weights: the plain mean, its σ shrunk by √2.
+    let e = combine(loaded(1.0), &est(1.1, 0.1), 3);
+    assert!((e.value - 1.05).abs() < 1e-12 && (e.uncertainty - 0.1 / 2f64.sqrt()).abs() < 1e-12);
+    // An assumed quiet reading (no probe) leaves the level's.
+    let assumed = Estimate::assumed(1.0, 0.0, Some(1.0), "assumed");
+    assert_eq!(combine(loaded(0.9), &assumed, 0).value, 0.9);
+}

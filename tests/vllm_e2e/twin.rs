@@ -12,7 +12,11 @@
 //! of `p` that include both ends, with one between and one beyond each.
 //! Arrivals are evenly spaced and the SLO is on the TTFT's p90 (2 s): the
 //! knee is where the engine's throughput runs out and requests queue, not
-//! one slow request of a short step.
+//! one slow request of a short step. Steps warm up 10 s and measure 30 s
+//! (up to 60): near its capacity the engine's batch grows for tens of
+//! seconds, and 20-s steps after a 3-s warm-up read loads at 76-82% of
+//! their offered rate there as not steady, below a load that passed
+//! (docs/benchmarks/2026-12-07.md, "The mixed level").
 
 use super::support::{f, json, kneecap_line, text, VllmServer};
 use serde_json::Value;
@@ -137,7 +141,7 @@ fn sweep(server: &VllmServer, dir: &Path, rates: &str) -> Value {
     let path = dir.join("twin-sweep.json");
     let line = format!(
         "sweep --base-url {} {SHAPE} --arrival constant --slo {SLO} --rates {rates} \
-         --step-duration 20s --step-warmup 3s --step-min-requests 10 --step-max-duration 40s \
+         --step-duration 30s --step-warmup 10s --step-min-requests 10 --step-max-duration 60s \
          --step-drain 20s --max-lateness-ms 100 --reset-prefix-cache --seed 2001 --disable-tqdm -o {}",
         server.url,
         path.display()
