@@ -15,7 +15,7 @@
 //!
 //! **The level.** `streams` = the batch limit (at most [`MAX_STREAMS`])
 //! closed-loop streams of [`PROMPT`]-token prompts whose outputs spread over
-//! `OUTPUTS` (mean 32), so that they finish at different steps and new
+//! 16..=48 tokens (mean 32), so that they finish at different steps and new
 //! prompts arrive all the while; released over a ramp so that no wave of
 //! prefills comes at once.
 //!
@@ -49,10 +49,12 @@ const OUTPUT_SPREAD: u32 = 33;
 /// Most streams (vLLM's default batch limit is 128).
 pub const MAX_STREAMS: usize = 128;
 /// Steps the window lasts at most (about five turnovers of each stream);
-/// a slow engine's level is cut to its room first (vLLM on CPU: about 45
+/// a slow engine's level is cut to its room first (vLLM on CPU: 30-45
 /// steps in 15% of 90 s), a fast one's is not cut short (the simulator's
 /// README engine: 40 steps made a 0.5-s window that read `α` 0.84 of 1).
-const WINDOW_STEPS: f64 = 160.0;
+pub const WINDOW_STEPS: f64 = 160.0;
+/// Most requests a stream is given after its first.
+const MAX_EACH: f64 = 64.0;
 /// Fewest usable gaps and prompts in the window.
 const MIN_GAPS: usize = 100;
 const MIN_PROMPTS: f64 = 8.0;
@@ -105,9 +107,10 @@ pub fn plan(
         return None;
     }
     // Enough that no stream runs out, at the decode levels' gap and the
-    // shortest output.
+    // shortest output (at most [`MAX_EACH`] a stream: a long ramp over
+    // short steps would otherwise ask for a hundred thousand prompts).
     let each = (length / (plain.max(1e-4) * f64::from(OUTPUT_LOW))).ceil();
-    let count = streams * (1 + each.min(1e4) as usize);
+    let count = streams * (1 + each.min(MAX_EACH) as usize);
     let outputs = (0..count)
         .map(|i| OUTPUT_LOW + (i as u32 * 7) % OUTPUT_SPREAD)
         .collect();
