@@ -32,7 +32,7 @@
 //! is what is left over the prefill's share. Counts, not gap medians: a
 //! stall lengthens the window and the model adds stalls on its own.
 
-use super::decode::DecodeFit;
+use super::decode::{kv_bound, DecodeFit};
 use super::observe::DecodeLevel;
 use super::prefill::PrefillFit;
 use super::profile::{Estimate, Status};
@@ -126,8 +126,8 @@ pub fn plan(
 }
 
 /// `α` from the mixed level, given the decode fit, the host's stall share
-/// and the prefill curve; `None` when the level is too thin or a cost it
-/// needs was not measured.
+/// and the prefill curve; `None` when the level is too thin, filled the KV
+/// cache, or a cost it needs was not measured.
 pub fn fit_alpha(
     obs: &MixedObs,
     dec: &DecodeFit,
@@ -138,7 +138,9 @@ pub fn fit_alpha(
     let l = &obs.level;
     let w = l.window_s;
     let prompts = l.prefill_tokens_per_s * w / f64::from(obs.prompt_tokens.max(1));
-    if l.gaps < MIN_GAPS || w <= 0.0 || prompts < MIN_PROMPTS || l.streaming < 1.0 {
+    let thin = l.gaps < MIN_GAPS || w <= 0.0 || prompts < MIN_PROMPTS || l.streaming < 1.0;
+    // A level that filled the KV cache recomputed what it preempted.
+    if thin || kv_bound(l) {
         return None;
     }
     let costs = Costs::central(dec, pre, prefill_step_ms, stall_share);

@@ -97,6 +97,9 @@ fn a_thin_level_gives_nothing() {
     let mut few = obs(1.0);
     few.level.gaps = 50;
     assert_eq!(fit_alpha(&few, &decode(), 0.2, &prefill(), 0.0), None);
+    let mut full = obs(1.0);
+    full.level.preemptions = Some(3.0);
+    assert_eq!(fit_alpha(&full, &decode(), 0.2, &prefill(), 0.0), None);
 }
 
 #[test]

@@ -63,6 +63,9 @@ fn write(saved: &Saved, output: &Path) -> Result<ExitCode> {
 /// `--refit FILE`: the observations FILE holds, fitted again; written to
 /// `-o` (FILE itself is never overwritten unless named there).
 fn refit(path: &Path, output: Option<&Path>) -> Result<ExitCode> {
+    let Some(output) = output else {
+        anyhow::bail!("--refit needs -o FILE for the refitted profile");
+    };
     let text = std::fs::read_to_string(path).map_err(|e| {
         anyhow::anyhow!(
             "--refit: cannot read '{}': {e}; give a JSON `kneecap profile -o FILE` wrote",
@@ -77,9 +80,6 @@ fn refit(path: &Path, output: Option<&Path>) -> Result<ExitCode> {
     })?;
     let Some(profile) = saved.refit() else {
         anyhow::bail!("--refit '{}': the profile holds no observations (written by an older kneecap); profile the server again", path.display());
-    };
-    let Some(output) = output else {
-        anyhow::bail!("--refit needs -o FILE for the refitted profile");
     };
     write(&Saved { profile, ..saved }, output)
 }
