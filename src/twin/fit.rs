@@ -94,8 +94,14 @@ impl Saved {
     /// The profile fitted again from its observations, with the saved
     /// profile's header; `None` when it holds none.
     pub fn refit(&self) -> Option<ServerProfile> {
-        let p = &self.profile;
-        let header = Header {
+        Some(fit(self.observations.as_ref()?, Header::of(&self.profile)))
+    }
+}
+
+impl Header {
+    /// The header a profile was written with.
+    fn of(p: &ServerProfile) -> Self {
+        Self {
             kneecap_version: p.kneecap_version.clone(),
             base_url: p.base_url.clone(),
             simulated: p.simulated,
@@ -104,8 +110,24 @@ impl Saved {
             budget_s: p.budget_s,
             elapsed_s: p.elapsed_s,
             probes: p.probes.clone(),
-        };
-        Some(fit(self.observations.as_ref()?, header))
+        }
+    }
+
+    /// The profile of `params` and `warnings` under this header.
+    fn profile(self, params: ProfileParams, warnings: Vec<String>) -> ServerProfile {
+        ServerProfile {
+            schema_version: SCHEMA_VERSION,
+            kneecap_version: self.kneecap_version,
+            base_url: self.base_url,
+            simulated: self.simulated,
+            model: self.model,
+            gauges: self.gauges,
+            budget_s: self.budget_s,
+            elapsed_s: self.elapsed_s,
+            params,
+            warnings,
+            probes: self.probes,
+        }
     }
 }
 
@@ -181,7 +203,7 @@ fn fit_once(obs: &Observations, header: Header) -> ServerProfile {
     let prefill_step_ms = beside_decoders(obs, pre.as_ref(), alpha.value, c_p)
         .unwrap_or_else(|| prefill_step(pre.as_ref(), &step_base_ms));
     let quiet_decoders = obs.interference.as_ref().map_or(0, |o| o.decoders);
-    let alpha = under_load(
+    let alpha = mixed::under_load(
         loaded,
         (stall.share, quiet_decoders),
         &prefill_step_ms,
@@ -222,19 +244,7 @@ fn fit_once(obs: &Observations, header: Header) -> ServerProfile {
         stall_ms: stall.mean_ms,
     };
     warnings.extend(bounds::pin_down(&mut params, obs.most_held_tokens));
-    ServerProfile {
-        schema_version: SCHEMA_VERSION,
-        kneecap_version: header.kneecap_version,
-        base_url: header.base_url,
-        simulated: header.simulated,
-        model: header.model,
-        gauges: header.gauges,
-        budget_s: header.budget_s,
-        elapsed_s: header.elapsed_s,
-        params,
-        warnings,
-        probes: header.probes,
-    }
+    header.profile(params, warnings)
 }
 
 /// The interference probe's prompts' cost per token, seconds: the
@@ -248,32 +258,6 @@ fn injected_cost(obs: &Observations, pre: Option<&PrefillFit>, c_p: f64) -> f64 
         .unwrap_or(0);
     pre.filter(|_| n > 0)
         .map_or(c_p, |p| p.cost_s(n) / f64::from(n))
-}
-
-/// The interference the mixed level shows, when it pins it down (with the
-/// interference probe's `quiet` one when the two agree); else the quiet
-/// one (and said so).
-fn under_load(
-    (level, dec, pre): (Option<&MixedObs>, Option<DecodeFit>, Option<&PrefillFit>),
-    (stall_share, quiet_decoders): (f64, usize),
-    prefill_step_ms: &Estimate,
-    quiet: Estimate,
-    warnings: &mut Vec<String>,
-) -> Estimate {
-    let (Some(level), Some(dec), Some(pre)) = (level, dec, pre) else {
-        return quiet;
-    };
-    match mixed::fit_alpha(level, &dec, stall_share, pre, prefill_step_ms.value) {
-        Some(e) if e.uncertainty < e.value => mixed::combine(e, &quiet, quiet_decoders),
-        Some(e) => {
-            warnings.push(format!(
-                "the mixed level's interference ({:.2} ± {:.2}) is not pinned down: the interference probe's {:.2} is kept",
-                e.value, e.uncertainty, quiet.value
-            ));
-            quiet
-        }
-        None => quiet,
-    }
 }
 
 /// The prefill interference from the probe, or 1 assumed (and said so).

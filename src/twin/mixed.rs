@@ -159,6 +159,32 @@ pub fn fit_alpha(
     Some(e)
 }
 
+/// The interference the mixed level shows, when it pins it down (with the
+/// interference probe's `quiet` one when the two agree); else the quiet
+/// one (and said so).
+pub fn under_load(
+    (level, dec, pre): (Option<&MixedObs>, Option<DecodeFit>, Option<&PrefillFit>),
+    (stall_share, quiet_decoders): (f64, usize),
+    prefill_step_ms: &Estimate,
+    quiet: Estimate,
+    warnings: &mut Vec<String>,
+) -> Estimate {
+    let (Some(level), Some(dec), Some(pre)) = (level, dec, pre) else {
+        return quiet;
+    };
+    match fit_alpha(level, &dec, stall_share, pre, prefill_step_ms.value) {
+        Some(e) if e.uncertainty < e.value => combine(e, &quiet, quiet_decoders),
+        Some(e) => {
+            warnings.push(format!(
+                "the mixed level's interference ({:.2} ± {:.2}) is not pinned down: the interference probe's {:.2} is kept",
+                e.value, e.uncertainty, quiet.value
+            ));
+            quiet
+        }
+        None => quiet,
+    }
+}
+
 /// The mixed level's `loaded` interference beside the interference probe's
 /// `quiet` one: when the two agree (within twice their combined σ) they
 /// read one `α`, and their inverse-variance mean is the estimate; when
@@ -221,10 +247,13 @@ impl Costs {
         let b = l.streaming.max(1.0);
         let decode = tau
             * (self.base * self.stretch / b + self.dec * self.stretch + self.ctx * l.mean_context);
-        let n = f64::from(prompt);
-        let cost = self.per_token * n + self.pair * n * (n + 1.0) / 2.0;
-        let prefill = l.prefill_tokens_per_s * cost / n + tau / b * self.fixed;
+        let prefill = l.prefill_tokens_per_s * self.per_prompt_token(prompt) + tau / b * self.fixed;
         (1.0 - decode) / prefill
+    }
+
+    /// A lone prompt of `n` tokens' prefill cost per token, seconds.
+    fn per_prompt_token(&self, n: u32) -> f64 {
+        self.per_token + self.pair * (f64::from(n) + 1.0) / 2.0
     }
 
     /// `α`'s standard uncertainty given the prefill curve: each decode
@@ -258,9 +287,7 @@ impl Costs {
         let count = l.stalls.gaps as f64 / b;
         let each = l.stalls.excess_s / l.stalls.gaps.max(1) as f64;
         let window = count.sqrt() * each / l.window_s;
-        let n = f64::from(prompt);
-        let prefill =
-            l.prefill_tokens_per_s * (self.per_token * n + self.pair * n * (n + 1.0) / 2.0) / n;
+        let prefill = l.prefill_tokens_per_s * self.per_prompt_token(prompt);
         costs.hypot(window / prefill.max(f64::MIN_POSITIVE))
     }
 }

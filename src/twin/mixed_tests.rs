@@ -148,3 +148,35 @@ fn two_readings_that_agree_are_averaged_and_two_that_do_not_leave_the_full_batch
     let assumed = Estimate::assumed(1.0, 0.0, Some(1.0), "assumed");
     assert_eq!(combine(loaded(0.9), &assumed, 0).value, 0.9);
 }
+
+#[test]
+fn a_level_that_does_not_pin_alpha_down_leaves_the_quiet_one_and_says_so() {
+    let quiet = est(0.9, 0.1);
+    let mut loose = decode();
+    loose.decode_seq_us = est(600.0, 5000.0);
+    let level = obs(1.5);
+    let mut warnings = Vec::new();
+    let step = est(0.0, 0.0);
+    let e = under_load(
+        (Some(&level), Some(loose), Some(&prefill())),
+        (0.2, 3),
+        &step,
+        quiet.clone(),
+        &mut warnings,
+    );
+    assert_eq!(e, quiet);
+    assert!(warnings[0].contains("not pinned down"), "{warnings:?}");
+    // Pinned down and 6σ from the quiet one: the level's alone, no warning.
+    let mut warnings = Vec::new();
+    let e = under_load(
+        (Some(&level), Some(decode()), Some(&prefill())),
+        (0.2, 3),
+        &step,
+        quiet,
+        &mut warnings,
+    );
+    assert!(
+        (e.value - 1.5).abs() < 0.01 && warnings.is_empty(),
+        "{e:?} {warnings:?}"
+    );
+}
