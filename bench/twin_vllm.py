@@ -9,9 +9,13 @@ each workload shape, none of them used by the profile's probes:
      reset before each, fresh prompts per step) starting at the predicted
      knee, going up or down by x1.5 until a pass and a fail bracket it, then
      halving the bracket (in log) until it is at most 20% wide;
-  3. at the two highest passing loads, predict the latency
-     (`predict --at-rates`) and set it beside the measured step:
-     TTFT p50, TTFT p99, E2E mean, with the absolute percentage error.
+  3. measure two loads below the knee, 0.6 and 0.8 of the highest passing
+     load, predict the latency there (`predict --at-rates`) and set it
+     beside the measured step: TTFT p50, TTFT p99, E2E mean, with the
+     absolute percentage error. (Until 2026-12-07 the two loads were the
+     two highest passing ones, right under the knee, where a TTFT p99 moves
+     several-fold for a few percent of load; their errors are still
+     printed, as a second line.)
 The verdict of a step is the sweep's own (SLO and steady state).
 
 usage: bench/twin_vllm.py OUT_DIR [CONFIG...]   (configs: default, small)
@@ -48,6 +52,8 @@ SHAPES = {
 }
 WIDTH = 1.2  # bracket: first fail / last pass
 MAX_STEPS = 9
+FRACTIONS = (0.6, 0.8)  # the latency loads, of the highest passing load
+ERRS = (("ttft_ms", "p50", "ttft_p50"), ("ttft_ms", "p99", "ttft_p99"), ("e2el_ms", "mean", "e2e_mean"))
 
 
 def log(*a):
@@ -161,11 +167,17 @@ def main():
                 steps, lo, hi = bracket(url, shape, start, 1000 * (i + 1), out_dir, e2e_s)
                 passing = sorted((s for s in steps if s["verdict"] == "pass"), key=lambda s: -s["rate"])[:2]
                 at = predict(profile, shape, [s["rate"] for s in passing]) if passing else {"at_rates": []}
+                below = [float(f"{f * lo:.3g}") for f in FRACTIONS] if lo else []
+                measured = [step(url, shape, r, 1000 * (i + 1) + 100 + j, out_dir, e2e_s) for j, r in enumerate(below)]
+                for m in measured:
+                    log(f"  {shape} @ {m['rate']:.3g} req/s (latency load): {m['verdict']} (p99 TTFT {m['ttft_p99']:.0f} ms)")
+                fixed = predict(profile, shape, below) if below else {"at_rates": []}
                 results.append({
                     "config": c, "shape": shape, "profile_s": profile_s,
                     "predicted": knee["knee_req_s"], "interval": [knee["low_req_s"], knee["high_req_s"]],
                     "predict_wall_s": p["_wall_s"], "bracket": [lo, hi], "steps": steps,
                     "at": [{"measured": s, "predicted": a} for s, a in zip(passing, at["at_rates"])],
+                    "below": [{"measured": m, "predicted": a} for m, a in zip(measured, fixed["at_rates"])],
                     "measure_s": time.time() - t,
                 })
                 json.dump(results, open(os.path.join(out_dir, "results.json"), "w"), indent=1)
@@ -179,31 +191,48 @@ def err(pred, meas):
     return abs(pred - meas) / meas * 100 if meas else math.nan
 
 
+def errors(pairs):
+    """TTFT p50, TTFT p99 and E2E mean errors (%) of each measured/predicted pair."""
+    return [[err(a["predicted"][k][q], a["measured"][m]) for a in pairs] for k, q, m in ERRS]
+
+
+def med(v):
+    v = sorted(e for e in v if not math.isnan(e))
+    if not v:
+        return math.nan
+    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+
+
 def table(results):
-    within, errs_all = 0, [[], [], []]
+    within = 0
     for r in results:
         lo, hi = r["bracket"]
         if lo and hi and abs(r["predicted"] / math.sqrt(lo * hi) - 1) <= 0.15:
             within += 1
-        for a in r["at"]:
-            for i, (k, q, m) in enumerate((("ttft_ms", "p50", "ttft_p50"), ("ttft_ms", "p99", "ttft_p99"), ("e2el_ms", "mean", "e2e_mean"))):
-                errs_all[i].append(err(a["predicted"][k][q], a["measured"][m]))
-    med = lambda v: sorted(v)[len(v) // 2] if len(v) % 2 else sum(sorted(v)[len(v) // 2 - 1: len(v) // 2 + 1]) / 2
+    # The latency loads: 0.6 and 0.8 of the highest passing load (older
+    # results: the two highest passing loads).
+    key = "below" if all("below" in r for r in results) else "at"
+    pooled = lambda k: [sum(col, []) for col in zip(*(errors(r[k]) for r in results))] or [[], [], []]
+    e = pooled(key)
+    where = "0.6 and 0.8 of the highest passing load" if key == "below" else "the two highest passing loads"
     print(f"knee within ±15% of the bracket's middle: {within} of {len(results)}; median absolute error over "
-          f"{len(errs_all[0])} loads: TTFT p50 {med(errs_all[0]):.0f}%, TTFT p99 {med(errs_all[1]):.0f}%, E2E mean {med(errs_all[2]):.0f}%")
+          f"{len(e[0])} loads ({where}): TTFT p50 {med(e[0]):.0f}%, TTFT p99 {med(e[1]):.0f}%, E2E mean {med(e[2]):.0f}%")
+    if key == "below":
+        a = pooled("at")
+        print(f"(at the two highest passing loads, right under the knee, over {len(a[0])} loads: TTFT p50 "
+              f"{med(a[0]):.0f}%, TTFT p99 {med(a[1]):.0f}%, E2E mean {med(a[2]):.0f}%)")
     print()
     print("| config | shape | predicted knee (interval) | measured bracket | within ±15% of its middle | loads | TTFT p50 err | TTFT p99 err | E2E mean err |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in results:
         lo, hi = r["bracket"]
         mid = math.sqrt(lo * hi) if lo and hi else None
-        within = "–" if mid is None else ("yes" if abs(r["predicted"] / mid - 1) <= 0.15 else "no")
-        loads = ", ".join(f"{a['measured']['rate']:.3g}" for a in r["at"])
-        errs = [[err(a["predicted"][k][q], a["measured"][m]) for a in r["at"]]
-                for k, q, m in (("ttft_ms", "p50", "ttft_p50"), ("ttft_ms", "p99", "ttft_p99"), ("e2el_ms", "mean", "e2e_mean"))]
+        ok = "–" if mid is None else ("yes" if abs(r["predicted"] / mid - 1) <= 0.15 else "no")
+        loads = ", ".join(f"{a['measured']['rate']:.3g}" for a in r[key])
+        errs = errors(r[key])
         cell = lambda es: " / ".join(f"{e:.0f}%" for e in es) or "–"
         br = f"{lo or 0:.3g} – " + (f"{hi:.3g}" if hi else "∞")
-        print(f"| {r['config']} | {r['shape']} | {r['predicted']:.3g} ({r['interval'][0]:.3g}–{r['interval'][1]:.3g}) | {br} | {within} | {loads} | {cell(errs[0])} | {cell(errs[1])} | {cell(errs[2])} |")
+        print(f"| {r['config']} | {r['shape']} | {r['predicted']:.3g} ({r['interval'][0]:.3g}–{r['interval'][1]:.3g}) | {br} | {ok} | {loads} | {cell(errs[0])} | {cell(errs[1])} | {cell(errs[2])} |")
 
 
 def repredict(old_dir, profile_dir):
@@ -220,10 +249,11 @@ def repredict(old_dir, profile_dir):
         r["predicted"] = p["knee"]["knee_req_s"]
         r["interval"] = [p["knee"]["low_req_s"], p["knee"]["high_req_s"]]
         r["predict_wall_s"] = p["_wall_s"]
-        rates = [a["measured"]["rate"] for a in r["at"]]
-        if rates:
-            at = predict(copy, r["shape"], rates)["at_rates"]
-            r["at"] = [{"measured": a["measured"], "predicted": q} for a, q in zip(r["at"], at)]
+        for key in ("at", "below"):
+            rates = [a["measured"]["rate"] for a in r.get(key, [])]
+            if rates:
+                at = predict(copy, r["shape"], rates)["at_rates"]
+                r[key] = [{"measured": a["measured"], "predicted": q} for a, q in zip(r[key], at)]
     table(results)
 
 

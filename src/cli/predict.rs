@@ -23,6 +23,11 @@ pub struct PredictArgs {
         help_heading = "Engine"
     )]
     pub profile: Option<PathBuf>,
+    /// Draw the profile's host stalls as random pauses (as `sim --profile`
+    /// does) instead of taking them at their mean: the latency tails
+    /// (p99) stretch too, and the knee moves with them.
+    #[arg(long, requires = "profile", help_heading = "Engine")]
+    pub draw_stalls: bool,
     /// The engine overrides `kneecap sim` takes.
     #[command(flatten, next_help_heading = "Engine")]
     pub engine: super::sim::SimEngineArgs,

@@ -120,12 +120,14 @@ fn engine(a: &PredictArgs) -> Result<Engine> {
         });
     };
     let profile = load_profile(path, "--profile")?;
-    let mut params = profile.params();
+    // The stalls at their mean, or drawn over the costs without them.
+    let stalls = |p: ModelParams| if a.draw_stalls { profile.drawn(p) } else { p };
+    let mut params = stalls(profile.params());
     override_params(&a.engine, &mut params)?;
     // Each corner with the same overrides (an overridden parameter is exact).
     let mut adjusted = Vec::new();
     for c in profile.corners() {
-        let mut p = c.params;
+        let mut p = stalls(c.params);
         override_params(&a.engine, &mut p)
             .map_err(|e| anyhow::anyhow!("--profile corner '{}': {e:#}", c.name))?;
         adjusted.push(p);
