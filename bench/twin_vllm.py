@@ -23,7 +23,8 @@ usage: bench/twin_vllm.py OUT_DIR [CONFIG...]   (configs: default, small)
        bench/twin_vllm.py --repredict OUT_DIR [PROFILE_DIR]   (the same
          measured steps, predicted again from PROFILE_DIR/profile-CONFIG.json)
 env:   KNEECAP (default target/release/kneecap), PROFILE_S (120),
-       STEP_S (40: measured seconds per step), SHAPES (all; e.g. 128/32,512/16)
+       STEP_S (40: measured seconds per step), SHAPES (all; e.g. 128/32,512/16),
+       PREDICT_FLAGS (more `kneecap predict` flags, e.g. --draw-stalls)
 Writes OUT_DIR/results.json and prints the table as Markdown.
 """
 import json
@@ -37,6 +38,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 K = os.environ.get("KNEECAP", os.path.join(ROOT, "target/release/kneecap"))
 PROFILE_S = os.environ.get("PROFILE_S", "120")
 STEP_S = os.environ.get("STEP_S", "40")
+PREDICT_FLAGS = os.environ.get("PREDICT_FLAGS", "").split()
 SLO = "p99_ttft_ms<=2000"
 CONFIGS = {
     "default": [],
@@ -77,7 +79,7 @@ def shape_flags(shape):
 
 def predict(profile, shape, rates=None):
     out = profile + ".predict.json"
-    cmd = [K, "predict", "--profile", profile, "--slo", SLO, *shape_flags(shape), "-o", out]
+    cmd = [K, "predict", "--profile", profile, "--slo", SLO, *shape_flags(shape), *PREDICT_FLAGS, "-o", out]
     if rates:
         cmd += ["--at-rates", ",".join(f"{r:.4g}" for r in rates)]
     t = time.time()

@@ -90,13 +90,14 @@ pub fn kv_bound(l: &DecodeLevel) -> bool {
 }
 
 /// Fits the levels; `interference` is `α × c_p` (seconds per prompt token)
-/// and its standard uncertainty, `stall_share` the host's stalls' share of
-/// the steps' time ([`super::stalls`]), taken out of the mean gaps (the
-/// model adds it back). `None` without 3 fittable levels.
+/// and its standard uncertainty, `stalls` the host's stalls' share of the
+/// steps' time and the median step under which a level shows its own
+/// ([`super::stalls::StallFit`]): taken out of the mean gaps (the model
+/// adds the share back). `None` without 3 fittable levels.
 pub fn fit(
     levels: &[DecodeLevel],
     interference: (f64, f64),
-    stall_share: f64,
+    stalls: (f64, f64),
 ) -> Option<DecodeFit> {
     let plain = plain_levels(levels);
     let usable: Vec<&DecodeLevel> = plain
@@ -104,7 +105,7 @@ pub fn fit(
         .copied()
         .filter(|l| l.gaps >= MIN_GAPS && !kv_bound(l))
         .collect();
-    let points = |ac: f64, median: bool| -> Vec<Point> { steps(&usable, ac, median, stall_share) };
+    let points = |ac: f64, median: bool| -> Vec<Point> { steps(&usable, ac, median, stalls) };
     // The long-context levels add their clean gaps (no prompt beside them).
     let long: Vec<Point> = levels
         .iter()
@@ -162,17 +163,27 @@ pub fn fit(
 }
 
 /// Each level's decode step: from its mean gap (steps tile the window,
-/// stalls and all: less the stalls' share, which the model draws), or from
-/// its median (what the extra costs are fitted on: one stall of a second in
-/// a level of a few seconds moves its mean, not its median); less the
-/// prompts' share `ac` per prompt token.
-fn steps(usable: &[&DecodeLevel], ac: f64, median: bool, stall_share: f64) -> Vec<Point> {
+/// stalls and all) less the stalls, which the model adds back, or from its
+/// median (what the extra costs are fitted on: one stall of a second in a
+/// level of a few seconds moves its mean, not its median); less the
+/// prompts' share `ac` per prompt token. A level whose steps are short
+/// enough to show its stalls has its own stalled gaps' excess taken out
+/// (stalls fall unevenly: on 8 slots, 16 stalled gaps in one level and none
+/// in the next, read at the one share, tilted the line to 3.5 ms a
+/// sequence where the medians said 0.5); a longer-stepped level, whose
+/// stalls mostly go unseen, its mean less the stalls' share `(share,
+/// visible_below)`.
+fn steps(usable: &[&DecodeLevel], ac: f64, median: bool, stalls: (f64, f64)) -> Vec<Point> {
+    let (stall_share, visible_below) = stalls;
     usable
         .iter()
         .map(|l| {
             let share = (ac * l.prefill_tokens_per_s).clamp(0.0, 0.9);
             let gap = if median {
                 l.median_gap_s
+            } else if l.median_gap_s <= visible_below && l.gaps > 0 {
+                (l.mean_gap_s - l.stalls.excess_s / l.gaps as f64)
+                    .max(l.median_gap_s.min(l.mean_gap_s))
             } else {
                 l.mean_gap_s / (1.0 + stall_share.max(0.0))
             };
@@ -189,7 +200,7 @@ fn steps(usable: &[&DecodeLevel], ac: f64, median: bool, stall_share: f64) -> Ve
 /// they ran to within [`PRECISE`] (its base and per-sequence cost at 1σ,
 /// any misfit's widening included): then more rounds would add little.
 pub fn precise(levels: &[DecodeLevel]) -> bool {
-    let Some(f) = fit(levels, (0.0, 0.0), 0.0) else {
+    let Some(f) = fit(levels, (0.0, 0.0), (0.0, 0.0)) else {
         return false;
     };
     let d = levels.iter().map(|l| l.streaming).fold(0.0, f64::max);

@@ -39,7 +39,7 @@ fn levels(ks: &[usize], gauge: bool) -> Vec<DecodeLevel> {
 
 #[test]
 fn the_step_base_and_cost_per_sequence_come_back() {
-    let f = fit(&levels(&[1, 2, 4, 8, 16, 32], true), (AC, 0.0), 0.0).unwrap();
+    let f = fit(&levels(&[1, 2, 4, 8, 16, 32], true), (AC, 0.0), (0.0, 0.0)).unwrap();
     // The streaming count is 63/64 of the batch: the line is in those units.
     let slope_us = 200.0 * 64.0 / 63.0;
     assert!((f.step_base_ms.value - 10.0).abs() < 1e-6, "{f:?}");
@@ -51,27 +51,27 @@ fn the_step_base_and_cost_per_sequence_come_back() {
 #[test]
 fn ignoring_the_prompts_share_would_overstate_the_cost() {
     let ls = levels(&[1, 2, 4, 8, 16], true);
-    let right = fit(&ls, (AC, 0.0), 0.0).unwrap();
-    let naive = fit(&ls, (0.0, 0.0), 0.0).unwrap();
+    let right = fit(&ls, (AC, 0.0), (0.0, 0.0)).unwrap();
+    let naive = fit(&ls, (0.0, 0.0), (0.0, 0.0)).unwrap();
     assert!(naive.decode_seq_us.value > 1.1 * right.decode_seq_us.value);
     // An uncertain share widens both coefficients.
-    let unsure = fit(&ls, (AC, 0.5 * AC), 0.0).unwrap();
+    let unsure = fit(&ls, (AC, 0.5 * AC), (0.0, 0.0)).unwrap();
     assert!(unsure.decode_seq_us.uncertainty > 10.0 * right.decode_seq_us.uncertainty.max(1e-9));
     assert!(unsure.step_base_ms.uncertainty > right.step_base_ms.uncertainty);
 }
 
 #[test]
 fn the_batch_limit_is_where_the_batch_stops_rising() {
-    let gauge = fit(&levels(&[1, 4, 16, 64], true), (AC, 0.0), 0.0).unwrap();
+    let gauge = fit(&levels(&[1, 4, 16, 64], true), (AC, 0.0), (0.0, 0.0)).unwrap();
     assert_eq!(gauge.max_num_seqs.value, 16.0);
     assert_eq!(gauge.max_num_seqs.status, Status::Measured);
     // Without a gauge, the client's streaming count corrected for the
     // prefill step gives the same.
-    let client = fit(&levels(&[1, 4, 16, 64], false), (AC, 0.0), 0.0).unwrap();
+    let client = fit(&levels(&[1, 4, 16, 64], false), (AC, 0.0), (0.0, 0.0)).unwrap();
     assert_eq!(client.max_num_seqs.value, 16.0);
     assert!(client.max_num_seqs.uncertainty < 1.0);
     // Never saturated: at least what ran.
-    let low = fit(&levels(&[1, 2, 4, 8], true), (AC, 0.0), 0.0).unwrap();
+    let low = fit(&levels(&[1, 2, 4, 8], true), (AC, 0.0), (0.0, 0.0)).unwrap();
     assert_eq!(low.max_num_seqs.status, Status::LowerBound);
     assert_eq!((low.max_num_seqs.value, low.max_num_seqs.high), (8.0, None));
 }
@@ -81,7 +81,7 @@ fn a_kv_bound_level_is_left_out_and_only_bounds_the_limit() {
     let mut ls = levels(&[1, 2, 4, 8, 64], true);
     ls[4].running_max = Some(12.0);
     ls[4].preemptions = Some(30.0);
-    let f = fit(&ls, (AC, 0.0), 0.0).unwrap();
+    let f = fit(&ls, (AC, 0.0), (0.0, 0.0)).unwrap();
     assert!((f.step_base_ms.value - 10.0).abs() < 1e-6);
     assert_eq!(f.max_num_seqs.status, Status::LowerBound);
     assert_eq!(f.max_num_seqs.value, 12.0);
@@ -96,7 +96,7 @@ fn a_curved_step_is_flagged() {
         let d = l.streaming;
         l.mean_gap_s += 1e-4 * (d - 4.0).max(0.0).powi(2);
     }
-    let f = fit(&ls, (AC, 0.0), 0.0).unwrap();
+    let f = fit(&ls, (AC, 0.0), (0.0, 0.0)).unwrap();
     assert_eq!(f.decode_seq_us.status, Status::Misfit);
     assert!(!f.warnings.is_empty());
     assert!(f.decode_seq_us.uncertainty > 100.0, "{:?}", f.decode_seq_us);
@@ -125,7 +125,7 @@ fn a_line_below_the_origin_is_fitted_through_it() {
         plain(2, 2.0, 0.0420),
         plain(4, 2.0, 0.0420),
     ];
-    let f = fit(&ls, (0.0, 0.0), 0.0).unwrap();
+    let f = fit(&ls, (0.0, 0.0), (0.0, 0.0)).unwrap();
     // Σxy / Σx² = (17.5 + 84 + 84) / 9 ms.
     assert!(
         (f.decode_seq_us.value - 185.5e3 / 9.0).abs() < 1e-6,
@@ -152,7 +152,7 @@ fn a_line_below_the_origin_is_fitted_through_it() {
         plain(2, 2.0, 0.0185),
         plain(4, 2.0, 0.0201),
     ];
-    let g = fit(&noisy, (0.0, 0.0), 0.0).unwrap();
+    let g = fit(&noisy, (0.0, 0.0), (0.0, 0.0)).unwrap();
     assert_eq!(
         (g.step_base_ms.value, g.step_base_ms.status),
         (0.0, Status::Measured)
@@ -177,7 +177,7 @@ fn exact_levels_are_precise_and_three_noisy_ones_are_not() {
 
 #[test]
 fn a_saturated_level_at_the_top_batch_is_a_repeat_not_a_zero_gap() {
-    let f = fit(&crate::twin::testing::vllm_levels(), (0.0, 0.0), 0.0).unwrap();
+    let f = fit(&crate::twin::testing::vllm_levels(), (0.0, 0.0), (0.0, 0.0)).unwrap();
     let seq = &f.decode_seq_us;
     assert!(
         seq.uncertainty.is_finite() && seq.uncertainty < seq.value,
@@ -189,4 +189,37 @@ fn a_saturated_level_at_the_top_batch_is_a_repeat_not_a_zero_gap() {
         (f.max_num_seqs.value, f.max_num_seqs.status),
         (128.0, Status::Measured)
     );
+}
+
+#[test]
+fn stalls_that_fell_in_one_level_are_taken_out_of_it_not_spread_over_all() {
+    // 8 slots of a 40-ms base and 500 µs a sequence, twice over; the host
+    // stalled 16 gaps of one batch-8 level by 250 ms (2 stalls seen by its
+    // 8 streams) and none of the rest: a share of about 0.1 over them all.
+    let mut ls: Vec<DecodeLevel> = [1, 2, 4, 8, 1, 2, 4, 8]
+        .iter()
+        .map(|&k| {
+            let step = 0.040 + 500e-6 * k as f64;
+            DecodeLevel {
+                streaming: k as f64,
+                mean_gap_s: step,
+                median_gap_s: step,
+                prefill_tokens_per_s: 0.0,
+                ..level(k, true)
+            }
+        })
+        .collect();
+    let stalled = &mut ls[3];
+    stalled.stalls = crate::twin::observe::StallGaps {
+        gaps: 16,
+        excess_s: 16.0 * 0.25,
+    };
+    stalled.mean_gap_s += 16.0 * 0.25 / stalled.gaps as f64;
+    // Shown (steps under half a stall): the line is the server's.
+    let f = fit(&ls, (0.0, 0.0), (0.1, 0.125)).unwrap();
+    assert!((f.decode_seq_us.value - 500.0).abs() < 1.0, "{f:?}");
+    assert!((f.step_base_ms.value - 40.0).abs() < 0.01, "{f:?}");
+    // Read at the one share, the stalled level tilts the line.
+    let g = fit(&ls, (0.0, 0.0), (0.1, 0.0)).unwrap();
+    assert!(g.decode_seq_us.value > 700.0, "{g:?}");
 }

@@ -31,18 +31,28 @@ pub struct StallFit {
     /// `rate × mean` at the central values: the share of the levels' time
     /// the stalls took beyond the steps' cost (0 when not identified).
     pub share: f64,
+    /// The median step, seconds, at or under which a level shows its own
+    /// stalls (`visible_below`; 0 when they are held at 0): the decode line
+    /// takes such a level's stalled gaps out as they fell, the others'
+    /// mean gaps less `share`.
+    pub visible_below_s: f64,
 }
 
 /// Fits the stalls of the plain (short-prompt) levels that did not fill the
 /// KV cache, counted in engine time (a level's gaps over its streams are
 /// its steps) on the levels whose steps are short enough for a stall to
-/// show (`shows_stalls`).
+/// show (`visible_below`).
 pub fn fit(levels: &[DecodeLevel]) -> StallFit {
     let usable: Vec<&DecodeLevel> = plain_levels(levels)
         .into_iter()
         .filter(|l| l.gaps >= MIN_GAPS && !kv_bound(l) && l.median_gap_s > 0.0)
         .collect();
-    let kept = shows_stalls(&usable);
+    let visible_below_s = visible_below(&usable);
+    let kept: Vec<&DecodeLevel> = usable
+        .iter()
+        .copied()
+        .filter(|l| l.median_gap_s <= visible_below_s)
+        .collect();
     let per_step = |l: &&DecodeLevel, x: f64| x / l.streaming.max(1.0);
     let stalled: usize = kept.iter().map(|l| l.stalls.gaps).sum();
     let gaps: usize = kept.iter().map(|l| l.gaps).sum();
@@ -68,6 +78,7 @@ pub fn fit(levels: &[DecodeLevel]) -> StallFit {
             rate_per_s: zero("stalls per second of engine time"),
             mean_ms: zero("the stalled gaps' mean excess over their median"),
             share: 0.0,
+            visible_below_s: 0.0,
         };
     }
     let rate = stalls / busy;
@@ -89,29 +100,26 @@ pub fn fit(levels: &[DecodeLevel]) -> StallFit {
             format!("the stalled gaps' mean excess over their level's median: {how}"),
         ),
         share: rate * mean_s,
+        visible_below_s,
     }
 }
 
-/// The levels whose median step is at most half the stalls' mean excess
-/// (over every level): a stall shorter than its step's median is not
-/// counted, so on long steps most go unseen and would read as a low rate.
-/// All of them when none is that short.
-fn shows_stalls<'a>(levels: &[&'a DecodeLevel]) -> Vec<&'a DecodeLevel> {
+/// The median step at or under which a level shows its stalls: half the
+/// stalls' mean excess (over every level), since a stall shorter than its
+/// step's median is not counted, so on long steps most go unseen and would
+/// read as a low rate. Every level's (infinite) when none is that short or
+/// no stall was seen.
+fn visible_below(levels: &[&DecodeLevel]) -> f64 {
     let stalled: usize = levels.iter().map(|l| l.stalls.gaps).sum();
     let excess: f64 = levels.iter().map(|l| l.stalls.excess_s).sum();
     if stalled == 0 {
-        return levels.to_vec();
+        return f64::INFINITY;
     }
-    let mean = excess / stalled as f64;
-    let short: Vec<&DecodeLevel> = levels
-        .iter()
-        .copied()
-        .filter(|l| l.median_gap_s <= 0.5 * mean)
-        .collect();
-    if short.is_empty() {
-        levels.to_vec()
+    let half = 0.5 * excess / stalled as f64;
+    if levels.iter().any(|l| l.median_gap_s <= half) {
+        half
     } else {
-        short
+        f64::INFINITY
     }
 }
 

@@ -169,6 +169,35 @@ fn a_profile_with_a_misfit_asks_for_a_wider_interval() {
 }
 
 #[test]
+fn draw_stalls_takes_the_profiles_stalls_as_pauses_over_the_costs_without_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut profile = crate::twin::testing::sample();
+    profile.params.stall_rate_per_s = crate::twin::Estimate::fitted(2.0, 0.2, 0.0, "t");
+    profile.params.stall_ms = crate::twin::Estimate::fitted(100.0, 10.0, 0.0, "t");
+    let path = dir.path().join("stalls.json");
+    std::fs::write(&path, profile.to_json()).unwrap();
+    let flags = format!("--slo ttft:1 --profile {}", path.display());
+    let mean = parse(&argv(&flags)).unwrap().config.truth.params;
+    let drawn = parse(&argv(&format!("{flags} --draw-stalls")))
+        .unwrap()
+        .config
+        .truth
+        .params;
+    // At their mean: no pause, the decode step 20% longer; drawn: 2 a
+    // second of 100 ms over the step without them.
+    assert!(!mean.stalls.active());
+    assert_eq!(
+        (drawn.stalls.rate_per_s, drawn.stalls.mean.as_millis()),
+        (2.0, 100)
+    );
+    let ratio = mean.step_base.as_secs_f64() / drawn.step_base.as_secs_f64();
+    assert!((ratio - 1.2).abs() < 1e-6, "{ratio}");
+    // Without a profile there are no stalls to draw.
+    let err = parse(&argv("--slo ttft:1 --draw-stalls")).unwrap_err();
+    assert!(format!("{err:#}").contains("--profile"), "{err:#}");
+}
+
+#[test]
 fn a_missing_or_foreign_profile_is_refused_naming_the_flag() {
     let dir = tempfile::tempdir().unwrap();
     let other = dir.path().join("other.json");
