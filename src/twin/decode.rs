@@ -182,8 +182,9 @@ fn steps(usable: &[&DecodeLevel], ac: f64, median: bool, stalls: (f64, f64)) -> 
             let gap = if median {
                 l.median_gap_s
             } else if l.median_gap_s <= visible_below && l.gaps > 0 {
-                (l.mean_gap_s - l.stalls.excess_s / l.gaps as f64)
-                    .max(l.median_gap_s.min(l.mean_gap_s))
+                // Each stalled gap back at the median (never below 0, should
+                // a saved profile's counts disagree).
+                (l.mean_gap_s - l.stalls.excess_s / l.gaps as f64).max(0.0)
             } else {
                 l.mean_gap_s / (1.0 + stall_share.max(0.0))
             };

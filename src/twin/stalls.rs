@@ -134,6 +134,8 @@ mod tests {
     fn levels_without_stalls_hold_it_at_zero() {
         let f = fit(&vllm_levels());
         assert_eq!(f.share, 0.0);
+        // No stall to take out of any level, and none left in.
+        assert_eq!(f.visible_below_s, 0.0);
         assert_eq!(f.rate_per_s.value, 0.0);
         assert_eq!(f.rate_per_s.status, Status::NotIdentifiable);
         assert_eq!(f.mean_ms.status, Status::NotIdentifiable);
@@ -164,6 +166,8 @@ mod tests {
         );
         assert!((f.mean_ms.value - 100.0).abs() < 1e-9);
         assert!((f.share - 6.0 / 99.0).abs() < 1e-9);
+        // The decode line takes a level's own stalls out under half a stall.
+        assert!((f.visible_below_s - 0.05).abs() < 1e-12, "{f:?}");
         // 60 stalls: the rate's σ is rate/√60.
         let rel = f.rate_per_s.uncertainty / f.rate_per_s.value;
         assert!((rel - 1.0 / 60f64.sqrt()).abs() < 1e-9, "{rel}");
