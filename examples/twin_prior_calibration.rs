@@ -151,6 +151,7 @@ fn truth_config(
         burstiness: 1.0,
         seeds: seeds.to_vec(),
         precision: 0.005,
+        tail: kneecap::sim::params::HostStalls::NONE,
     }
 }
 

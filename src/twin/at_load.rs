@@ -3,11 +3,11 @@
 //! parameters' virtual-time runs over every seed pooled. The numbers a
 //! measured sweep step gives, so the two can stand side by side. Pure.
 
-use super::knee::{keeps_up, load_for_seed, par_map, records, TruthConfig};
+use super::knee::{keeps_up, load_for_seed, par_map, records, run_at, TruthConfig};
 use crate::metrics::stats::distribution::distribution;
 use crate::metrics::stats::request::{e2el_seconds, tpot_seconds, ttft_seconds};
 use crate::metrics::stats::Distribution;
-use crate::sim::virtual_time::{simulate, unit_gaps};
+use crate::sim::virtual_time::unit_gaps;
 use serde::{Deserialize, Serialize};
 
 /// The percentiles each latency gives.
@@ -62,7 +62,7 @@ pub fn at_loads(cfg: &TruthConfig, rates: &[f64]) -> Result<Vec<AtLoad>, String>
     let runs = par_map(&jobs, |&(rate, seed)| {
         let load = load_for_seed(cfg, seed)?;
         let gaps = unit_gaps(seed, cfg.burstiness, load.gaps_needed())?;
-        simulate(&cfg.params, &load, &gaps, rate)
+        run_at(cfg, &cfg.params, (&load, &gaps, seed), rate)
     });
     let mut runs = runs.into_iter();
     rates
@@ -125,6 +125,7 @@ mod tests {
             burstiness: 1.0,
             seeds,
             precision: 0.01,
+            tail: crate::sim::params::HostStalls::NONE,
         }
     }
 

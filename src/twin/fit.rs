@@ -188,7 +188,8 @@ fn fit_once(obs: &Observations, header: Header) -> ServerProfile {
         (alpha.uncertainty * c_p).hypot(alpha.value * c_p_sigma),
     );
     let stall = stalls::fit(&obs.decode);
-    let dec = decode::fit(&obs.decode, ac, (stall.share, stall.visible_below_s));
+    let dec = decode::fit(&obs.decode, ac, (stall.share, stall.visible_below_s))
+        .map(|d| mixed::sustained(obs.mixed.as_ref(), d));
     let loaded = (obs.mixed.as_ref(), dec.clone(), pre.as_ref());
     let (step_base_ms, decode_seq_us, max_num_seqs, [context_token_us, request_ms]) =
         decode_parts(dec, &mut warnings);

@@ -130,6 +130,7 @@ mod tests {
                 burstiness: 1.0,
                 seeds: vec![0],
                 precision: 0.02,
+                tail: crate::sim::params::HostStalls::NONE,
             },
             corners: Vec::new(),
             moves: true,

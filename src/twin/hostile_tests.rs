@@ -41,6 +41,7 @@ fn predict_from(
             burstiness: 1.0,
             seeds: vec![0],
             precision: 0.2,
+            tail: crate::sim::params::HostStalls::NONE,
         },
         corners,
         moves,

@@ -182,6 +182,7 @@ mod tests {
             burstiness: 1.0,
             seeds: vec![0],
             precision: 0.01,
+            tail: crate::sim::params::HostStalls::NONE,
         };
         let mut j = PredictJson::new("0.1.0", "preset <tiny>", &cfg, 0);
         let cell = |i, o, knee: Option<f64>| GridCell {

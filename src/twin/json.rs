@@ -219,6 +219,7 @@ mod tests {
             burstiness: f64::INFINITY,
             seeds: vec![4, 5],
             precision: 0.01,
+            tail: crate::sim::params::HostStalls::NONE,
         };
         let j = PredictJson::new("9.9.9", "preset 7b-24gb", &cfg, 14);
         let text = serde_json::to_string(&j).unwrap();

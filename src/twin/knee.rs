@@ -10,6 +10,7 @@
 
 use crate::metrics::RequestRecord;
 use crate::sim::capacity::capacity_cached;
+use crate::sim::params::HostStalls;
 use crate::sim::usage::Usage;
 use crate::sim::virtual_time::{simulate, unit_gaps, VirtualLoad, VirtualRun};
 use crate::sim::ModelParams;
@@ -40,6 +41,9 @@ pub struct TruthConfig {
     pub seeds: Vec<u64>,
     /// Stop when the bracket is narrower than this fraction of the rate.
     pub precision: f64,
+    /// The host's stalls redrawn over each request's TTFT ([`super::tail`]):
+    /// a profile's, when its engine holds them at their mean; else none.
+    pub tail: HostStalls,
 }
 
 /// How a seed's search ended.
@@ -284,7 +288,7 @@ fn search_seed(
     let load = load_for_seed(cfg, seed)?;
     let gaps = unit_gaps(seed, cfg.burstiness, load.gaps_needed())?;
     let run = |rate: f64| {
-        let v = judge(cfg, &load, &gaps, rate)?;
+        let v = judge(cfg, (&load, &gaps, seed), rate)?;
         let probe = Probe {
             rate,
             pass: v.pass,
@@ -384,11 +388,10 @@ pub fn service_rate(cfg: &TruthConfig) -> f64 {
 /// it grows without bound in steady state.
 fn judge(
     cfg: &TruthConfig,
-    load: &VirtualLoad,
-    gaps: &[f64],
+    (load, gaps, seed): (&VirtualLoad, &[f64], u64),
     rate: f64,
 ) -> Result<Verdict, String> {
-    let run = simulate(&cfg.params, load, gaps, rate)?;
+    let run = run_at(cfg, &cfg.params, (load, gaps, seed), rate)?;
     let records = records(&run);
     let outcomes: Vec<SloOutcome> = cfg.slos.iter().map(|s| evaluate(s, &records)).collect();
     let kept_up = keeps_up(&run);
@@ -410,6 +413,19 @@ fn judge(
         usage: run.usage,
         margin,
     })
+}
+
+/// One virtual-time run of `params` under `cfg`'s load at `rate`, each
+/// request's TTFT with the host's stalls redrawn over it ([`super::tail`]).
+pub(crate) fn run_at(
+    cfg: &TruthConfig,
+    params: &ModelParams,
+    (load, gaps, seed): (&VirtualLoad, &[f64], u64),
+    rate: f64,
+) -> Result<VirtualRun, String> {
+    let mut run = simulate(params, load, gaps, rate)?;
+    super::tail::redraw(&mut run, cfg.tail, seed);
+    Ok(run)
 }
 
 /// Most the measured requests' finishes may spread beyond their arrivals,

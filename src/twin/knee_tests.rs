@@ -22,6 +22,7 @@ fn slot_server(slos: &[&str], seeds: Vec<u64>) -> TruthConfig {
         burstiness: 1.0,
         seeds,
         precision: 0.005,
+        tail: crate::sim::params::HostStalls::NONE,
     }
 }
 

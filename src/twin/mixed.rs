@@ -185,6 +185,65 @@ pub fn under_load(
     }
 }
 
+/// Fewest clean gaps (no prompt beside them) the level needs to hold the
+/// decode line to its full batch's step ([`sustained`]).
+pub const MIN_CLEAN: usize = 50;
+
+/// The decode line held to the mixed level's clean steps: the level's gaps
+/// during which no prompt waited (decode-only steps of the full batch,
+/// over a sustained window of many seconds) against the line's step at
+/// their batch and context. When the two disagree by more than twice the
+/// line's standard error there, the base and the cost per sequence are
+/// scaled by their ratio, so that the line passes through the full batch's
+/// step where the knee sits. On vLLM's CPU engine with 8 slots the decode
+/// levels (windows of 0.3-2 s) read a full batch's step at 27-30 ms
+/// early in the profile while the mixed level's 281 clean gaps had a
+/// median of 40 ms, and the sweeps' steps at that batch measured 32-41 ms
+/// a token (docs/benchmarks/2026-12-08.md): the engine runs slower
+/// sustained than in short bursts.
+pub fn sustained(level: Option<&MixedObs>, dec: DecodeFit) -> DecodeFit {
+    let Some(clean) = level
+        .and_then(|m| m.level.clean)
+        .filter(|c| c.gaps >= MIN_CLEAN && c.batch >= 1.0 && c.median_gap_s > 0.0)
+    else {
+        return dec;
+    };
+    let (base, seq, ctx) = (&dec.step_base_ms, &dec.decode_seq_us, &dec.context_token_us);
+    let b = clean.batch;
+    let line = base.value * 1e-3 + seq.value * 1e-6 * b;
+    let context = ctx.value.max(0.0) * 1e-6 * b * clean.context;
+    let sigma = (base.uncertainty * 1e-3).hypot(seq.uncertainty * 1e-6 * b);
+    let plain = clean.median_gap_s - context;
+    if line <= 0.0 || plain <= 0.0 || (plain - line).abs() <= 2.0 * sigma {
+        return dec;
+    }
+    let k = plain / line;
+    let note = format!(
+        "; scaled by {k:.2} to the mixed level's full batch: its {} clean gaps' median, {:.1} ms at {b:.1} decoding over {:.0} tokens of context, against the line's {:.1} ms (± {:.1}) there",
+        clean.gaps,
+        clean.median_gap_s * 1e3,
+        clean.context,
+        (line + context) * 1e3,
+        sigma * 1e3
+    );
+    DecodeFit {
+        step_base_ms: scaled(base, k, &note),
+        decode_seq_us: scaled(seq, k, &note),
+        ..dec
+    }
+}
+
+/// `e` times `k` (its range and uncertainty with it), `note` added to how.
+fn scaled(e: &Estimate, k: f64, note: &str) -> Estimate {
+    let mut e = e.clone();
+    e.value *= k;
+    e.uncertainty *= k;
+    e.low *= k;
+    e.high = e.high.map(|h| h * k);
+    e.how += note;
+    e
+}
+
 /// The mixed level's `loaded` interference beside the interference probe's
 /// `quiet` one: when the two agree (within twice their combined σ) they
 /// read one `α`, and their inverse-variance mean is the estimate; when

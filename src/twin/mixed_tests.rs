@@ -180,3 +180,49 @@ fn a_level_that_does_not_pin_alpha_down_leaves_the_quiet_one_and_says_so() {
         "{e:?} {warnings:?}"
     );
 }
+
+/// `obs(1.0)` with `gaps` clean gaps of median `median_s` at 100 decoding
+/// over 270 tokens of context.
+fn with_clean(gaps: usize, median_s: f64) -> MixedObs {
+    let mut o = obs(1.0);
+    o.level.clean = Some(crate::twin::observe::CleanGaps {
+        gaps,
+        median_gap_s: median_s,
+        batch: 100.0,
+        context: 270.0,
+    });
+    o
+}
+
+#[test]
+fn a_sustained_full_batch_slower_than_the_line_scales_it() {
+    // The line at 100: 30 + 60 = 90 ms (± 2.2 ms), the context 54 ms. The
+    // clean steps' median 171 ms: 117 ms of plain step, 1.3 times the line.
+    let d = sustained(Some(&with_clean(400, 0.171)), decode());
+    assert!((d.step_base_ms.value - 39.0).abs() < 1e-9, "{d:?}");
+    assert!((d.decode_seq_us.value - 780.0).abs() < 1e-9, "{d:?}");
+    assert!((d.decode_seq_us.uncertainty - 26.0).abs() < 1e-9);
+    assert!(
+        d.step_base_ms.how.contains("scaled by 1.30"),
+        "{}",
+        d.step_base_ms.how
+    );
+    // The context's cost is the long levels': kept.
+    assert_eq!(d.context_token_us, decode().context_token_us);
+    // Faster sustained scales it down the same way.
+    let d = sustained(Some(&with_clean(400, 0.054 + 0.072)), decode());
+    assert!((d.decode_seq_us.value - 480.0).abs() < 1e-9, "{d:?}");
+}
+
+#[test]
+fn a_line_that_agrees_or_too_few_clean_gaps_leave_it_alone() {
+    // 3 ms over the line at 100, within twice its 2.2 ms.
+    assert_eq!(sustained(Some(&with_clean(400, 0.147)), decode()), decode());
+    // 1.3 times, but on fewer clean gaps than MIN_CLEAN, or none, or no level.
+    assert_eq!(
+        sustained(Some(&with_clean(MIN_CLEAN - 1, 0.171)), decode()),
+        decode()
+    );
+    assert_eq!(sustained(Some(&obs(1.0)), decode()), decode());
+    assert_eq!(sustained(None, decode()), decode());
+}

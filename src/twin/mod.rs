@@ -26,7 +26,8 @@
 //!   its ranges clamped into parameter sets, a fit not pinned down marked
 //!   not identifiable.
 //! - [`table`]: the profile's console table.
-//! - [`knee`]: the virtual-time knee search (bisection on λ per seed).
+//! - [`knee`]: the virtual-time knee search (bisection on λ per seed);
+//!   [`tail`] the host's stalls redrawn over each request's TTFT.
 //! - [`predict`]: the knee with its interval over the parameter corners, and
 //!   replicas for a target rate; [`grid`] the knee over a grid of shapes.
 //! - [`explain`]: the binding resource at a predicted knee and what moves
@@ -66,6 +67,7 @@ pub mod render;
 pub mod reported;
 pub mod stalls;
 pub mod table;
+pub mod tail;
 
 #[cfg(test)]
 mod hostile_tests;

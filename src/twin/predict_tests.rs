@@ -17,6 +17,7 @@ fn search(params: ModelParams, (input, output): (u32, u32), slo: &str) -> TruthC
         burstiness: 1.0,
         seeds: vec![0],
         precision: 0.01,
+        tail: crate::sim::params::HostStalls::NONE,
     }
 }
 

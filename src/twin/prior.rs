@@ -4,8 +4,8 @@
 //! ([`crate::sweep::prior`] says how a step weighs it). Pure: seeded, no
 //! clock.
 
-use super::knee::{keeps_up, load_for_seed, records, TruthConfig};
-use crate::sim::virtual_time::{simulate, unit_gaps};
+use super::knee::{keeps_up, load_for_seed, records, run_at, TruthConfig};
+use crate::sim::virtual_time::unit_gaps;
 use crate::sim::ModelParams;
 use crate::sweep::prior::{share_over, SloPrior, StepPrior};
 
@@ -130,7 +130,7 @@ fn set_shares(
         .map(|&seed| {
             let load = load_for_seed(truth, seed)?;
             let gaps = unit_gaps(seed, truth.burstiness, load.gaps_needed())?;
-            let run = simulate(params, &load, &gaps, rate)?;
+            let run = run_at(truth, params, (&load, &gaps, seed), rate)?;
             let kept_up = keeps_up(&run);
             let recs = records(&run);
             Ok(truth

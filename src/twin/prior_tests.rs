@@ -21,6 +21,7 @@ fn slot_server(slos: &[&str]) -> TruthConfig {
         burstiness: 1.0,
         seeds: vec![1, 2],
         precision: 0.005,
+        tail: crate::sim::params::HostStalls::NONE,
     }
 }
 

@@ -302,7 +302,7 @@ impl ServerProfile {
     /// their central values, and the decode step without their share (the
     /// profile's decode line is fitted less it, [`super::decode::fit`]).
     pub fn drawn(&self, twin: ModelParams) -> ModelParams {
-        let stalls = self.stalls();
+        let stalls = self.host_stalls();
         let plain = 1.0 / (1.0 + stalls.share());
         ModelParams {
             step_base: twin.step_base.mul_f64(plain).max(Duration::from_micros(1)),
@@ -312,8 +312,9 @@ impl ServerProfile {
         }
     }
 
-    /// The host's stalls at their central values, held in their ranges.
-    fn stalls(&self) -> HostStalls {
+    /// The host's stalls at their central values, held in their ranges
+    /// (the twin redraws them over each TTFT: [`super::tail`]).
+    pub fn host_stalls(&self) -> HostStalls {
         let e = self.estimates();
         HostStalls {
             rate_per_s: ranges::clamp(11, e[11].value),

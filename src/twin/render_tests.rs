@@ -16,6 +16,7 @@ fn header() -> PredictJson {
         burstiness: 1.0,
         seeds: vec![0, 1, 2],
         precision: 0.0025,
+        tail: crate::sim::params::HostStalls::NONE,
     };
     let mut j = PredictJson::new("0.1.0", "preset tiny", &cfg, 0);
     (j.cpu_s, j.wall_s) = (3.25, 1.5);

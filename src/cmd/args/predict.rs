@@ -5,6 +5,7 @@
 use super::dataset::parse_range_ratio;
 use super::sim::{engine_params, load_profile, override_params, MAX_TRUTH_SEEDS};
 use crate::cli::predict::PredictArgs;
+use crate::sim::params::HostStalls;
 use crate::sim::virtual_time::VirtualLoad;
 use crate::sim::ModelParams;
 use crate::sweep::slo::Slo;
@@ -81,6 +82,7 @@ pub fn predict_options(a: &PredictArgs) -> Result<PredictOptions> {
             .map(|k| a.seed.wrapping_add(k))
             .collect(),
         precision: a.precision,
+        tail: engine.tail,
     };
     Ok(PredictOptions {
         source: engine.source,
@@ -106,6 +108,8 @@ struct Engine {
     corners: Vec<ModelParams>,
     prefix_caching: bool,
     misfit: Option<Misfit>,
+    /// The host's stalls redrawn over each TTFT (a profile's, at its mean).
+    tail: HostStalls,
 }
 
 fn engine(a: &PredictArgs) -> Result<Engine> {
@@ -117,6 +121,7 @@ fn engine(a: &PredictArgs) -> Result<Engine> {
             corners: Vec::new(),
             prefix_caching: !no_cache,
             misfit: None,
+            tail: HostStalls::NONE,
         });
     };
     let profile = load_profile(path, "--profile")?;
@@ -139,6 +144,12 @@ fn engine(a: &PredictArgs) -> Result<Engine> {
         corners,
         prefix_caching: !no_cache && profile.params.prefix_caching.enabled.unwrap_or(true),
         misfit: profile.misfit(),
+        // Drawn in the engine, or at their mean there and over each TTFT.
+        tail: if a.draw_stalls {
+            HostStalls::NONE
+        } else {
+            profile.host_stalls()
+        },
     })
 }
 

@@ -103,6 +103,7 @@ fn truth_config(cfg: &SimConfig, input_len: u32, output_len: u32, t: &TruthArgs)
         burstiness: t.burstiness,
         seeds: t.seeds.clone(),
         precision: PRECISION,
+        tail: crate::sim::params::HostStalls::NONE,
     }
 }
 

@@ -269,6 +269,7 @@ fn predict_config(ctx: &Ctx<'_>, profile: &ServerProfile) -> PredictConfig {
             burstiness: run.load.burstiness,
             seeds: (0..SEEDS).map(|k| run.load.seed.wrapping_add(k)).collect(),
             precision: PRECISION,
+            tail: profile.host_stalls(),
         },
         corners: distinct_corners(&params, profile.corners().into_iter().map(|c| c.params)),
         moves: false,
