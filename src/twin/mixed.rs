@@ -196,7 +196,7 @@ pub const MIN_CLEAN: usize = 50;
 /// line's standard error there, the base and the cost per sequence are
 /// scaled by their ratio, so that the line passes through the full batch's
 /// step where the knee sits. On vLLM's CPU engine with 8 slots the decode
-/// levels (windows of 0.3-2 s) read a full batch's step at 27-30 ms
+/// levels (windows of 0.3-2 s) read a full batch's step at 24-30 ms
 /// early in the profile while the mixed level's 281 clean gaps had a
 /// median of 40 ms, and the sweeps' steps at that batch measured 32-41 ms
 /// a token (docs/benchmarks/2026-12-08.md): the engine runs slower
